@@ -1,0 +1,50 @@
+#pragma once
+// Incremental chunked transfer-coding decoder (RFC 9112 §7.1) that never copies payload.
+//
+// The caller peeks at the next contiguous bytes of the stream, asks next(), and then
+// consumes exactly step.length bytes: payload bytes (kData) are moved to where they go,
+// framing bytes (kFraming, kDone) are dropped. kNeedMore means nothing can be decided from
+// `data`: call again with at least one more byte (the same unconsumed bytes first). Chunk
+// extensions are accepted and dropped; trailer fields are dropped. Rejected (kError): a size
+// that is not 1*HEXDIG or overflows 2^63, a size line over kMaxLineBytes, a missing CRLF
+// after chunk data, bare LF, trailers over kMaxTrailerBytes.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace gw::http {
+
+class ChunkedDecoder {
+ public:
+  static constexpr size_t kMaxLineBytes = 4096;
+  static constexpr size_t kMaxTrailerBytes = 16 * 1024;
+
+  enum class Kind : uint8_t { kNeedMore, kData, kFraming, kDone, kError };
+  struct Step {
+    Kind kind = Kind::kNeedMore;
+    size_t length = 0;       // bytes of `data` this step covers
+    const char* reason = ""; // static text when kind == kError
+  };
+
+  Step next(std::string_view data) noexcept;
+
+  // Total payload bytes reported so far.
+  uint64_t payloadBytes() const noexcept { return payload_; }
+  bool done() const noexcept { return state_ == State::kDone; }
+  void reset() noexcept { *this = ChunkedDecoder(); }
+
+ private:
+  enum class State : uint8_t { kSize, kData, kDataCrlf, kTrailer, kDone, kError };
+  State state_ = State::kSize;
+  uint64_t remaining_ = 0;
+  uint64_t payload_ = 0;
+  size_t trailer_bytes_ = 0;
+};
+
+// Writes the chunk-size line for a chunk of n bytes ("1a2b\r\n") into buf; returns the view.
+std::string_view chunkSizeLine(size_t n, char (&buf)[24]) noexcept;
+
+inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
+}  // namespace gw::http

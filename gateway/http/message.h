@@ -1,0 +1,87 @@
+#pragma once
+// HTTP/1.1 message heads as views. Every string_view points into the caller's contiguous
+// head bytes (the connection pulls the head up into one block before parsing), so a parsed
+// head costs no heap string per field. The vectors are owned by the connection and reused
+// across requests (clear() keeps their capacity).
+//
+// Sits at the bottom of the pipeline: server/ and proxy/ feed bytes to an Http1Parser and
+// hand the resulting heads to filters/.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace gw::http {
+
+enum class Version : uint8_t { kHttp10, kHttp11 };
+
+// How the body after a head is delimited.
+enum class BodyFraming : uint8_t {
+  kNone,           // no body (no CL/TE on a request; 1xx/204/304 or HEAD answers)
+  kContentLength,  // exactly content_length bytes
+  kChunked,        // Transfer-Encoding: chunked
+  kUntilClose,     // responses only: body runs until the upstream closes
+};
+
+struct HeaderField {
+  std::string_view name;   // as sent (case preserved), a token
+  std::string_view value;  // leading/trailing OWS removed; may be empty
+  std::string_view line;   // the whole field line as sent, without its CRLF
+};
+
+struct RequestHead {
+  std::string_view method;  // token, case-sensitive
+  std::string_view target;  // request-target as sent
+  std::string_view path;    // target up to '?' (absolute-form: the path part)
+  Version version = Version::kHttp11;
+  std::vector<HeaderField> fields;  // in arrival order
+  BodyFraming framing = BodyFraming::kNone;
+  uint64_t content_length = 0;  // when framing == kContentLength
+  bool keep_alive = true;       // from version and Connection
+  bool expect_continue = false; // Expect: 100-continue present
+  std::string_view host;        // Host value ("" when absent)
+  size_t head_bytes = 0;        // bytes of the head including the blank line
+
+  void clear() noexcept {
+    method = target = path = host = {};
+    version = Version::kHttp11;
+    fields.clear();
+    framing = BodyFraming::kNone;
+    content_length = 0;
+    keep_alive = true;
+    expect_continue = false;
+    head_bytes = 0;
+  }
+};
+
+struct ResponseHead {
+  int status = 0;
+  std::string_view reason;
+  Version version = Version::kHttp11;
+  std::vector<HeaderField> fields;
+  BodyFraming framing = BodyFraming::kNone;
+  uint64_t content_length = 0;
+  bool keep_alive = true;  // false: the upstream connection must not be reused
+  size_t head_bytes = 0;
+
+  void clear() noexcept {
+    status = 0;
+    reason = {};
+    version = Version::kHttp11;
+    fields.clear();
+    framing = BodyFraming::kNone;
+    content_length = 0;
+    keep_alive = true;
+    head_bytes = 0;
+  }
+};
+
+// First field with this name (case-insensitive), or nullptr.
+const HeaderField* findField(const std::vector<HeaderField>& fields,
+                             std::string_view name) noexcept;
+
+// Number of fields with this name (case-insensitive).
+size_t countFields(const std::vector<HeaderField>& fields, std::string_view name) noexcept;
+
+}  // namespace gw::http

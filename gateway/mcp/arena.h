@@ -1,0 +1,32 @@
+#pragma once
+// A fixed-capacity byte arena for decoded header values: allocated once per connection,
+// reset per request, never reallocates (so views into it stay valid for the request).
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+namespace gw::mcp {
+
+class ValueArena {
+ public:
+  explicit ValueArena(size_t capacity) : buf_(new char[capacity]), cap_(capacity) {}
+  // n bytes of storage, or nullptr when the arena is full.
+  char* allocate(size_t n) noexcept {
+    if (n > cap_ - used_) {
+      return nullptr;
+    }
+    char* p = buf_.get() + used_;
+    used_ += n;
+    return p;
+  }
+  void reset() noexcept { used_ = 0; }
+  size_t used() const noexcept { return used_; }
+
+ private:
+  std::unique_ptr<char[]> buf_;
+  size_t cap_;
+  size_t used_ = 0;
+};
+
+}  // namespace gw::mcp

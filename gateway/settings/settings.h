@@ -1,0 +1,130 @@
+#pragma once
+// The immutable settings snapshot: gateway.yaml parsed, validated whole and compiled once.
+// Workers hold a std::shared_ptr<const Settings>; each request keeps the snapshot it started
+// with. Nothing on the request path re-reads YAML.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gw::settings {
+
+using Duration = std::chrono::milliseconds;
+
+struct Address {
+  std::string host;  // numeric IPv4 or IPv6 literal (no brackets), or "localhost"
+  uint16_t port = 0;
+  std::string text;  // as written, for logs
+};
+
+struct Limits {
+  uint32_t max_connections = 4096;
+  uint64_t max_request_line = 8 * 1024;
+  uint64_t max_header_bytes = 32 * 1024;
+  uint32_t max_headers = 100;
+  uint64_t max_body_bytes = 4 * 1024 * 1024;
+  Duration header_timeout = std::chrono::seconds(10);
+  Duration body_timeout = std::chrono::seconds(30);
+  Duration keepalive_timeout = std::chrono::seconds(60);
+};
+
+enum class LegacyMode : uint8_t { kReject, kPassthrough };
+
+struct Mcp {
+  std::vector<std::string> protocol_versions{"2026-07-28"};
+  LegacyMode legacy = LegacyMode::kReject;
+  bool verify_body = false;
+  std::vector<std::string> allowed_origins;  // exact match on the Origin value
+  Duration sse_keepalive = std::chrono::seconds(15);  // 0 = off
+};
+
+enum class Balance : uint8_t { kRoundRobin, kFirstHealthy };
+
+struct Upstream {
+  std::string name;
+  std::vector<Address> endpoints;
+  std::string path = "/mcp";  // request path sent upstream
+  Duration connect_timeout = std::chrono::seconds(5);
+  Duration response_timeout = std::chrono::seconds(60);      // until the response head
+  Duration stream_idle_timeout = std::chrono::minutes(5);    // between response bytes
+  Duration max_duration = std::chrono::minutes(30);          // whole exchange
+  Balance balance = Balance::kRoundRobin;
+  uint32_t max_idle_connections = 64;  // per worker, per endpoint
+};
+
+// A route's match; every present key must match (AND). Values are globs where `*` matches
+// any run of characters (including none); everything else is literal.
+struct RouteMatch {
+  std::optional<std::string> method;                         // glob on Mcp-Method
+  std::optional<std::string> name;                           // glob on decoded Mcp-Name
+  std::vector<std::pair<std::string, std::string>> params;   // Param name → glob (name
+                                                             // compared case-insensitively)
+  std::vector<std::pair<std::string, std::string>> headers;  // header name → glob
+};
+
+struct Route {
+  std::string name;
+  bool has_match = false;  // false: the default route (matches everything)
+  RouteMatch match;
+  std::string upstream;
+  size_t upstream_index = 0;         // index into Settings::upstreams
+  bool legacy = false;               // takes legacy (untrusted-version) traffic
+  std::optional<bool> verify_body;   // overrides mcp.verify_body for this route
+};
+
+struct AccessLog {
+  std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
+};
+
+struct Settings {
+  Address listen{"127.0.0.1", 8080, "127.0.0.1:8080"};
+  std::string endpoint = "/mcp";
+  uint32_t workers = 0;  // 0 = one per core (resolved at start)
+  std::optional<Address> admin;
+  Limits limits;
+  Mcp mcp;
+  std::vector<Upstream> upstreams;
+  std::vector<Route> routes;
+  std::vector<std::string> policy_files;  // absolute paths (resolved from the config file)
+  AccessLog access_log;
+  std::string log_level = "info";  // trace | debug | info | warn | error | off
+  Duration drain_timeout = std::chrono::seconds(30);
+  std::string source_file;  // the config file this came from (absolute)
+
+  // Index of the upstream with this name, or -1.
+  int upstreamIndex(std::string_view name) const noexcept;
+};
+
+// One validation problem, pointing into the file that caused it.
+struct Diagnostic {
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based; 0 when unknown
+  std::string message;
+  std::string str() const;  // "file:line:column: message"
+};
+
+struct LoadResult {
+  std::shared_ptr<const Settings> settings;  // null when errors is non-empty
+  std::vector<Diagnostic> errors;            // every problem found, in file order
+};
+
+// Parses and validates a config file (and the files it names). Never throws.
+LoadResult loadFile(const std::string& path);
+// Same for text held in memory; `file` is used in diagnostics and to resolve relative paths.
+LoadResult loadString(std::string_view yaml, const std::string& file);
+
+// "250ms", "10s", "5m", "1h", "0" → Duration; false on anything else (no negative, no
+// bare number but 0, no overflow).
+bool parseDuration(std::string_view text, Duration& out) noexcept;
+// "512", "8KiB", "4MiB", "1GiB", "10KB"(=10*1000) → bytes; false on anything else.
+bool parseSize(std::string_view text, uint64_t& out) noexcept;
+// "127.0.0.1:8080", "[::1]:8080", "localhost:80" → Address; false on anything else.
+bool parseAddress(std::string_view text, Address& out);
+
+}  // namespace gw::settings
