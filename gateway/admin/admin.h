@@ -1,0 +1,37 @@
+#pragma once
+// The admin listener (loopback by default): /healthz, /readyz, /metrics. It runs on its own
+// thread and event_base with libevent's evhttp (acceptable off the data path) and only reads
+// the process-wide atomics in proxy::Shared.
+
+#include <memory>
+#include <thread>
+
+#include "gateway/event/owners.h"
+#include "gateway/proxy/worker_context.h"
+#include "gateway/settings/settings.h"
+
+struct evhttp;
+struct evhttp_request;
+
+namespace gw::admin {
+
+class AdminServer {
+ public:
+  explicit AdminServer(proxy::Shared& shared) : shared_(shared) {}
+  ~AdminServer();
+
+  // Binds and starts serving on its own thread. False (with errno-style text in `error`)
+  // when the address cannot be bound.
+  bool start(const settings::Address& addr, std::string& error);
+  void stop();
+
+ private:
+  static void onRequest(evhttp_request* req, void* arg);
+
+  proxy::Shared& shared_;
+  event::BasePtr base_;
+  struct evhttp* http_ = nullptr;
+  std::thread thread_;
+};
+
+}  // namespace gw::admin

@@ -1,0 +1,46 @@
+#pragma once
+// RAII owners of libevent handles. Every event_base, event, bufferevent, evbuffer and
+// evconnlistener in the gateway lives in one of these; no bare *_free calls elsewhere.
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include <memory>
+
+namespace gw::event {
+
+struct BaseDeleter {
+  void operator()(event_base* b) const noexcept { event_base_free(b); }
+};
+struct EventDeleter {
+  void operator()(::event* e) const noexcept { event_free(e); }
+};
+struct BufferEventDeleter {
+  void operator()(bufferevent* b) const noexcept { bufferevent_free(b); }
+};
+struct EvBufferDeleter {
+  void operator()(evbuffer* b) const noexcept { evbuffer_free(b); }
+};
+struct ListenerDeleter {
+  void operator()(evconnlistener* l) const noexcept { evconnlistener_free(l); }
+};
+
+using BasePtr = std::unique_ptr<event_base, BaseDeleter>;
+using EventPtr = std::unique_ptr<::event, EventDeleter>;
+using BufferEventPtr = std::unique_ptr<bufferevent, BufferEventDeleter>;
+using EvBufferPtr = std::unique_ptr<evbuffer, EvBufferDeleter>;
+using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
+
+inline EvBufferPtr makeBuffer() { return EvBufferPtr(evbuffer_new()); }
+
+// A one-shot/re-armable timer owned by `owner`; cb(owner) runs on expiry.
+template <class T, void (T::*Method)()>
+EventPtr makeTimer(event_base* base, T* owner) {
+  return EventPtr(evtimer_new(
+      base, [](evutil_socket_t, short, void* arg) { (static_cast<T*>(arg)->*Method)(); },
+      owner));
+}
+
+}  // namespace gw::event

@@ -1,0 +1,73 @@
+#pragma once
+// The per-request context every pipeline stage reads and writes, and the LocalReply a stage
+// returns when the gateway answers the request itself. No sockets here: proxy/ owns the I/O
+// and only hands the stages views of the head and, when a stage asks for it, the body.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gateway/filters/snapshot.h"
+#include "gateway/http/message.h"
+#include "gateway/mcp/contract.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/verifier.h"
+
+namespace gw::filters {
+
+// How the request's Mcp-Param headers were checked (for the access log).
+enum class ParamCheck : uint8_t {
+  kNotChecked,    // verify mode off, or not a tools/call
+  kVerified,      // tool schema known, every annotated argument matched its header
+  kUnverifiable,  // verify mode on but the tool's schema is not known (yet)
+};
+const char* paramCheckName(ParamCheck c) noexcept;
+
+// What the gateway answers itself. When `json_rpc` is set the body is a JSON-RPC error
+// built from code/message/data; the id is echoed from the body when `echo_id` is set and
+// the body can be read (proxy/ reads it, bounded, only on this path).
+struct LocalReply {
+  int status = 0;
+  bool json_rpc = true;
+  int code = 0;
+  std::string message;
+  std::string data_json;       // optional JSON value for error.data
+  bool echo_id = false;        // read the body to echo the request id
+  bool omit_id = false;        // no "id" member at all (403 Origin)
+  mcp::RequestId id;           // when already known (verify mode)
+  std::string text;            // plain-text body when !json_rpc
+  std::string extra_headers;   // full header lines, each ending in CRLF
+  const char* reason = "";     // short machine name for logs/metrics ("header_mismatch")
+};
+
+struct RequestContext {
+  const Snapshot* snapshot = nullptr;
+  const http::RequestHead* head = nullptr;
+  std::string_view client_ip;
+
+  mcp::McpHeaders mcp;          // reused across requests on a connection
+  bool trusted = false;         // MCP-Protocol-Version is in mcp.protocol_versions
+  bool legacy = false;          // untrusted traffic admitted by legacy: passthrough
+  const settings::Route* route = nullptr;
+
+  bool need_body = false;       // a stage wants the whole body before the upstream
+  bool classify_body = false;   // Mcp-Method absent: body must be a notification
+  bool verify_body = false;     // verify mode for this request
+  bool learn_tools = false;     // a trusted tools/list: learn schemas from the response
+  ParamCheck param_check = ParamCheck::kNotChecked;
+  mcp::BodyKind body_kind = mcp::BodyKind::kUnknown;
+
+  LocalReply reply;
+
+  void reset() noexcept {
+    head = nullptr;
+    mcp.clear();
+    trusted = legacy = need_body = classify_body = verify_body = learn_tools = false;
+    route = nullptr;
+    param_check = ParamCheck::kNotChecked;
+    body_kind = mcp::BodyKind::kUnknown;
+    reply = LocalReply{};
+  }
+};
+
+}  // namespace gw::filters

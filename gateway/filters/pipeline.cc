@@ -1,0 +1,261 @@
+// The request pipeline stages (see pipeline.h for the order and contract).
+
+#include "gateway/filters/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "gateway/core/ascii.h"
+#include "gateway/http/message.h"
+#include "gateway/mcp/jsonrpc.h"
+
+namespace gw::filters {
+
+namespace {
+
+using core::iequals;
+using core::istartsWith;
+
+constexpr size_t kMaxEchoedValue = 64;
+
+// A value from the request, escaped and shortened for an error message.
+std::string quoted(std::string_view v) {
+  std::string out;
+  mcp::appendJsonEscaped(out, v.substr(0, kMaxEchoedValue));
+  if (v.size() > kMaxEchoedValue) {
+    out += "...";
+  }
+  return out;
+}
+
+bool methodNeedsName(std::string_view m) noexcept {
+  return m == "tools/call" || m == "prompts/get" || m == "resources/read" ||
+         m == "tasks/get" || m == "tasks/update" || m == "tasks/cancel";
+}
+
+// ---- stage 1: transport rules (path, Origin) ------------------------------------------
+FilterStatus transportStage(RequestContext& ctx) noexcept {
+  const auto& s = *ctx.snapshot->settings;
+  const auto& head = *ctx.head;
+  if (head.path != s.endpoint) {
+    ctx.reply = LocalReply{};
+    ctx.reply.status = 404;
+    ctx.reply.json_rpc = false;
+    ctx.reply.text = "not found\n";
+    ctx.reply.reason = "not_found";
+    return FilterStatus::kLocalReply;
+  }
+  if (const http::HeaderField* origin = http::findField(head.fields, "origin")) {
+    bool allowed = std::any_of(s.mcp.allowed_origins.begin(), s.mcp.allowed_origins.end(),
+                               [&](const std::string& o) { return o == origin->value; });
+    if (!allowed || http::countFields(head.fields, "origin") != 1) {
+      setReply(ctx, 403, mcp::code::kOriginForbidden, "Forbidden: Origin not allowed",
+               "origin_forbidden", false);
+      ctx.reply.omit_id = true;
+      return FilterStatus::kLocalReply;
+    }
+  }
+  return FilterStatus::kContinue;
+}
+
+// ---- stage 2: MCP contract (headers, version gate, method rules) ----------------------
+FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept {
+  const auto& s = *ctx.snapshot->settings;
+  const auto& head = *ctx.head;
+  mcp::ContractResult cr = mcp::readMcpHeaders(head.fields, arena, ctx.mcp);
+  if (cr.error != mcp::ContractError::kNone) {
+    std::string msg = "Header mismatch: ";
+    msg += cr.header;
+    msg += ": ";
+    msg += cr.reason;
+    setReply(ctx, 400, mcp::code::kHeaderMismatch, std::move(msg), "header_invalid");
+    return FilterStatus::kLocalReply;
+  }
+
+  const auto& versions = s.mcp.protocol_versions;
+  ctx.trusted = ctx.mcp.has_version &&
+                std::find(versions.begin(), versions.end(), ctx.mcp.version) != versions.end();
+  if (!ctx.trusted) {
+    if (s.mcp.legacy == settings::LegacyMode::kPassthrough) {
+      ctx.legacy = true;
+      return FilterStatus::kContinue;  // headers not trusted for any decision
+    }
+    if (head.method != "POST") {
+      setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.",
+               "method_not_allowed", false);
+      ctx.reply.id = mcp::RequestId::null();
+      ctx.reply.extra_headers = "Allow: POST\r\n";
+      return FilterStatus::kLocalReply;
+    }
+    if (!ctx.mcp.has_version) {
+      setReply(ctx, 400, mcp::code::kHeaderMismatch,
+               "Bad Request: the required MCP-Protocol-Version header is absent",
+               "version_missing");
+      return FilterStatus::kLocalReply;
+    }
+    std::string data = "{\"supported\":[";
+    for (size_t i = 0; i < versions.size(); ++i) {
+      data += i ? ",\"" : "\"";
+      mcp::appendJsonEscaped(data, versions[i]);
+      data += '"';
+    }
+    data += "],\"requested\":\"";
+    mcp::appendJsonEscaped(data, ctx.mcp.version.substr(0, kMaxEchoedValue));
+    data += "\"}";
+    setReply(ctx, 400, mcp::code::kUnsupportedProtocolVersion,
+             "Unsupported protocol version: " + quoted(ctx.mcp.version),
+             "version_unsupported");
+    ctx.reply.data_json = std::move(data);
+    return FilterStatus::kLocalReply;
+  }
+
+  // Modern traffic: POST only; a JSON body.
+  if (head.method != "POST") {
+    setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.",
+             "method_not_allowed", false);
+    ctx.reply.id = mcp::RequestId::null();
+    ctx.reply.extra_headers = "Allow: POST\r\n";
+    return FilterStatus::kLocalReply;
+  }
+  const http::HeaderField* ct = http::findField(head.fields, "content-type");
+  std::string_view media = ct ? ct->value.substr(0, ct->value.find(';')) : std::string_view{};
+  if (!iequals(core::trimOws(media), "application/json")) {
+    setReply(ctx, 415, mcp::code::kUnsupportedMediaType,
+             "Unsupported Media Type: Content-Type must be application/json",
+             "unsupported_media_type");
+    return FilterStatus::kLocalReply;
+  }
+  if (!ctx.mcp.has_method) {
+    // A notification needs no Mcp-Method (spec item 11): read the body to tell.
+    ctx.classify_body = true;
+    ctx.need_body = true;
+    return FilterStatus::kContinue;
+  }
+  if (methodNeedsName(ctx.mcp.method) && !ctx.mcp.has_name) {
+    setReply(ctx, 400, mcp::code::kHeaderMismatch,
+             "Header mismatch: the Mcp-Name header is required for " +
+                 quoted(ctx.mcp.method),
+             "header_missing");
+    return FilterStatus::kLocalReply;
+  }
+  ctx.learn_tools = ctx.mcp.method == "tools/list";
+  return FilterStatus::kContinue;
+}
+
+// ---- stage 3: route --------------------------------------------------------------------
+FilterStatus routeStage(RequestContext& ctx) noexcept {
+  router::RouteInput in;
+  in.trusted = ctx.trusted;
+  in.method = ctx.trusted ? ctx.mcp.method : std::string_view{};
+  in.mcp = &ctx.mcp;
+  in.fields = &ctx.head->fields;
+  ctx.route = ctx.snapshot->routes.match(in);
+  if (ctx.route == nullptr) {
+    setReply(ctx, 502, mcp::code::kNoRoute, "Bad Gateway: no route for this request",
+             "no_route");
+    return FilterStatus::kLocalReply;
+  }
+  if (ctx.trusted) {
+    ctx.verify_body = ctx.route->verify_body.value_or(ctx.snapshot->settings->mcp.verify_body);
+    if (ctx.verify_body) {
+      ctx.need_body = true;
+    }
+  }
+  return FilterStatus::kContinue;
+}
+
+}  // namespace
+
+const char* paramCheckName(ParamCheck c) noexcept {
+  switch (c) {
+    case ParamCheck::kVerified:
+      return "verified";
+    case ParamCheck::kUnverifiable:
+      return "unverifiable";
+    case ParamCheck::kNotChecked:
+      break;
+  }
+  return "not_checked";
+}
+
+void setReply(RequestContext& ctx, int status, int code, std::string message,
+              const char* reason, bool echo_id) {
+  ctx.reply = LocalReply{};
+  ctx.reply.status = status;
+  ctx.reply.code = code;
+  ctx.reply.message = std::move(message);
+  ctx.reply.reason = reason;
+  ctx.reply.echo_id = echo_id;
+}
+
+std::string renderReplyBody(const LocalReply& reply) {
+  if (!reply.json_rpc) {
+    return reply.text;
+  }
+  mcp::RequestId id = reply.id;
+  if (reply.omit_id) {
+    id = mcp::RequestId::absent();
+  } else if (id.kind == mcp::RequestId::Kind::kAbsent) {
+    id = mcp::RequestId::null();
+  }
+  return mcp::errorBody(id, reply.code, reply.message, reply.data_json);
+}
+
+FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) noexcept {
+  FilterStatus st = transportStage(ctx);
+  if (st != FilterStatus::kContinue) {
+    return st;
+  }
+  st = contractStage(ctx, arena);
+  if (st != FilterStatus::kContinue) {
+    return st;
+  }
+  st = routeStage(ctx);
+  if (st != FilterStatus::kContinue) {
+    return st;
+  }
+  return ctx.need_body ? FilterStatus::kNeedBody : FilterStatus::kContinue;
+}
+
+FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexcept {
+  std::shared_ptr<const mcp::ToolSchema> tool;
+  if (ctx.verify_body && ctx.mcp.has_method && ctx.mcp.method == "tools/call" &&
+      ctx.mcp.has_name) {
+    tool = ctx.snapshot->schemas->find(ctx.route->upstream, ctx.mcp.name.value,
+                                       std::chrono::steady_clock::now());
+    ctx.param_check = tool ? ParamCheck::kVerified : ParamCheck::kUnverifiable;
+  }
+  mcp::VerifyOptions opts;
+  opts.check_headers = ctx.verify_body;
+  mcp::VerifyResult vr = mcp::verifyBody(body, ctx.mcp, tool.get(), opts);
+  ctx.body_kind = vr.kind;
+  if (!vr.ok) {
+    if (ctx.param_check == ParamCheck::kVerified) {
+      ctx.param_check = ParamCheck::kNotChecked;
+    }
+    setReply(ctx, 400, vr.code, std::move(vr.message),
+             vr.code == mcp::code::kHeaderMismatch ? "header_mismatch" : "body_invalid",
+             false);
+    ctx.reply.id = std::move(vr.id);
+    return FilterStatus::kLocalReply;
+  }
+  if (ctx.classify_body && vr.kind != mcp::BodyKind::kNotification) {
+    setReply(ctx, 400, mcp::code::kHeaderMismatch,
+             "Header mismatch: the required Mcp-Method header is absent", "header_missing",
+             false);
+    ctx.reply.id = std::move(vr.id);
+    return FilterStatus::kLocalReply;
+  }
+  return FilterStatus::kContinue;
+}
+
+std::shared_ptr<const Snapshot> Snapshot::build(std::shared_ptr<const settings::Settings> s,
+                                                std::shared_ptr<mcp::SchemaCache> schemas) {
+  auto snap = std::make_shared<Snapshot>();
+  snap->routes = router::RouteTable::compile(*s);
+  snap->settings = std::move(s);
+  snap->schemas = schemas ? std::move(schemas) : std::make_shared<mcp::SchemaCache>();
+  return snap;
+}
+
+}  // namespace gw::filters

@@ -1,0 +1,33 @@
+#pragma once
+// The request pipeline: a fixed sequence of stages over one RequestContext. The order is
+// the core's, not the stages': transport rules → MCP contract (version gate, headers,
+// method rules) → route → [identity → policy → rate limit: later] → body verification.
+// Stages never touch sockets; each returns Continue, NeedBody (proxy/ reads the bounded body
+// and calls onBody) or LocalReply (ctx.reply says what to answer).
+
+#include <string_view>
+
+#include "gateway/filters/context.h"
+#include "gateway/mcp/arena.h"
+
+namespace gw::filters {
+
+enum class FilterStatus : uint8_t { kContinue, kNeedBody, kLocalReply };
+
+class Pipeline {
+ public:
+  // Runs every head-only stage. kNeedBody: call onBody() with the whole body when it is in.
+  static FilterStatus onHeaders(RequestContext& ctx, mcp::ValueArena& arena) noexcept;
+
+  // `body` must have mcp::bodyPadding() readable bytes after it. kContinue: forward.
+  static FilterStatus onBody(RequestContext& ctx, std::string_view body) noexcept;
+};
+
+// Fills ctx.reply with a JSON-RPC error (helpers shared by the stages and proxy/).
+void setReply(RequestContext& ctx, int status, int code, std::string message,
+              const char* reason, bool echo_id = true);
+
+// The final body and headers for a LocalReply (id from `id`, or absent/null rules).
+std::string renderReplyBody(const LocalReply& reply);
+
+}  // namespace gw::filters

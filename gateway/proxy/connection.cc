@@ -1,0 +1,1094 @@
+// Downstream connection + exchange (see connection.h).
+
+#include "gateway/proxy/connection.h"
+
+#include <event2/buffer.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "gateway/core/ascii.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/http/forwarding.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/schema.h"
+#include "gateway/mcp/verifier.h"
+
+namespace gw::proxy {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Backpressure marks (bytes queued in an output buffer).
+constexpr size_t kOutHigh = 256 * 1024;
+constexpr size_t kOutLow = 64 * 1024;
+// Pipelined bytes kept while an exchange is in flight.
+constexpr size_t kPipelineHigh = 64 * 1024;
+// Upper bound on a tools/list answer captured for schema learning.
+constexpr size_t kMaxCapture = 4 * 1024 * 1024;
+// Upstream response heads are bounded like request heads, with room to spare.
+constexpr size_t kMaxResponseHead = 64 * 1024;
+
+timeval toTimeval(milliseconds d) {
+  if (d.count() < 0) {
+    d = milliseconds(0);
+  }
+  return timeval{static_cast<time_t>(d.count() / 1000),
+                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
+}
+
+const char* reasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Error";
+  }
+}
+
+bool isEventStream(const http::ResponseHead& r) {
+  const http::HeaderField* ct = http::findField(r.fields, "content-type");
+  return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
+}
+
+void addStr(evbuffer* b, std::string_view s) { evbuffer_add(b, s.data(), s.size()); }
+
+}  // namespace
+
+// ---- lifetime ---------------------------------------------------------------------------
+
+void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer) {
+  auto* c = new Connection(w, fd, std::move(peer));
+  if (!c->down_) {
+    delete c;
+    return;
+  }
+  bufferevent_enable(c->down_.get(), EV_READ | EV_WRITE);
+  c->armDownTimer(c->s_->limits.keepalive_timeout);
+}
+
+Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
+    : w_(w), peer_(std::move(peer)), arena_(64 * 1024) {
+  snap_ = w_.shared->snapshot.load();
+  s_ = snap_->settings.get();
+  down_.reset(bufferevent_socket_new(w_.base, fd, BEV_OPT_CLOSE_ON_FREE));
+  if (!down_) {
+    evutil_closesocket(fd);
+    return;
+  }
+  upstream::setNoDelay(fd);
+  bufferevent_setcb(down_.get(), &Connection::onDownRead, &Connection::onDownWrite,
+                    &Connection::onDownEvent, this);
+  down_timer_ = event::makeTimer<Connection, &Connection::onDownTimer>(w_.base, this);
+  up_timer_ = event::makeTimer<Connection, &Connection::onUpTimer>(w_.base, this);
+  keepalive_timer_ = event::makeTimer<Connection, &Connection::onKeepaliveTimer>(w_.base, this);
+  head_buf_.reserve(s_->limits.max_header_bytes + 1);
+  head_.fields.reserve(s_->limits.max_headers + 1);
+  ctx_.mcp.params.reserve(16);
+  ++w_.local_connections;
+  w_.connections.insert(this);
+  w_.shared->connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+Connection::~Connection() {
+  if (lease_.bev) {
+    w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (down_) {
+    w_.connections.erase(this);
+    --w_.local_connections;
+    w_.shared->connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Connection::closeNow() { delete this; }
+
+bool Connection::closeIfIdle() {
+  if (state_ != State::kIdle) {
+    return false;
+  }
+  closeNow();
+  return true;
+}
+
+void Connection::armDownTimer(milliseconds d) {
+  if (d.count() <= 0) {
+    evtimer_del(down_timer_.get());
+    return;
+  }
+  timeval tv = toTimeval(d);
+  evtimer_add(down_timer_.get(), &tv);
+}
+
+// ---- downstream events ------------------------------------------------------------------
+
+void Connection::onDownRead(bufferevent*, void* arg) { static_cast<Connection*>(arg)->process(); }
+
+void Connection::onDownWrite(bufferevent*, void* arg) {
+  auto* c = static_cast<Connection*>(arg);
+  evbuffer* out = bufferevent_get_output(c->down_.get());
+  if (c->state_ == State::kClosing && evbuffer_get_length(out) == 0) {
+    c->closeNow();
+    return;
+  }
+  if (c->up_paused_ && evbuffer_get_length(out) <= kOutLow && c->lease_.bev) {
+    c->up_paused_ = false;
+    bufferevent_enable(c->lease_.bev.get(), EV_READ);
+    c->relayBody();  // bytes may already wait in the upstream input buffer
+  }
+}
+
+void Connection::onDownEvent(bufferevent*, short what, void* arg) {
+  auto* c = static_cast<Connection*>(arg);
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+    // The client is gone. Mid-exchange this is the protocol's cancellation signal: the
+    // upstream connection is closed at once and never pooled.
+    if (c->state_ == State::kExchange || c->state_ == State::kBody) {
+      c->abortExchange("client_closed");
+      return;  // abortExchange deleted c
+    }
+    c->closeNow();
+  }
+}
+
+void Connection::onDownTimer() {
+  switch (state_) {
+    case State::kIdle:
+      closeNow();
+      return;
+    case State::kHead:
+      outcome_ = "header_timeout";
+      sendPlainError(408, "Request Timeout", "request head not received in time\n");
+      return;
+    case State::kBody:
+      filters::setReply(ctx_, 408, mcp::code::kBodyTimeout,
+                        "Request Timeout: request body not received in time", "body_timeout",
+                        false);
+      close_after_ = true;
+      sendLocalReply();
+      return;
+    case State::kExchange:
+      if (body_mode_ == BodyMode::kStream && !request_sent_ && !resp_started_) {
+        releaseUpstream(false);
+        filters::setReply(ctx_, 408, mcp::code::kBodyTimeout,
+                          "Request Timeout: request body not received in time", "body_timeout",
+                          false);
+        close_after_ = true;
+        sendLocalReply();
+      }
+      return;
+    case State::kClosing:
+      closeNow();  // the client does not take the last bytes
+      return;
+  }
+}
+
+// Reads whatever the current state can use from the downstream input buffer.
+void Connection::process() {
+  if (state_ == State::kIdle || state_ == State::kHead) {
+    parseHead();
+  } else if (state_ == State::kBody) {
+    readBody();
+  } else if (state_ == State::kExchange && body_mode_ == BodyMode::kStream && !request_sent_ &&
+             lease_.bev) {
+    pumpStreamBody();
+  }
+}
+
+// ---- request head -----------------------------------------------------------------------
+
+void Connection::parseHead() {
+  evbuffer* in = bufferevent_get_input(down_.get());
+  size_t avail = evbuffer_get_length(in);
+  if (avail == 0) {
+    return;
+  }
+  if (state_ == State::kIdle) {
+    state_ = State::kHead;
+    snap_ = w_.shared->snapshot.load();
+    s_ = snap_->settings.get();
+    armDownTimer(s_->limits.header_timeout);
+    started_ = Clock::now();
+  }
+  const auto& lim = s_->limits;
+  size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
+  head_buf_.resize(n);
+  evbuffer_copyout(in, head_buf_.data(), n);
+  http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers};
+  http::ParseResult pr = w_.parser->parseRequest(head_buf_, hl, head_);
+  if (pr.status == http::ParseStatus::kIncomplete) {
+    return;
+  }
+  if (pr.status == http::ParseStatus::kError) {
+    outcome_ = pr.reason;
+    int status = http::statusFor(pr.error);
+    std::string text = std::string(pr.reason) + "\n";
+    sendPlainError(status, reasonPhrase(status), text.c_str());
+    return;
+  }
+  evbuffer_drain(in, head_.head_bytes);
+  bytes_in_ = head_.head_bytes;
+  startRequest();
+}
+
+void Connection::startRequest() {
+  w_.shared->requests.fetch_add(1, std::memory_order_relaxed);
+  ctx_.reset();
+  arena_.reset();
+  ctx_.snapshot = snap_.get();
+  ctx_.head = &head_;
+  ctx_.client_ip = peer_;
+  close_after_ = !head_.keep_alive;
+  sent_continue_ = false;
+  reply_after_body_ = false;
+  body_mode_ = BodyMode::kNone;
+  request_sent_ = false;
+  resp_started_ = false;
+  status_ = 0;
+  bytes_out_ = 0;
+  outcome_ = "";
+  endpoint_ = nullptr;
+
+  if (head_.framing == http::BodyFraming::kContentLength &&
+      head_.content_length > s_->limits.max_body_bytes) {
+    filters::setReply(ctx_, 413, mcp::code::kBodyTooLarge,
+                      "Content Too Large: the body exceeds max_body_bytes", "body_too_large",
+                      false);
+    close_after_ = true;
+    sendLocalReply();
+    return;
+  }
+
+  filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
+  bool has_body = head_.framing != http::BodyFraming::kNone;
+  if (st == filters::FilterStatus::kLocalReply) {
+    if (ctx_.reply.echo_id && has_body) {
+      reply_after_body_ = true;  // read the (bounded) body only to echo the id
+      body_mode_ = BodyMode::kBuffer;
+    } else {
+      if (has_body) {
+        close_after_ = true;  // the body is not read: the connection cannot be reused
+      }
+      sendLocalReply();
+      return;
+    }
+  } else if (st == filters::FilterStatus::kNeedBody ||
+             head_.framing == http::BodyFraming::kChunked) {
+    body_mode_ = BodyMode::kBuffer;  // chunked goes upstream with one Content-Length
+  } else if (has_body) {
+    body_mode_ = BodyMode::kStream;
+  }
+
+  if (body_mode_ == BodyMode::kBuffer) {
+    if (!body_) {
+      body_ = event::makeBuffer();
+    }
+    evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
+    req_chunked_.reset();
+    body_remaining_ = head_.content_length;
+    state_ = State::kBody;
+    armDownTimer(s_->limits.body_timeout);
+    if (head_.expect_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
+      addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
+      sent_continue_ = true;
+    }
+    readBody();
+    return;
+  }
+
+  // Straight through: connect now and stream the body (if any) as it arrives.
+  body_remaining_ = head_.framing == http::BodyFraming::kContentLength ? head_.content_length : 0;
+  state_ = State::kExchange;
+  armDownTimer(milliseconds(0));
+  connectUpstream();
+}
+
+// ---- request body -----------------------------------------------------------------------
+
+bool Connection::moveChunkedBody(evbuffer* in) {
+  while (evbuffer_get_length(in) > 0) {
+    size_t avail = evbuffer_get_length(in);
+    size_t want = std::min<size_t>(avail, http::ChunkedDecoder::kMaxLineBytes + 2);
+    // Look at the first contiguous segment; pull up more only when a framing line spans
+    // segments (kNeedMore on a short view).
+    evbuffer_iovec vec;
+    if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
+      return true;
+    }
+    std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
+    http::ChunkedDecoder::Step step = req_chunked_.next(view);
+    if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < want) {
+      const char* p = reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
+      step = req_chunked_.next(std::string_view(p, want));
+    }
+    switch (step.kind) {
+      case http::ChunkedDecoder::Kind::kNeedMore:
+        if (avail > http::ChunkedDecoder::kMaxTrailerBytes + http::ChunkedDecoder::kMaxLineBytes) {
+          outcome_ = "bad_chunk";
+          sendPlainError(400, "Bad Request", "malformed chunked body\n");
+          return false;
+        }
+        return true;
+      case http::ChunkedDecoder::Kind::kError:
+        outcome_ = step.reason;
+        sendPlainError(400, "Bad Request", "malformed chunked body\n");
+        return false;
+      case http::ChunkedDecoder::Kind::kData:
+        if (evbuffer_get_length(body_.get()) + step.length > s_->limits.max_body_bytes) {
+          filters::setReply(ctx_, 413, mcp::code::kBodyTooLarge,
+                            "Content Too Large: the body exceeds max_body_bytes",
+                            "body_too_large", false);
+          close_after_ = true;
+          sendLocalReply();
+          return false;
+        }
+        evbuffer_remove_buffer(in, body_.get(), step.length);
+        bytes_in_ += step.length;
+        break;
+      case http::ChunkedDecoder::Kind::kFraming:
+        evbuffer_drain(in, step.length);
+        bytes_in_ += step.length;
+        break;
+      case http::ChunkedDecoder::Kind::kDone:
+        evbuffer_drain(in, step.length);
+        bytes_in_ += step.length;
+        return true;
+    }
+  }
+  return true;
+}
+
+void Connection::readBody() {
+  evbuffer* in = bufferevent_get_input(down_.get());
+  if (head_.framing == http::BodyFraming::kChunked) {
+    if (!moveChunkedBody(in)) {
+      return;  // a reply was sent (connection closing)
+    }
+    if (!req_chunked_.done()) {
+      return;
+    }
+  } else {
+    size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+    evbuffer_remove_buffer(in, body_.get(), n);
+    body_remaining_ -= n;
+    bytes_in_ += n;
+    if (body_remaining_ > 0) {
+      return;
+    }
+  }
+  bodyComplete();
+}
+
+void Connection::bodyComplete() {
+  armDownTimer(milliseconds(0));
+  size_t len = evbuffer_get_length(body_.get());
+  if (reply_after_body_) {
+    verify_buf_.resize(len);
+    evbuffer_copyout(body_.get(), verify_buf_.data(), len);
+    ctx_.reply.id = mcp::extractId(verify_buf_);
+    sendLocalReply();
+    return;
+  }
+  if (ctx_.need_body) {
+    // The one body copy: contiguous and padded for simdjson (verify / classify only).
+    verify_buf_.resize(len + mcp::bodyPadding());
+    evbuffer_copyout(body_.get(), verify_buf_.data(), len);
+    std::memset(verify_buf_.data() + len, 0, mcp::bodyPadding());
+    filters::FilterStatus st =
+        filters::Pipeline::onBody(ctx_, std::string_view(verify_buf_.data(), len));
+    if (st == filters::FilterStatus::kLocalReply) {
+      sendLocalReply();
+      return;
+    }
+  }
+  state_ = State::kExchange;
+  connectUpstream();
+}
+
+// ---- local replies ----------------------------------------------------------------------
+
+void Connection::sendLocalReply() {
+  const filters::LocalReply& r = ctx_.reply;
+  std::string body = filters::renderReplyBody(r);
+  status_ = r.status;
+  if (*outcome_ == '\0') {
+    outcome_ = r.reason;
+  }
+  if (state_ == State::kBody && !reply_after_body_) {
+    close_after_ = true;  // body only partly read
+  }
+  char head[256];
+  int n = std::snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
+                        r.status, reasonPhrase(r.status),
+                        r.json_rpc ? "application/json" : "text/plain; charset=utf-8",
+                        body.size(), close_after_ ? "Connection: close\r\n" : "");
+  evbuffer* out = bufferevent_get_output(down_.get());
+  evbuffer_add(out, head, static_cast<size_t>(n));
+  addStr(out, r.extra_headers);
+  addStr(out, "\r\n");
+  addStr(out, body);
+  bytes_out_ += static_cast<size_t>(n) + r.extra_headers.size() + 2 + body.size();
+  finishRequest(!close_after_);
+}
+
+void Connection::sendPlainError(int status, const char* reason_phrase, const char* text) {
+  status_ = status;
+  close_after_ = true;
+  char head[256];
+  size_t len = std::strlen(text);
+  int n = std::snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                        status, reason_phrase, len);
+  evbuffer* out = bufferevent_get_output(down_.get());
+  evbuffer_add(out, head, static_cast<size_t>(n));
+  evbuffer_add(out, text, len);
+  bytes_out_ += static_cast<size_t>(n) + len;
+  finishRequest(false);
+}
+
+// Ends the current request: access log, then either wait for the next one or close once
+// the output is flushed. Bytes after a request that ends the connection are never parsed.
+void Connection::finishRequest(bool keep_alive) {
+  if (head_.head_bytes > 0 || status_ != 0) {
+    logAccess();
+  }
+  releaseUpstream(false);
+  evtimer_del(keepalive_timer_.get());
+  evtimer_del(up_timer_.get());
+  framer_.reset();
+  head_.clear();
+  snap_ = w_.shared->snapshot.load();
+  s_ = snap_->settings.get();
+  if (!keep_alive || w_.shared->draining.load(std::memory_order_relaxed)) {
+    state_ = State::kClosing;
+    armDownTimer(s_->limits.keepalive_timeout);
+    bufferevent_disable(down_.get(), EV_READ);
+    bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
+    if (evbuffer_get_length(bufferevent_get_output(down_.get())) == 0) {
+      closeNow();
+    }
+    return;
+  }
+  state_ = State::kIdle;
+  bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
+  bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
+  bufferevent_enable(down_.get(), EV_READ);
+  armDownTimer(s_->limits.keepalive_timeout);
+  if (evbuffer_get_length(bufferevent_get_input(down_.get())) > 0) {
+    parseHead();  // a pipelined request is already here
+  }
+}
+
+// ---- upstream ---------------------------------------------------------------------------
+
+void Connection::connectUpstream() {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  lease_ = w_.pools->acquire(up);
+  endpoint_ = lease_.endpoint;
+  if (!lease_.bev) {
+    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                   "Bad Gateway: upstream connection could not be started", "connect_failed");
+    return;
+  }
+  w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
+  up_connected_ = lease_.reused;
+  bufferevent* ub = lease_.bev.get();
+  bufferevent_setcb(ub, &Connection::onUpRead, &Connection::onUpWrite, &Connection::onUpEvent,
+                    this);
+  bufferevent_setwatermark(ub, EV_WRITE, kOutLow, 0);
+  bufferevent_enable(ub, EV_READ | EV_WRITE);
+  // Pipelined bytes wait, bounded, while the exchange runs; reading stays on so a client
+  // disconnect is seen at once.
+  bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  bufferevent_setwatermark(down_.get(), EV_WRITE, kOutLow, 0);
+
+  resp_buf_.clear();
+  resp_.clear();
+  resp_chunked_.reset();
+  resp_sse_ = false;
+  capture_json_ = false;
+  capture_.clear();
+  up_paused_ = false;
+  last_up_byte_ = Clock::now();
+  milliseconds first = up_connected_ ? up.response_timeout : up.connect_timeout;
+  head_deadline_ = Clock::now() + first;
+  armUpTimer();
+
+  evbuffer* out = bufferevent_get_output(ub);
+  if (body_mode_ == BodyMode::kBuffer) {
+    writeUpstreamHead(out, evbuffer_get_length(body_.get()));
+    evbuffer_add_buffer(out, body_.get());
+    request_sent_ = true;
+  } else if (body_mode_ == BodyMode::kStream) {
+    writeUpstreamHead(out, head_.content_length);
+    bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
+    armDownTimer(s_->limits.body_timeout);
+    pumpStreamBody();
+  } else {
+    writeUpstreamHead(out, 0);
+    request_sent_ = true;
+  }
+}
+
+void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  http::ConnectionTokens conn;
+  conn.collect(head_.fields);
+  addStr(out, head_.method);
+  addStr(out, " ");
+  addStr(out, up.path);
+  size_t q = head_.target.find('?');
+  if (q != std::string_view::npos) {
+    addStr(out, head_.target.substr(q));
+  }
+  addStr(out, " HTTP/1.1\r\n");
+  std::string_view xff;
+  for (const http::HeaderField& f : head_.fields) {
+    if (core::iequals(f.name, "x-forwarded-for")) {
+      xff = f.value;  // the last one wins; all are merged below
+      continue;
+    }
+    if (http::forwardRequestField(f, conn)) {
+      addStr(out, f.line);
+      addStr(out, "\r\n");
+    }
+  }
+  addStr(out, "X-Forwarded-For: ");
+  for (const http::HeaderField& f : head_.fields) {
+    if (core::iequals(f.name, "x-forwarded-for") && !f.value.empty()) {
+      addStr(out, f.value);
+      addStr(out, ", ");
+    }
+  }
+  (void)xff;
+  addStr(out, peer_);
+  addStr(out, "\r\n");
+  if (content_length > 0 || head_.method == "POST" || head_.method == "PUT") {
+    evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", content_length);
+  }
+  addStr(out, "\r\n");
+}
+
+void Connection::onUpWrite(bufferevent*, void* arg) {
+  auto* c = static_cast<Connection*>(arg);
+  // Below the low mark again: take more request body from the client.
+  if (c->state_ == State::kExchange && c->body_mode_ == BodyMode::kStream && !c->request_sent_) {
+    bufferevent_enable(c->down_.get(), EV_READ);
+    c->pumpStreamBody();
+  }
+}
+
+// Moves streamed request body bytes (Content-Length) from the client to the upstream,
+// pausing the client while the upstream output is above the high mark.
+void Connection::pumpStreamBody() {
+  evbuffer* in = bufferevent_get_input(down_.get());
+  evbuffer* out = bufferevent_get_output(lease_.bev.get());
+  size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+  evbuffer_remove_buffer(in, out, n);
+  body_remaining_ -= n;
+  bytes_in_ += n;
+  if (body_remaining_ == 0) {
+    request_sent_ = true;
+    armDownTimer(milliseconds(0));
+    bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  } else if (evbuffer_get_length(out) > kOutHigh) {
+    bufferevent_disable(down_.get(), EV_READ);
+  }
+}
+
+void Connection::onUpEvent(bufferevent*, short what, void* arg) {
+  auto* c = static_cast<Connection*>(arg);
+  if (what & BEV_EVENT_CONNECTED) {
+    c->up_connected_ = true;
+    const settings::Upstream& up = c->s_->upstreams[c->ctx_.route->upstream_index];
+    c->head_deadline_ = Clock::now() + up.response_timeout;
+    c->armUpTimer();
+    return;
+  }
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+    if (c->resp_started_) {
+      if (c->resp_.framing == http::BodyFraming::kUntilClose && (what & BEV_EVENT_EOF)) {
+        // Drain what is left, then the close ends the body.
+        c->relayData(bufferevent_get_input(c->lease_.bev.get()),
+                     evbuffer_get_length(bufferevent_get_input(c->lease_.bev.get())));
+        c->responseComplete();
+        return;
+      }
+      c->abortExchange("upstream_reset");
+      return;
+    }
+    if (!c->up_connected_) {
+      c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: upstream connection refused", "connect_failed");
+    } else {
+      c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: upstream closed the connection before answering",
+                        "upstream_reset");
+    }
+  }
+}
+
+void Connection::armUpTimer() {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  Clock::time_point deadline;
+  if (!resp_started_) {
+    deadline = head_deadline_;
+  } else {
+    deadline = last_up_byte_ + up.stream_idle_timeout;
+  }
+  deadline = std::min(deadline, started_ + up.max_duration);
+  auto d = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) + milliseconds(1);
+  timeval tv = toTimeval(d);
+  evtimer_add(up_timer_.get(), &tv);
+}
+
+void Connection::onUpTimer() {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  Clock::time_point now = Clock::now();
+  bool over_max = now >= started_ + up.max_duration;
+  if (!resp_started_) {
+    if (now < head_deadline_ && !over_max) {
+      armUpTimer();
+      return;
+    }
+    if (!up_connected_) {
+      upstreamFailed(504, mcp::code::kUpstreamTimeout,
+                     "Gateway Timeout: upstream connect timed out", "connect_timeout");
+    } else {
+      upstreamFailed(504, mcp::code::kUpstreamTimeout,
+                     "Gateway Timeout: upstream did not answer in time", "response_timeout");
+    }
+    return;
+  }
+  if (over_max) {
+    abortExchange("max_duration");
+    return;
+  }
+  if (now >= last_up_byte_ + up.stream_idle_timeout) {
+    abortExchange("stream_idle_timeout");
+    return;
+  }
+  armUpTimer();
+}
+
+void Connection::onUpRead(bufferevent*, void* arg) {
+  auto* c = static_cast<Connection*>(arg);
+  c->last_up_byte_ = Clock::now();
+  if (!c->resp_started_) {
+    c->parseResponseHead();
+  } else {
+    c->relayBody();
+  }
+}
+
+void Connection::parseResponseHead() {
+  evbuffer* in = bufferevent_get_input(lease_.bev.get());
+  for (;;) {
+    size_t avail = evbuffer_get_length(in);
+    if (avail == 0) {
+      return;
+    }
+    size_t n = std::min<size_t>(avail, kMaxResponseHead + 1);
+    resp_buf_.resize(n);
+    evbuffer_copyout(in, resp_buf_.data(), n);
+    http::HeadLimits hl{kMaxResponseHead, kMaxResponseHead, 1000};
+    http::ParseResult pr = w_.parser->parseResponse(resp_buf_, hl, head_.method, resp_);
+    if (pr.status == http::ParseStatus::kIncomplete) {
+      return;
+    }
+    if (pr.status == http::ParseStatus::kError) {
+      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                     "Bad Gateway: malformed upstream response", "upstream_malformed");
+      return;
+    }
+    evbuffer_drain(in, resp_.head_bytes);
+    if (resp_.status >= 100 && resp_.status < 200) {
+      continue;  // interim answers are not relayed (the gateway answers 100 itself)
+    }
+    break;
+  }
+  sendResponseHead();
+  relayBody();
+}
+
+void Connection::sendResponseHead() {
+  resp_started_ = true;
+  status_ = resp_.status;
+  resp_sse_ = isEventStream(resp_);
+  http::ConnectionTokens conn;
+  conn.collect(resp_.fields);
+  evbuffer* out = bufferevent_get_output(down_.get());
+  size_t before = evbuffer_get_length(out);
+  evbuffer_add_printf(out, "HTTP/1.1 %d ", resp_.status);
+  addStr(out, resp_.reason);
+  addStr(out, "\r\n");
+  bool has_accel = false;
+  for (const http::HeaderField& f : resp_.fields) {
+    if (http::forwardResponseField(f, conn)) {
+      has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
+      addStr(out, f.line);
+      addStr(out, "\r\n");
+    }
+  }
+  if (resp_sse_ && !has_accel) {
+    addStr(out, "X-Accel-Buffering: no\r\n");
+  }
+  client_chunked_ = false;
+  switch (resp_.framing) {
+    case http::BodyFraming::kNone:
+      if (resp_.status != 204 && resp_.status != 304) {
+        addStr(out, "Content-Length: 0\r\n");
+      }
+      break;
+    case http::BodyFraming::kContentLength:
+      evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", resp_.content_length);
+      resp_remaining_ = resp_.content_length;
+      break;
+    case http::BodyFraming::kChunked:
+    case http::BodyFraming::kUntilClose:
+      if (head_.version == http::Version::kHttp11) {
+        addStr(out, "Transfer-Encoding: chunked\r\n");
+        client_chunked_ = true;
+      } else {
+        close_after_ = true;  // HTTP/1.0 client: the close ends the body
+      }
+      break;
+  }
+  if (close_after_) {
+    addStr(out, "Connection: close\r\n");
+  }
+  addStr(out, "\r\n");
+  bytes_out_ += evbuffer_get_length(out) - before;
+
+  if (ctx_.learn_tools && resp_.status == 200) {
+    if (resp_sse_) {
+      framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
+    } else {
+      capture_json_ = true;
+    }
+  } else if (resp_sse_) {
+    framer_ = std::make_unique<sse::Framer>();
+  }
+  if (resp_sse_ && s_->mcp.sse_keepalive.count() > 0) {
+    timeval tv = toTimeval(s_->mcp.sse_keepalive);
+    evtimer_add(keepalive_timer_.get(), &tv);
+  }
+  armUpTimer();
+}
+
+// Moves n payload bytes from the upstream input to the client, framed as the client needs,
+// letting the SSE framer and the tools/list capture look at them on the way.
+void Connection::relayData(evbuffer* in, size_t n) {
+  if (n == 0) {
+    return;
+  }
+  if (framer_ || capture_json_) {
+    evbuffer_iovec vecs[8];
+    size_t seen = 0;
+    evbuffer_ptr pos;
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    while (seen < n) {
+      int k = evbuffer_peek(in, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8);
+      if (k <= 0) {
+        break;
+      }
+      for (int i = 0; i < k && seen < n; ++i) {
+        size_t len = std::min(vecs[i].iov_len, n - seen);
+        std::string_view piece(static_cast<const char*>(vecs[i].iov_base), len);
+        if (framer_) {
+          framer_->feed(piece);
+        }
+        if (capture_json_) {
+          if (capture_.size() + len > kMaxCapture) {
+            capture_json_ = false;
+            capture_.clear();
+          } else {
+            capture_.append(piece);
+          }
+        }
+        seen += len;
+      }
+      evbuffer_ptr_set(in, &pos, seen, EVBUFFER_PTR_SET);
+    }
+  }
+  evbuffer* out = bufferevent_get_output(down_.get());
+  if (client_chunked_) {
+    char line[24];
+    std::string_view sz = http::chunkSizeLine(n, line);
+    addStr(out, sz);
+    evbuffer_remove_buffer(in, out, n);
+    addStr(out, "\r\n");
+    bytes_out_ += sz.size() + n + 2;
+  } else {
+    evbuffer_remove_buffer(in, out, n);
+    bytes_out_ += n;
+  }
+  if (resp_sse_ && s_->mcp.sse_keepalive.count() > 0) {
+    timeval tv = toTimeval(s_->mcp.sse_keepalive);
+    evtimer_add(keepalive_timer_.get(), &tv);
+  }
+}
+
+void Connection::relayBody() {
+  if (!lease_.bev || !resp_started_) {
+    return;
+  }
+  evbuffer* in = bufferevent_get_input(lease_.bev.get());
+  switch (resp_.framing) {
+    case http::BodyFraming::kNone:
+      responseComplete();
+      return;
+    case http::BodyFraming::kContentLength: {
+      size_t n = std::min<uint64_t>(resp_remaining_, evbuffer_get_length(in));
+      relayData(in, n);
+      resp_remaining_ -= n;
+      if (resp_remaining_ == 0) {
+        responseComplete();
+        return;
+      }
+      break;
+    }
+    case http::BodyFraming::kUntilClose:
+      relayData(in, evbuffer_get_length(in));
+      break;
+    case http::BodyFraming::kChunked:
+      while (evbuffer_get_length(in) > 0) {
+        evbuffer_iovec vec;
+        if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
+          break;
+        }
+        std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
+        http::ChunkedDecoder::Step step = resp_chunked_.next(view);
+        size_t avail = evbuffer_get_length(in);
+        if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < avail) {
+          size_t want = std::min<size_t>(avail, http::ChunkedDecoder::kMaxTrailerBytes + 8);
+          const char* p =
+              reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
+          step = resp_chunked_.next(std::string_view(p, want));
+        }
+        if (step.kind == http::ChunkedDecoder::Kind::kNeedMore) {
+          break;
+        }
+        if (step.kind == http::ChunkedDecoder::Kind::kError) {
+          abortExchange("upstream_bad_chunk");
+          return;
+        }
+        if (step.kind == http::ChunkedDecoder::Kind::kData) {
+          relayData(in, step.length);
+          continue;
+        }
+        evbuffer_drain(in, step.length);
+        if (step.kind == http::ChunkedDecoder::Kind::kDone) {
+          responseComplete();
+          return;
+        }
+      }
+      break;
+  }
+  // Backpressure: a slow client stops the upstream reads until its buffer drains.
+  if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh && !up_paused_) {
+    up_paused_ = true;
+    bufferevent_disable(lease_.bev.get(), EV_READ);
+  }
+  armUpTimer();
+}
+
+void Connection::onKeepaliveTimer() {
+  if (!resp_started_ || !resp_sse_ || !framer_) {
+    return;
+  }
+  if (framer_->atBoundary()) {
+    static constexpr std::string_view kComment = ": keepalive\n\n";
+    evbuffer* out = bufferevent_get_output(down_.get());
+    if (client_chunked_) {
+      char line[24];
+      std::string_view sz = http::chunkSizeLine(kComment.size(), line);
+      addStr(out, sz);
+      addStr(out, kComment);
+      addStr(out, "\r\n");
+      bytes_out_ += sz.size() + kComment.size() + 2;
+    } else {
+      addStr(out, kComment);
+      bytes_out_ += kComment.size();
+    }
+  }
+  timeval tv = toTimeval(s_->mcp.sse_keepalive);
+  evtimer_add(keepalive_timer_.get(), &tv);
+}
+
+void Connection::responseComplete() {
+  if (client_chunked_) {
+    addStr(bufferevent_get_output(down_.get()), http::kLastChunk);
+    bytes_out_ += http::kLastChunk.size();
+  }
+  if (capture_json_ && !capture_.empty()) {
+    learnTools(capture_);
+  }
+  outcome_ = "complete";
+  bool reusable = resp_.keep_alive && resp_.framing != http::BodyFraming::kUntilClose &&
+                  request_sent_ && evbuffer_get_length(bufferevent_get_input(lease_.bev.get())) == 0 &&
+                  evbuffer_get_length(bufferevent_get_output(lease_.bev.get())) == 0;
+  releaseUpstream(reusable);
+  if (body_mode_ == BodyMode::kStream && body_remaining_ > 0) {
+    close_after_ = true;  // the answer came before the whole body: cannot reuse
+  }
+  finishRequest(!close_after_);
+}
+
+void Connection::releaseUpstream(bool reusable) {
+  evtimer_del(up_timer_.get());
+  evtimer_del(keepalive_timer_.get());
+  if (!lease_.bev) {
+    return;
+  }
+  w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
+  bufferevent_setcb(lease_.bev.get(), nullptr, nullptr, nullptr, nullptr);
+  if (reusable) {
+    const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+    w_.pools->release(std::move(lease_), up.max_idle_connections);
+  }
+  lease_ = upstream::Lease{};  // closes it when not pooled
+}
+
+void Connection::upstreamFailed(int status, int code, const char* message,
+                                const char* outcome) {
+  outcome_ = outcome;
+  releaseUpstream(false);
+  if (resp_started_) {
+    abortExchange(outcome);
+    return;
+  }
+  if (body_mode_ == BodyMode::kStream && body_remaining_ > 0) {
+    close_after_ = true;
+  }
+  filters::setReply(ctx_, status, code, message, outcome, false);
+  if (body_mode_ == BodyMode::kBuffer && verify_buf_.size() > 0 && ctx_.need_body) {
+    ctx_.reply.id = mcp::extractId(
+        std::string_view(verify_buf_.data(), verify_buf_.size() - mcp::bodyPadding()));
+  }
+  state_ = State::kExchange;
+  sendLocalReply();
+}
+
+// The exchange cannot finish: close the upstream at once (never pooled) and the client.
+void Connection::abortExchange(const char* outcome) {
+  if (*outcome_ == '\0' || std::strcmp(outcome_, "complete") != 0) {
+    outcome_ = outcome;
+  }
+  if (status_ == 0) {
+    status_ = 499;
+  }
+  releaseUpstream(false);
+  logAccess();
+  closeNow();
+}
+
+// ---- schema learning ------------------------------------------------------------------
+
+void Connection::onEvent(std::string_view, std::string_view data) noexcept {
+  learnTools(data);
+}
+
+void Connection::learnTools(std::string_view json) noexcept {
+  std::vector<mcp::ToolSchema> tools;
+  uint64_t ttl = 0;
+  if (mcp::parseToolsList(json, tools, ttl)) {
+    const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+    snap_->schemas->learn(up.name, std::move(tools), ttl, Clock::now());
+  }
+}
+
+// ---- access log -------------------------------------------------------------------------
+
+void Connection::logAccess() {
+  auto& log = w_.shared->access_log;
+  if (!log) {
+    return;
+  }
+  thread_local std::string line;
+  line.clear();
+  auto ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
+  char tbuf[64];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  line += "{\"time\":\"";
+  line += tbuf;
+  line += "\",\"client\":\"";
+  mcp::appendJsonEscaped(line, peer_);
+  line += "\",\"method\":\"";
+  mcp::appendJsonEscaped(line, head_.method);
+  line += "\",\"path\":\"";
+  mcp::appendJsonEscaped(line, head_.path);
+  char nums[160];
+  std::snprintf(nums, sizeof(nums),
+                "\",\"status\":%d,\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64
+                ",\"duration_ms\":%.3f",
+                status_, bytes_in_, bytes_out_, ms);
+  line += nums;
+  line += ",\"upstream\":";
+  if (endpoint_) {
+    line += '"';
+    mcp::appendJsonEscaped(line, endpoint_->text);
+    line += '"';
+  } else {
+    line += "null";
+  }
+  line += ",\"route\":";
+  if (ctx_.route) {
+    line += '"';
+    mcp::appendJsonEscaped(line, ctx_.route->name);
+    line += '"';
+  } else {
+    line += "null";
+  }
+  auto optional = [&](const char* key, bool present, std::string_view v) {
+    line += ",\"";
+    line += key;
+    line += "\":";
+    if (present) {
+      line += '"';
+      mcp::appendJsonEscaped(line, v.substr(0, 256));
+      line += '"';
+    } else {
+      line += "null";
+    }
+  };
+  optional("mcp_version", ctx_.mcp.has_version, ctx_.mcp.version);
+  optional("mcp_method", ctx_.mcp.has_method, ctx_.mcp.method);
+  optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
+  line += ",\"trusted\":";
+  line += ctx_.trusted ? "true" : "false";
+  line += ",\"verify\":\"";
+  line += ctx_.verify_body ? "on" : "off";
+  line += "\",\"params\":\"";
+  line += filters::paramCheckName(ctx_.param_check);
+  line += "\",\"outcome\":\"";
+  line += outcome_;
+  line += "\"}";
+  log->info(line);
+}
+
+}  // namespace gw::proxy

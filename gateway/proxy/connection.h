@@ -1,0 +1,141 @@
+#pragma once
+// One downstream connection and the exchange in flight on it — the one place that wires
+// downstream → filters → upstream → response relay. Requests on a connection are served
+// strictly one at a time, in order (pipelined bytes wait in the input buffer, bounded).
+//
+// Ownership: a Connection owns itself (created by the worker on accept, deletes itself when
+// the downstream side is done). It owns its downstream bufferevent and, during an exchange,
+// the leased upstream bufferevent; the upstream connection goes back to the pool only after
+// a complete, clean exchange.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gateway/event/owners.h"
+#include "gateway/filters/context.h"
+#include "gateway/http/chunked.h"
+#include "gateway/http/message.h"
+#include "gateway/mcp/arena.h"
+#include "gateway/proxy/worker_context.h"
+#include "gateway/sse/framer.h"
+#include "gateway/upstream/pool.h"
+
+namespace gw::proxy {
+
+class Connection final : public sse::EventSink {
+ public:
+  // Takes ownership of fd. `peer` is the client's address text (no port).
+  static void start(WorkerContext& w, evutil_socket_t fd, std::string peer);
+
+  // Closes the connection when it waits between requests (drain). True when closed.
+  bool closeIfIdle();
+  // Closes the connection (and any exchange on it) now; `this` is gone afterwards.
+  void closeNow();
+
+  // sse::EventSink: events of a tools/list SSE answer (schema learning).
+  void onEvent(std::string_view event, std::string_view data) noexcept override;
+
+ private:
+  enum class State : uint8_t {
+    kIdle,           // between requests (keepalive timeout)
+    kHead,           // reading a request head (header timeout)
+    kBody,           // reading the request body (body timeout)
+    kExchange,       // request going upstream / response coming back
+    kClosing,        // flushing the last bytes, then close
+  };
+  enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
+
+  Connection(WorkerContext& w, evutil_socket_t fd, std::string peer);
+  ~Connection() override;
+
+  // downstream
+  static void onDownRead(bufferevent*, void* arg);
+  static void onDownWrite(bufferevent*, void* arg);
+  static void onDownEvent(bufferevent*, short what, void* arg);
+  void onDownTimer();
+  void process();
+  void parseHead();
+  void startRequest();
+  void readBody();
+  void pumpStreamBody();
+  bool moveChunkedBody(evbuffer* in);
+  void bodyComplete();
+  void sendLocalReply();
+  void sendPlainError(int status, const char* reason_phrase, const char* text);
+  void finishRequest(bool keep_alive);
+  void armDownTimer(std::chrono::milliseconds d);
+
+  // upstream
+  void connectUpstream();
+  void writeUpstreamHead(evbuffer* out, uint64_t content_length);
+  static void onUpRead(bufferevent*, void* arg);
+  static void onUpWrite(bufferevent*, void* arg);
+  static void onUpEvent(bufferevent*, short what, void* arg);
+  void onUpTimer();
+  void onKeepaliveTimer();
+  void armUpTimer();
+  void parseResponseHead();
+  void sendResponseHead();
+  void relayBody();
+  void relayData(evbuffer* in, size_t n);
+  void responseComplete();
+  void upstreamFailed(int status, int code, const char* message, const char* outcome);
+  void abortExchange(const char* outcome);
+  void releaseUpstream(bool reusable);
+  void learnTools(std::string_view json) noexcept;
+  void logAccess();
+
+  WorkerContext& w_;
+  event::BufferEventPtr down_;
+  event::EventPtr down_timer_;
+  std::string peer_;
+  State state_ = State::kIdle;
+  bool close_after_ = false;
+
+  // request
+  std::shared_ptr<const filters::Snapshot> snap_;
+  const settings::Settings* s_ = nullptr;
+  std::string head_buf_;  // the request head bytes (capacity reused)
+  http::RequestHead head_;
+  filters::RequestContext ctx_;
+  mcp::ValueArena arena_;
+  BodyMode body_mode_ = BodyMode::kNone;
+  uint64_t body_remaining_ = 0;  // kStream with Content-Length: bytes still to move
+  http::ChunkedDecoder req_chunked_;
+  event::EvBufferPtr body_;      // kBuffer: the whole body
+  std::string verify_buf_;       // contiguous padded copy (verify / classify only)
+  bool reply_after_body_ = false;
+  bool sent_continue_ = false;
+
+  // upstream
+  upstream::Lease lease_;
+  const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
+  event::EventPtr up_timer_;
+  event::EventPtr keepalive_timer_;
+  std::chrono::steady_clock::time_point started_{};
+  std::chrono::steady_clock::time_point head_deadline_{};
+  std::chrono::steady_clock::time_point last_up_byte_{};
+  bool request_sent_ = false;  // every request byte handed to the upstream socket
+  bool up_connected_ = false;
+  std::string resp_buf_;
+  http::ResponseHead resp_;
+  bool resp_started_ = false;  // response head written to the client
+  bool resp_sse_ = false;
+  bool client_chunked_ = false;
+  uint64_t resp_remaining_ = 0;
+  http::ChunkedDecoder resp_chunked_;
+  std::unique_ptr<sse::Framer> framer_;
+  bool up_paused_ = false;  // upstream reads disabled for backpressure
+  bool capture_json_ = false;
+  std::string capture_;     // tools/list JSON answer (schema learning only)
+
+  // access log
+  int status_ = 0;
+  uint64_t bytes_in_ = 0;
+  uint64_t bytes_out_ = 0;
+  const char* outcome_ = "";
+};
+
+}  // namespace gw::proxy

@@ -1,0 +1,297 @@
+// Workers, listeners, signals and drain (see server.h).
+
+#include "gateway/server/server.h"
+
+#include <arpa/inet.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "gateway/admin/admin.h"
+#include "gateway/filters/snapshot.h"
+#include "gateway/http/parser.h"
+#include "gateway/proxy/connection.h"
+#include "gateway/upstream/pool.h"
+
+namespace gw::server {
+
+namespace {
+
+// Idle upstream connections are closed before common server keep-alive timeouts (Node's
+// http server: 5 s) so a reused connection is rarely one the upstream is closing.
+constexpr std::chrono::milliseconds kPoolIdleTimeout{4000};
+constexpr timeval kListenerRetry{0, 100 * 1000};
+
+std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
+  if (cfg.path == "off") {
+    return nullptr;
+  }
+  std::shared_ptr<spdlog::logger> log;
+  try {
+    if (cfg.path == "-") {
+      log = std::make_shared<spdlog::logger>(
+          "access", std::make_shared<spdlog::sinks::stdout_sink_mt>());
+    } else {
+      log = std::make_shared<spdlog::logger>(
+          "access", std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.path));
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("cannot open access log {}: {}", cfg.path, e.what());
+    return nullptr;
+  }
+  log->set_pattern("%v");
+  log->flush_on(spdlog::level::info);
+  return log;
+}
+
+bool toSockaddr(const settings::Address& a, sockaddr_storage& ss, socklen_t& len) {
+  upstream::Endpoint ep;
+  if (!upstream::resolveEndpoint(a, ep)) {
+    return false;
+  }
+  ss = ep.addr;
+  len = ep.addr_len;
+  return true;
+}
+
+}  // namespace
+
+// One worker thread: its event_base, its listener, its pools and connections.
+class Worker {
+ public:
+  Worker(int id, proxy::Shared& shared) {
+    ctx_.id = id;
+    ctx_.shared = &shared;
+  }
+  ~Worker() {
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    // Connections delete themselves; the ones still open at exit are closed here.
+    while (!ctx_.connections.empty()) {
+      (*ctx_.connections.begin())->closeNow();
+    }
+    listener_.reset();
+    retry_.reset();
+    control_.reset();
+    ctx_.pools.reset();
+  }
+
+  bool bind(const settings::Address& a, std::string& error) {
+    base_.reset(event_base_new());
+    ctx_.base = base_.get();
+    ctx_.parser = http::makeHttp1Parser();
+    ctx_.pools = std::make_unique<upstream::Pools>(ctx_.base, kPoolIdleTimeout);
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    if (!toSockaddr(a, ss, len)) {
+      error = "cannot parse listen address " + a.text;
+      return false;
+    }
+    unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT |
+                     LEV_OPT_CLOSE_ON_EXEC;
+    listener_.reset(evconnlistener_new_bind(ctx_.base, &Worker::onAccept, this, flags, 1024,
+                                            reinterpret_cast<sockaddr*>(&ss),
+                                            static_cast<int>(len)));
+    if (!listener_) {
+      error = "cannot listen on " + a.text + ": " + std::strerror(errno);
+      return false;
+    }
+    evconnlistener_set_error_cb(listener_.get(), &Worker::onAcceptError);
+    retry_.reset(evtimer_new(ctx_.base, &Worker::onRetry, this));
+    control_.reset(event_new(ctx_.base, -1, EV_PERSIST, &Worker::onControl, this));
+    event_add(control_.get(), nullptr);
+    return true;
+  }
+
+  void start() {
+    thread_ = std::thread([this] { event_base_dispatch(ctx_.base); });
+  }
+
+  // Thread-safe: asks the worker to stop accepting and close idle connections.
+  void requestDrain() { event_active(control_.get(), EV_READ, 0); }
+  // Thread-safe: ends the worker's loop.
+  void requestStop() { event_base_loopbreak(ctx_.base); }
+
+ private:
+  static void onAccept(evconnlistener*, evutil_socket_t fd, sockaddr* sa, int, void* arg) {
+    auto* w = static_cast<Worker*>(arg);
+    const settings::Settings& s = *w->ctx_.shared->snapshot.load()->settings;
+    if (w->ctx_.shared->connections.load(std::memory_order_relaxed) >=
+        static_cast<int64_t>(s.limits.max_connections)) {
+      // Full: refuse this one and stop accepting for a moment (no busy loop).
+      evutil_closesocket(fd);
+      w->pauseAccepting();
+      return;
+    }
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(sa)->sin_addr, text, sizeof(text));
+    } else if (sa->sa_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(sa)->sin6_addr, text, sizeof(text));
+    }
+    proxy::Connection::start(w->ctx_, fd, text);
+  }
+
+  static void onAcceptError(evconnlistener*, void* arg) {
+    int err = EVUTIL_SOCKET_ERROR();
+    spdlog::warn("accept failed: {}; pausing accepts for 100ms", evutil_socket_error_to_string(err));
+    static_cast<Worker*>(arg)->pauseAccepting();
+  }
+
+  void pauseAccepting() {
+    evconnlistener_disable(listener_.get());
+    evtimer_add(retry_.get(), &kListenerRetry);
+  }
+
+  static void onRetry(evutil_socket_t, short, void* arg) {
+    auto* w = static_cast<Worker*>(arg);
+    if (!w->ctx_.shared->draining.load()) {
+      evconnlistener_enable(w->listener_.get());
+    }
+  }
+
+  static void onControl(evutil_socket_t, short, void* arg) {
+    auto* w = static_cast<Worker*>(arg);
+    evtimer_del(w->retry_.get());
+    evconnlistener_disable(w->listener_.get());
+    w->ctx_.pools->closeIdle();
+    std::vector<proxy::Connection*> all(w->ctx_.connections.begin(), w->ctx_.connections.end());
+    for (proxy::Connection* c : all) {
+      c->closeIfIdle();
+    }
+  }
+
+  proxy::WorkerContext ctx_;
+  event::BasePtr base_;
+  event::ListenerPtr listener_;
+  event::EventPtr retry_;
+  event::EventPtr control_;
+  std::thread thread_;
+};
+
+Server::Server(std::shared_ptr<const settings::Settings> s, std::string config_path)
+    : config_path_(std::move(config_path)) {
+  shared_.access_log = makeAccessLog(s->access_log);
+  shared_.snapshot.store(filters::Snapshot::build(std::move(s), nullptr));
+}
+
+Server::~Server() = default;
+
+void Server::reload() {
+  settings::LoadResult r = settings::loadFile(config_path_);
+  if (!r.errors.empty()) {
+    for (const auto& d : r.errors) {
+      spdlog::error("reload: {}", d.str());
+    }
+    spdlog::error("reload failed; keeping the running configuration");
+    return;
+  }
+  auto old = shared_.snapshot.load();
+  shared_.snapshot.store(filters::Snapshot::build(r.settings, old->schemas));
+  spdlog::info("reloaded {}", config_path_);
+}
+
+void Server::beginDrain() {
+  if (drain_started_) {
+    return;
+  }
+  drain_started_ = true;
+  shared_.draining.store(true);
+  auto s = shared_.snapshot.load()->settings;
+  drain_deadline_ = std::chrono::steady_clock::now() + s->drain_timeout;
+  spdlog::info("draining: {} connections open, up to {} ms", shared_.connections.load(),
+               s->drain_timeout.count());
+  for (auto& w : workers_) {
+    w->requestDrain();
+  }
+}
+
+void Server::onDrainTick() {
+  if (!drain_started_) {
+    return;
+  }
+  bool done = shared_.connections.load() == 0;
+  if (done || std::chrono::steady_clock::now() >= drain_deadline_) {
+    if (!done) {
+      spdlog::warn("drain timeout: closing {} connections", shared_.connections.load());
+    }
+    event_base_loopbreak(main_base_);
+  }
+}
+
+int Server::run() {
+  evthread_use_pthreads();
+  std::signal(SIGPIPE, SIG_IGN);
+  auto snap = shared_.snapshot.load();
+  const settings::Settings& s = *snap->settings;
+  unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n; ++i) {
+    auto w = std::make_unique<Worker>(static_cast<int>(i), shared_);
+    std::string error;
+    if (!w->bind(s.listen, error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+    workers_.push_back(std::move(w));
+  }
+  admin::AdminServer admin(shared_);
+  if (s.admin) {
+    std::string error;
+    if (!admin.start(*s.admin, error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+  }
+  for (auto& w : workers_) {
+    w->start();
+  }
+  spdlog::info("mcp-gateway listening on {} ({} workers), endpoint {}, admin {}", s.listen.text,
+               n, s.endpoint, s.admin ? s.admin->text : "off");
+
+  event::BasePtr base(event_base_new());
+  main_base_ = base.get();
+  auto on_signal = [](evutil_socket_t sig, short, void* arg) {
+    auto* self = static_cast<Server*>(arg);
+    if (sig == SIGHUP) {
+      self->reload();
+    } else {
+      self->beginDrain();
+    }
+  };
+  event::EventPtr sigterm(evsignal_new(main_base_, SIGTERM, on_signal, this));
+  event::EventPtr sigint(evsignal_new(main_base_, SIGINT, on_signal, this));
+  event::EventPtr sighup(evsignal_new(main_base_, SIGHUP, on_signal, this));
+  event_add(sigterm.get(), nullptr);
+  event_add(sigint.get(), nullptr);
+  event_add(sighup.get(), nullptr);
+  event::EventPtr tick(event_new(
+      main_base_, -1, EV_PERSIST,
+      [](evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->onDrainTick(); },
+      this));
+  timeval every{0, 50 * 1000};
+  event_add(tick.get(), &every);
+
+  event_base_dispatch(main_base_);
+
+  for (auto& w : workers_) {
+    w->requestStop();
+  }
+  workers_.clear();  // joins the threads, closes what is left
+  admin.stop();
+  sigterm.reset();
+  sigint.reset();
+  sighup.reset();
+  tick.reset();
+  main_base_ = nullptr;
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace gw::server

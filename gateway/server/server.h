@@ -1,0 +1,42 @@
+#pragma once
+// The process: worker threads (one event_base each, SO_REUSEPORT listener each), the
+// signal loop on the main thread (SIGTERM/SIGINT drain, SIGHUP reload), and the admin
+// listener. main.cc builds a Server from a validated Settings and calls run().
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gateway/proxy/worker_context.h"
+#include "gateway/settings/settings.h"
+
+namespace gw::server {
+
+class Worker;
+
+class Server {
+ public:
+  Server(std::shared_ptr<const settings::Settings> s, std::string config_path);
+  ~Server();
+
+  // Binds, starts the workers and the admin listener, and blocks until a drain completes.
+  // Returns the process exit code (0 after a clean drain; 1 when start-up failed).
+  int run();
+
+  proxy::Shared& shared() noexcept { return shared_; }
+
+ private:
+  void reload();
+  void beginDrain();
+  void onDrainTick();
+
+  std::string config_path_;
+  proxy::Shared shared_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  event_base* main_base_ = nullptr;
+  std::chrono::steady_clock::time_point drain_deadline_{};
+  bool drain_started_ = false;
+};
+
+}  // namespace gw::server

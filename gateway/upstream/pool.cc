@@ -1,0 +1,159 @@
+// Per-worker keep-alive pools to upstream endpoints (see pool.h).
+
+#include "gateway/upstream/pool.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gw::upstream {
+
+bool resolveEndpoint(const settings::Address& a, Endpoint& out) {
+  out = Endpoint{};
+  out.text = a.host.find(':') != std::string::npos
+                 ? "[" + a.host + "]:" + std::to_string(a.port)
+                 : a.host + ":" + std::to_string(a.port);
+  std::string host = a.host == "localhost" ? "127.0.0.1" : a.host;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out.addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out.addr);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(a.port);
+    out.addr_len = sizeof(sockaddr_in);
+    out.valid = true;
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(a.port);
+    out.addr_len = sizeof(sockaddr_in6);
+    out.valid = true;
+  }
+  return out.valid;
+}
+
+void setNoDelay(evutil_socket_t fd) noexcept {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+Pools::~Pools() { closeIdle(); }
+
+Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstream_name) {
+  std::string key = upstream_name;
+  key += '|';
+  key += a.text;
+  auto it = pools_.find(key);
+  if (it == pools_.end()) {
+    auto p = std::make_unique<Pool>();
+    resolveEndpoint(a, p->endpoint);
+    it = pools_.emplace(std::move(key), std::move(p)).first;
+  }
+  return *it->second;
+}
+
+Lease Pools::acquire(const settings::Upstream& up) {
+  Cluster& c = clusters_[up.name];
+  if (c.pools.size() != up.endpoints.size()) {
+    c.pools.clear();
+    for (const auto& a : up.endpoints) {
+      c.pools.push_back(&poolFor(a, up.name));
+    }
+  }
+  Lease lease;
+  if (c.pools.empty()) {
+    lease.error = EINVAL;
+    return lease;
+  }
+  size_t index = 0;
+  if (up.balance == settings::Balance::kRoundRobin) {
+    index = c.next++ % c.pools.size();
+  }
+  Pool& pool = *c.pools[index];
+  lease.endpoint = &pool.endpoint;
+  lease.key = up.name + "|" + up.endpoints[index].text;
+  if (!pool.idle.empty()) {
+    std::unique_ptr<Idle> idle = std::move(pool.idle.back());
+    pool.idle.pop_back();
+    --idle_total_;
+    lease.bev = std::move(idle->bev);
+    bufferevent_setcb(lease.bev.get(), nullptr, nullptr, nullptr, nullptr);
+    lease.reused = true;
+    return lease;
+  }
+  if (!pool.endpoint.valid) {
+    lease.error = EINVAL;
+    return lease;
+  }
+  lease.bev.reset(bufferevent_socket_new(base_, -1, BEV_OPT_CLOSE_ON_FREE));
+  if (!lease.bev) {
+    lease.error = ENOMEM;
+    return lease;
+  }
+  if (bufferevent_socket_connect(lease.bev.get(),
+                                 reinterpret_cast<sockaddr*>(&pool.endpoint.addr),
+                                 static_cast<int>(pool.endpoint.addr_len)) != 0) {
+    lease.error = errno ? errno : ECONNREFUSED;
+    lease.bev.reset();
+    return lease;
+  }
+  setNoDelay(bufferevent_getfd(lease.bev.get()));
+  return lease;
+}
+
+void Pools::release(Lease&& lease, uint32_t max_idle) {
+  auto it = pools_.find(lease.key);
+  if (it == pools_.end() || !lease.bev || it->second->idle.size() >= max_idle) {
+    return;  // lease.bev closes here
+  }
+  Pool& pool = *it->second;
+  auto idle = std::make_unique<Idle>();
+  idle->owner = this;
+  idle->pool = &pool;
+  idle->bev = std::move(lease.bev);
+  bufferevent* bev = idle->bev.get();
+  idle->timer.reset(evtimer_new(base_, &Pools::onIdleTimeout, idle.get()));
+  timeval tv{static_cast<time_t>(idle_timeout_.count() / 1000),
+             static_cast<suseconds_t>((idle_timeout_.count() % 1000) * 1000)};
+  evtimer_add(idle->timer.get(), &tv);
+  bufferevent_setwatermark(bev, EV_READ, 0, 0);
+  bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+  bufferevent_set_timeouts(bev, nullptr, nullptr);
+  bufferevent_setcb(bev, &Pools::onIdleRead, nullptr, &Pools::onIdleEvent, idle.get());
+  bufferevent_enable(bev, EV_READ);
+  pool.idle.push_back(std::move(idle));
+  pool.idle.back()->self = std::prev(pool.idle.end());
+  ++idle_total_;
+}
+
+void Pools::dropIdle(Idle* idle) {
+  Pool* pool = idle->pool;
+  --idle_total_;
+  pool->idle.erase(idle->self);  // frees the bufferevent and the timer
+}
+
+void Pools::onIdleEvent(bufferevent*, short, void* arg) {
+  auto* idle = static_cast<Idle*>(arg);
+  idle->owner->dropIdle(idle);
+}
+
+void Pools::onIdleRead(bufferevent*, void* arg) {
+  // An idle upstream must not talk; whatever it sent makes the connection unusable.
+  auto* idle = static_cast<Idle*>(arg);
+  idle->owner->dropIdle(idle);
+}
+
+void Pools::onIdleTimeout(evutil_socket_t, short, void* arg) {
+  auto* idle = static_cast<Idle*>(arg);
+  idle->owner->dropIdle(idle);
+}
+
+void Pools::closeIdle() {
+  for (auto& [key, pool] : pools_) {
+    idle_total_ -= pool->idle.size();
+    pool->idle.clear();
+  }
+}
+
+}  // namespace gw::upstream

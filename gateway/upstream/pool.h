@@ -1,0 +1,97 @@
+#pragma once
+// Per-worker upstream connection pools. One Pools object per worker (never shared across
+// threads); it owns every idle keep-alive connection to every endpoint of every upstream and
+// hands them out as Leases. An idle connection that the upstream closes, that receives
+// unexpected bytes, or that stays idle past idle_timeout is closed and forgotten.
+//
+// acquire() never blocks: it returns an idle connection (reused=true, already connected)
+// or a new bufferevent whose non-blocking connect has been started (reused=false; the caller
+// sees BEV_EVENT_CONNECTED or an error on its own callbacks).
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gateway/event/owners.h"
+#include "gateway/settings/settings.h"
+
+namespace gw::upstream {
+
+struct Endpoint {
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  std::string text;  // "127.0.0.1:9000"
+  bool valid = false;
+};
+
+struct Lease {
+  event::BufferEventPtr bev;
+  const Endpoint* endpoint = nullptr;
+  std::string key;  // pool key to give it back under
+  bool reused = false;
+  int error = 0;  // errno when no connection could even be started
+};
+
+class Pools {
+ public:
+  explicit Pools(event_base* base, std::chrono::milliseconds idle_timeout)
+      : base_(base), idle_timeout_(idle_timeout) {}
+  ~Pools();
+  Pools(const Pools&) = delete;
+  Pools& operator=(const Pools&) = delete;
+
+  // Picks an endpoint of `up` (round robin per worker) and leases a connection to it.
+  Lease acquire(const settings::Upstream& up);
+
+  // Returns a healthy connection after a complete exchange (its read side is re-enabled
+  // and its callbacks reset here). Connections beyond max_idle are closed.
+  void release(Lease&& lease, uint32_t max_idle);
+
+  size_t idleCount() const noexcept { return idle_total_; }
+  // Closes every idle connection (drain).
+  void closeIdle();
+
+ private:
+  struct Pool;
+  struct Idle {
+    Pools* owner = nullptr;
+    Pool* pool = nullptr;
+    event::BufferEventPtr bev;
+    event::EventPtr timer;
+    std::list<std::unique_ptr<Idle>>::iterator self;
+  };
+  struct Pool {
+    Endpoint endpoint;
+    std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
+  };
+  struct Cluster {
+    std::vector<Pool*> pools;
+    size_t next = 0;
+  };
+
+  Pool& poolFor(const settings::Address& a, const std::string& upstream_name);
+  void dropIdle(Idle* idle);
+  static void onIdleEvent(bufferevent* bev, short what, void* arg);
+  static void onIdleRead(bufferevent* bev, void* arg);
+  static void onIdleTimeout(evutil_socket_t, short, void* arg);
+
+  event_base* base_;
+  std::chrono::milliseconds idle_timeout_;
+  std::unordered_map<std::string, std::unique_ptr<Pool>> pools_;  // key: upstream|endpoint
+  std::unordered_map<std::string, Cluster> clusters_;             // key: upstream name
+  size_t idle_total_ = 0;
+};
+
+// Resolves "host:port" (numeric or localhost) into a sockaddr. False when it cannot.
+bool resolveEndpoint(const settings::Address& a, Endpoint& out);
+
+// Sets TCP_NODELAY on a connected or connecting socket.
+void setNoDelay(evutil_socket_t fd) noexcept;
+
+}  // namespace gw::upstream
