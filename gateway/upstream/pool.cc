@@ -55,7 +55,8 @@ Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstr
 
 Lease Pools::acquire(const settings::Upstream& up) {
   Cluster& c = clusters_[up.name];
-  if (c.pools.size() != up.endpoints.size()) {
+  if (c.built_from != &up || c.pools.size() != up.endpoints.size()) {
+    c.built_from = &up;  // a reload brings new Upstream objects: re-resolve the pools
     c.pools.clear();
     for (const auto& a : up.endpoints) {
       c.pools.push_back(&poolFor(a, up.name));
@@ -72,7 +73,7 @@ Lease Pools::acquire(const settings::Upstream& up) {
   }
   Pool& pool = *c.pools[index];
   lease.endpoint = &pool.endpoint;
-  lease.key = up.name + "|" + up.endpoints[index].text;
+  lease.pool = &pool;
   if (!pool.idle.empty()) {
     std::unique_ptr<Idle> idle = std::move(pool.idle.back());
     pool.idle.pop_back();
@@ -103,11 +104,11 @@ Lease Pools::acquire(const settings::Upstream& up) {
 }
 
 void Pools::release(Lease&& lease, uint32_t max_idle) {
-  auto it = pools_.find(lease.key);
-  if (it == pools_.end() || !lease.bev || it->second->idle.size() >= max_idle) {
+  auto* target = static_cast<Pool*>(lease.pool);
+  if (target == nullptr || !lease.bev || target->idle.size() >= max_idle) {
     return;  // lease.bev closes here
   }
-  Pool& pool = *it->second;
+  Pool& pool = *target;
   auto idle = std::make_unique<Idle>();
   idle->owner = this;
   idle->pool = &pool;

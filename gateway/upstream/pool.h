@@ -33,7 +33,7 @@ struct Endpoint {
 struct Lease {
   event::BufferEventPtr bev;
   const Endpoint* endpoint = nullptr;
-  std::string key;  // pool key to give it back under
+  void* pool = nullptr;  // the pool to give it back to (opaque to callers)
   bool reused = false;
   int error = 0;  // errno when no connection could even be started
 };
@@ -73,6 +73,7 @@ class Pools {
   struct Cluster {
     std::vector<Pool*> pools;
     size_t next = 0;
+    const settings::Upstream* built_from = nullptr;
   };
 
   Pool& poolFor(const settings::Address& a, const std::string& upstream_name);
