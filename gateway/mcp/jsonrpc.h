@@ -3,6 +3,7 @@
 // and the codes it uses. Spec-defined codes keep their meaning; gateway-specific codes sit
 // outside -32768..-32000 (spec item 73).
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -51,13 +52,22 @@ class SchemaCache {
                                          Clock::time_point now) const;
 
  private:
+  // Lets find() look up by string_view without building a std::string.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  template <typename V>
+  using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
   struct Entry {
-    std::unordered_map<std::string, std::shared_ptr<const ToolSchema>> tools;
+    StringMap<std::shared_ptr<const ToolSchema>> tools;
     Clock::time_point expires;
   };
   std::chrono::milliseconds min_ttl_;
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, Entry> upstreams_;
+  StringMap<Entry> upstreams_;
 };
 
 }  // namespace gw::mcp

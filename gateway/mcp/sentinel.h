@@ -5,6 +5,7 @@
 // A value with both markers whose payload is not canonical padded base64, or whose decoded
 // bytes are not valid UTF-8, is invalid (→ 400/-32020).
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 

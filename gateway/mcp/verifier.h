@@ -38,11 +38,20 @@ struct VerifyResult {
   int code = 0;            // when !ok: -32700, -32600 or -32020
   std::string message;     // when !ok: short, safe to send (values escaped/quoted)
   RequestId id;            // the request id when readable
-  std::string_view method; // view into the body (valid while it lives); "" if none
+  // The body's "method" (unescaped), "" if none. A view into this thread's parser buffers,
+  // not into the body: valid until the next verifyBody() call on the same thread.
+  std::string_view method;
 };
 
 // `body` must be followed by at least simdjson::SIMDJSON_PADDING readable bytes (the
 // caller's buffer capacity); they are not part of the JSON.
+// Codes: -32700 BOM / not JSON / invalid UTF-8 / trailing data; -32600 batch, non-object,
+// too deep, duplicate key, bad "jsonrpc", bad "method" or "id", a POSTed response (only
+// with check_headers); -32020 any header check. `id` is kNull until the body is readable
+// (and when "id" itself is duplicated or of a wrong type). Header checks apply to kRequest;
+// for a kNotification, Mcp-Method and MCP-Protocol-Version are compared only when sent
+// (and the version only when the body carries one). Mcp-Param checks run only when
+// `tool` names the body's params.name on a tools/call.
 VerifyResult verifyBody(std::string_view body, const McpHeaders& headers,
                         const ToolSchema* tool, const VerifyOptions& options);
 

@@ -42,20 +42,36 @@ class Framer {
   uint64_t oversized() const noexcept { return oversized_; }    // captures skipped
 
  private:
-  // implementation state (line assembly for capture, CR pending, in-event flag, ...)
+  // What the current line is, decided by its first bytes (the field name).
+  enum class Line : uint8_t {
+    kName,     // still reading the field name (no ':' yet)
+    kComment,  // starts with ':'
+    kData,     // "data" field: value bytes go to the data buffer
+    kEvent,    // "event" field: value bytes go to the event type
+    kOther,    // any other field (id, retry, unknown): ignored
+  };
+
+  void feedBytes(const char* p, size_t n) noexcept;
+  void startValue() noexcept;  // after the ':' of a data/event line (or at a bare name)
+  void endLine() noexcept;     // a CR, LF or CRLF ended the current line
+  void endBlock() noexcept;    // a blank line ended a non-empty block
+  void append(std::string* dst, const char* p, size_t n) noexcept;  // capture, bounded
+
   EventSink* sink_;
   size_t max_event_bytes_;
-  bool line_empty_ = true;     // no byte yet on the current line
-  bool pending_cr_ = false;    // last byte was CR (an LF right after belongs to it)
-  bool in_block_ = false;      // a non-blank line was seen since the last blank line
-  bool bom_checked_ = false;
-  uint8_t bom_seen_ = 0;
-  bool skip_event_ = false;
-  bool line_is_comment_ = false;
-  std::string line_;           // current line (capture only)
-  std::string event_type_;     // capture only
-  std::string data_;           // capture only
-  bool has_data_ = false;
+  bool pending_cr_ = false;  // last byte was CR (an LF right after belongs to it)
+  bool line_empty_ = true;   // no byte yet on the current line
+  bool in_block_ = false;    // a non-blank line was seen since the last blank line
+  bool bom_done_ = false;    // past the stream start (BOM skipped or absent)
+  uint8_t bom_seen_ = 0;     // bytes of a BOM prefix held back at the stream start
+  Line line_ = Line::kName;
+  bool skip_space_ = false;  // the next value byte is dropped if it is one SP
+  uint8_t name_len_ = 0;
+  char name_[6] = {};        // field-name prefix (longest field we track is "event")
+  bool has_data_ = false;    // the block has at least one data line (it is an event)
+  bool skip_event_ = false;  // capture of this event exceeded max_event_bytes
+  std::string event_type_;   // capture only
+  std::string data_;         // capture only
   uint64_t events_ = 0;
   uint64_t comments_ = 0;
   uint64_t oversized_ = 0;

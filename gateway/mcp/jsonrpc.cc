@@ -1,0 +1,237 @@
+// JSON-RPC error bodies and JSON string escaping for the replies the gateway makes itself
+// (reject paths of every stage), plus a best-effort id reader for those replies.
+
+#include "gateway/mcp/jsonrpc.h"
+
+#include "gateway/mcp/json_internal.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstdint>
+
+namespace gw::mcp {
+
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Length of the valid UTF-8 sequence starting at s[i] (2..4), or 0 when it is not one.
+// Rejects overlongs, surrogates and code points above U+10FFFF.
+size_t utf8SequenceLength(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t len = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) {
+      lo = 0xA0;
+    } else if (b0 == 0xED) {
+      hi = 0x9F;
+    }
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) {
+      lo = 0x90;
+    } else if (b0 == 0xF4) {
+      hi = 0x8F;
+    }
+  } else {
+    return 0;
+  }
+  if (s.size() - i < len) {
+    return 0;
+  }
+  const auto b1 = static_cast<unsigned char>(s[i + 1]);
+  if (b1 < lo || b1 > hi) {
+    return 0;
+  }
+  for (size_t k = 2; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < 0x80 || b > 0xBF) {
+      return 0;
+    }
+  }
+  return len;
+}
+
+bool needsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x7F; }
+
+}  // namespace
+
+void appendJsonEscaped(std::string& out, std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t run = i;
+    while (run < s.size() && !needsEscape(static_cast<unsigned char>(s[run]))) {
+      ++run;
+    }
+    out.append(s.data() + i, run - i);
+    i = run;
+    if (i == s.size()) {
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t len = utf8SequenceLength(s, i);
+      if (len == 0) {
+        out.append("\\ufffd");
+        ++i;
+      } else {
+        out.append(s.data() + i, len);
+        i += len;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      default: {  // other controls and DEL
+        const char esc[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(esc, sizeof esc);
+        break;
+      }
+    }
+    ++i;
+  }
+}
+
+std::string errorBody(const RequestId& id, int code, std::string_view message,
+                      std::string_view data_json) {
+  std::string out;
+  out.reserve(64 + message.size() + data_json.size() + id.json.size());
+  out.append(R"({"jsonrpc":"2.0",)");
+  switch (id.kind) {
+    case RequestId::Kind::kAbsent:
+      break;
+    case RequestId::Kind::kNull:
+      out.append(R"("id":null,)");
+      break;
+    case RequestId::Kind::kJson:
+      out.append(R"("id":)");
+      out.append(id.json);
+      out.push_back(',');
+      break;
+  }
+  out.append(R"("error":{"code":)");
+  char num[16];
+  const auto res = std::to_chars(num, num + sizeof num, code);
+  out.append(num, res.ptr);
+  out.append(R"(,"message":")");
+  appendJsonEscaped(out, message);
+  out.push_back('"');
+  if (!data_json.empty()) {
+    out.append(R"(,"data":)");
+    out.append(data_json);
+  }
+  out.append("}}");
+  return out;
+}
+
+RequestId requestIdOf(simdjson::dom::element id) {
+  RequestId out;
+  out.kind = RequestId::Kind::kJson;
+  char num[40];
+  switch (id.type()) {
+    case simdjson::dom::element_type::STRING: {
+      std::string_view s;
+      if (id.get_string().get(s) != simdjson::SUCCESS) {
+        return RequestId::null();
+      }
+      out.json.reserve(s.size() + 2);
+      out.json.push_back('"');
+      appendJsonEscaped(out.json, s);
+      out.json.push_back('"');
+      return out;
+    }
+    case simdjson::dom::element_type::INT64: {
+      int64_t v = 0;
+      if (id.get_int64().get(v) != simdjson::SUCCESS) {
+        return RequestId::null();
+      }
+      out.json.assign(num, std::to_chars(num, num + sizeof num, v).ptr);
+      return out;
+    }
+    case simdjson::dom::element_type::UINT64: {
+      uint64_t v = 0;
+      if (id.get_uint64().get(v) != simdjson::SUCCESS) {
+        return RequestId::null();
+      }
+      out.json.assign(num, std::to_chars(num, num + sizeof num, v).ptr);
+      return out;
+    }
+    case simdjson::dom::element_type::DOUBLE: {
+      double v = 0;
+      if (id.get_double().get(v) != simdjson::SUCCESS) {
+        return RequestId::null();
+      }
+      out.json.assign(num, std::to_chars(num, num + sizeof num, v).ptr);
+      return out;
+    }
+    default:
+      return RequestId::null();
+  }
+}
+
+void appendQuotedValue(std::string& out, std::string_view value, size_t max_bytes) {
+  bool truncated = false;
+  if (value.size() > max_bytes) {
+    size_t cut = max_bytes;
+    // Back off to a UTF-8 sequence start so a valid character is not turned into \ufffd.
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80 &&
+           max_bytes - cut < 3) {
+      --cut;
+    }
+    value = value.substr(0, cut);
+    truncated = true;
+  }
+  out.push_back('\'');
+  appendJsonEscaped(out, value);
+  if (truncated) {
+    out.append("...");
+  }
+  out.push_back('\'');
+}
+
+RequestId extractId(std::string_view body) {
+  // A parser of its own: this runs on reject paths while a VerifyResult from verifyBody()
+  // (whose method view lives in verifyBody's parser) may still be in use.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(body.data(), body.size(), true).get(root) != simdjson::SUCCESS) {
+    return RequestId::null();
+  }
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj) != simdjson::SUCCESS) {
+    return RequestId::null();
+  }
+  simdjson::dom::element id;
+  if (obj.at_key("id").get(id) != simdjson::SUCCESS) {
+    return RequestId::absent();
+  }
+  return requestIdOf(id);
+}
+
+}  // namespace gw::mcp
