@@ -1,0 +1,161 @@
+// settings/: the value grammars of gateway.yaml (durations, sizes, addresses) and the small
+// members of the snapshot. Pure text → value; the YAML walk is in loader.cc.
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "gateway/settings/settings.h"
+
+namespace gw::settings {
+
+namespace {
+
+// Leading decimal digits of `text` as an unsigned number; `digits` is how many were read.
+// False on overflow or when there are none.
+bool leadingNumber(std::string_view text, uint64_t& value, size_t& digits) noexcept {
+  digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0) {
+    return false;
+  }
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + digits, value);
+  return ec == std::errc() && ptr == text.data() + digits;
+}
+
+bool multiply(uint64_t a, uint64_t b, uint64_t& out) noexcept {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) {
+    return false;
+  }
+  out = a * b;
+  return true;
+}
+
+}  // namespace
+
+int Settings::upstreamIndex(std::string_view name) const noexcept {
+  for (size_t i = 0; i < upstreams.size(); ++i) {
+    if (upstreams[i].name == name) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+std::string Diagnostic::str() const {
+  std::string out = file;
+  out += ':';
+  out += std::to_string(line);
+  out += ':';
+  out += std::to_string(column);
+  out += ": ";
+  out += message;
+  return out;
+}
+
+bool parseDuration(std::string_view text, Duration& out) noexcept {
+  uint64_t n = 0;
+  size_t digits = 0;
+  if (!leadingNumber(text, n, digits)) {
+    return false;
+  }
+  std::string_view unit = text.substr(digits);
+  uint64_t factor = 0;
+  if (unit.empty()) {
+    // A bare number is ambiguous (seconds? milliseconds?); only zero reads the same in all.
+    if (n != 0) {
+      return false;
+    }
+    factor = 1;
+  } else if (unit == "ms") {
+    factor = 1;
+  } else if (unit == "s") {
+    factor = 1000;
+  } else if (unit == "m") {
+    factor = 60 * 1000;
+  } else if (unit == "h") {
+    factor = 60 * 60 * 1000;
+  } else {
+    return false;
+  }
+  uint64_t ms = 0;
+  if (!multiply(n, factor, ms) ||
+      ms > static_cast<uint64_t>(std::numeric_limits<Duration::rep>::max())) {
+    return false;
+  }
+  out = Duration(static_cast<Duration::rep>(ms));
+  return true;
+}
+
+bool parseSize(std::string_view text, uint64_t& out) noexcept {
+  uint64_t n = 0;
+  size_t digits = 0;
+  if (!leadingNumber(text, n, digits)) {
+    return false;
+  }
+  std::string_view unit = text.substr(digits);
+  uint64_t factor = 0;
+  if (unit.empty()) {
+    factor = 1;
+  } else if (unit == "KiB") {
+    factor = uint64_t{1} << 10;
+  } else if (unit == "MiB") {
+    factor = uint64_t{1} << 20;
+  } else if (unit == "GiB") {
+    factor = uint64_t{1} << 30;
+  } else if (unit == "KB") {
+    factor = 1000;
+  } else if (unit == "MB") {
+    factor = 1000 * 1000;
+  } else if (unit == "GB") {
+    factor = 1000 * 1000 * 1000;
+  } else {
+    return false;
+  }
+  return multiply(n, factor, out);
+}
+
+bool parseAddress(std::string_view text, Address& out) {
+  std::string_view host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return false;
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+    in6_addr a6{};
+    if (!inet_pton(AF_INET6, std::string(host).c_str(), &a6)) {
+      return false;
+    }
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      return false;
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    in_addr a4{};
+    if (host != "localhost" && !inet_pton(AF_INET, std::string(host).c_str(), &a4)) {
+      return false;  // also rejects unbracketed IPv6 ("::1:80") and other host names
+    }
+  }
+  uint64_t p = 0;
+  size_t digits = 0;
+  if (port.size() > 5 || !leadingNumber(port, p, digits) || digits != port.size() || p > 65535) {
+    return false;
+  }
+  out.host = std::string(host);
+  out.port = static_cast<uint16_t>(p);
+  out.text = std::string(text);
+  return true;
+}
+
+}  // namespace gw::settings

@@ -1,0 +1,520 @@
+// Unit tests for settings/ loading: the YAML walk, validation, diagnostics with
+// file:line:column, policy path resolution, and the configs shipped in config/.
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "gateway/settings/settings.h"
+
+namespace gw::settings {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string dump(const LoadResult& r) {
+  std::string out;
+  for (const Diagnostic& d : r.errors) {
+    out += d.str() + "\n";
+  }
+  return out;
+}
+
+// True when some diagnostic sits at line:column and its message contains `text`.
+bool hasError(const LoadResult& r, int line, int column, std::string_view text) {
+  for (const Diagnostic& d : r.errors) {
+    if (d.line == line && d.column == column && d.message.find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// True when some diagnostic's message contains `text` (position not checked).
+bool hasError(const LoadResult& r, std::string_view text) {
+  for (const Diagnostic& d : r.errors) {
+    if (d.message.find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A minimal valid config with `extra` appended at the top level.
+std::string withBase(std::string_view extra) {
+  std::string y =
+      "upstreams:\n"
+      "  - name: main\n"
+      "    endpoints: [127.0.0.1:9000]\n";
+  y += extra;
+  return y;
+}
+
+TEST_CASE("a full valid config loads with every value", "[settings]") {
+  const char* yaml = R"(
+listen: "[::1]:8443"
+endpoint: /gateway/mcp
+workers: 4
+admin: localhost:9901
+limits:
+  max_connections: 100
+  max_request_line: 4KiB
+  max_header_bytes: 16KiB
+  max_headers: 50
+  max_body_bytes: 1MB
+  header_timeout: 5s
+  body_timeout: 250ms
+  keepalive_timeout: 2m
+mcp:
+  protocol_versions: [2026-07-28, 2026-01-01]
+  legacy: passthrough
+  verify_body: true
+  allowed_origins: [https://a.example, https://b.example]
+  sse_keepalive: 0
+upstreams:
+  - name: main
+    endpoints: [127.0.0.1:9000]
+  - name: weather
+    endpoints: [127.0.0.1:9001, "[::1]:9002"]
+    path: /w
+    connect_timeout: 1s
+    response_timeout: 2s
+    stream_idle_timeout: 3s
+    max_duration: 1h
+    balance: first_healthy
+    max_idle_connections: 8
+routes:
+  - name: w
+    match: { method: tools/call, name: "weather_*", params: { Region: "eu-*" },
+             headers: { X-Tenant: "t*" } }
+    upstream: weather
+    verify_body: false
+  - name: old
+    match: { headers: { User-Agent: "old/*" } }
+    upstream: main
+    legacy: true
+  - name: default
+    upstream: main
+access_log: { path: "off" }
+log_level: debug
+drain_timeout: 10s
+)";
+  LoadResult r = loadString(yaml, "/etc/gw/gateway.yaml");
+  INFO(dump(r));
+  REQUIRE(r.errors.empty());
+  REQUIRE(r.settings);
+  const Settings& s = *r.settings;
+  CHECK(s.listen.host == "::1");
+  CHECK(s.listen.port == 8443);
+  CHECK(s.endpoint == "/gateway/mcp");
+  CHECK(s.workers == 4);
+  REQUIRE(s.admin);
+  CHECK(s.admin->host == "localhost");
+  CHECK(s.admin->port == 9901);
+  CHECK(s.limits.max_connections == 100);
+  CHECK(s.limits.max_request_line == 4096);
+  CHECK(s.limits.max_header_bytes == 16384);
+  CHECK(s.limits.max_headers == 50);
+  CHECK(s.limits.max_body_bytes == 1000000);
+  CHECK(s.limits.header_timeout == 5s);
+  CHECK(s.limits.body_timeout == 250ms);
+  CHECK(s.limits.keepalive_timeout == 2min);
+  CHECK(s.mcp.protocol_versions == std::vector<std::string>{"2026-07-28", "2026-01-01"});
+  CHECK(s.mcp.legacy == LegacyMode::kPassthrough);
+  CHECK(s.mcp.verify_body);
+  CHECK(s.mcp.allowed_origins.size() == 2);
+  CHECK(s.mcp.sse_keepalive == 0ms);
+  REQUIRE(s.upstreams.size() == 2);
+  CHECK(s.upstreams[0].path == "/mcp");
+  CHECK(s.upstreams[0].balance == Balance::kRoundRobin);
+  CHECK(s.upstreams[0].max_idle_connections == 64);
+  const Upstream& w = s.upstreams[1];
+  CHECK(w.name == "weather");
+  REQUIRE(w.endpoints.size() == 2);
+  CHECK(w.endpoints[1].host == "::1");
+  CHECK(w.endpoints[1].port == 9002);
+  CHECK(w.path == "/w");
+  CHECK(w.connect_timeout == 1s);
+  CHECK(w.response_timeout == 2s);
+  CHECK(w.stream_idle_timeout == 3s);
+  CHECK(w.max_duration == 1h);
+  CHECK(w.balance == Balance::kFirstHealthy);
+  CHECK(w.max_idle_connections == 8);
+  REQUIRE(s.routes.size() == 3);
+  const Route& r0 = s.routes[0];
+  CHECK(r0.has_match);
+  CHECK(r0.match.method == "tools/call");
+  CHECK(r0.match.name == "weather_*");
+  REQUIRE(r0.match.params.size() == 1);
+  CHECK(r0.match.params[0] == std::pair<std::string, std::string>{"Region", "eu-*"});
+  REQUIRE(r0.match.headers.size() == 1);
+  CHECK(r0.match.headers[0].first == "X-Tenant");
+  CHECK(r0.upstream_index == 1);
+  CHECK(r0.verify_body == false);
+  CHECK(s.routes[1].legacy);
+  CHECK(s.routes[1].upstream_index == 0);
+  CHECK_FALSE(s.routes[1].verify_body.has_value());
+  CHECK_FALSE(s.routes[2].has_match);
+  CHECK(s.access_log.path == "off");
+  CHECK(s.log_level == "debug");
+  CHECK(s.drain_timeout == 10s);
+  CHECK(s.source_file == "/etc/gw/gateway.yaml");
+}
+
+TEST_CASE("defaults apply to omitted keys; an empty file is all defaults", "[settings]") {
+  for (const char* yaml : {"", "# nothing\n", "workers: 0\n"}) {
+    LoadResult r = loadString(yaml, "/x/empty.yaml");
+    INFO(dump(r));
+    REQUIRE(r.settings);
+    const Settings& s = *r.settings;
+    CHECK(s.listen.text == "127.0.0.1:8080");
+    CHECK(s.endpoint == "/mcp");
+    CHECK(s.workers == 0);
+    CHECK_FALSE(s.admin);
+    CHECK(s.limits.max_headers == 100);
+    CHECK(s.limits.max_body_bytes == 4u * 1024 * 1024);
+    CHECK(s.mcp.protocol_versions == std::vector<std::string>{"2026-07-28"});
+    CHECK(s.mcp.legacy == LegacyMode::kReject);
+    CHECK(s.mcp.sse_keepalive == 15s);
+    CHECK(s.access_log.path == "-");
+    CHECK(s.log_level == "info");
+    CHECK(s.drain_timeout == 30s);
+  }
+}
+
+TEST_CASE("unknown keys are errors at their position, with a suggestion", "[settings]") {
+  LoadResult r =
+      loadString("listn: 127.0.0.1:80\nlimits:\n  max_hedaers: 10\n  zzz: 1\n", "gw.yaml");
+  INFO(dump(r));
+  CHECK_FALSE(r.settings);
+  REQUIRE(r.errors.size() == 3);
+  CHECK(r.errors[0].str() == "gw.yaml:1:1: unknown key 'listn'; did you mean 'listen'?");
+  CHECK(hasError(r, 3, 3, "unknown key 'limits.max_hedaers'; did you mean 'max_headers'?"));
+  CHECK(hasError(r, 4, 3, "unknown key 'limits.zzz'"));
+  CHECK_FALSE(hasError(r, 4, 3, "did you mean"));
+}
+
+TEST_CASE("unknown keys inside upstreams, routes and match", "[settings]") {
+  LoadResult r = loadString(withBase("    pth: /x\n"
+                                     "routes:\n"
+                                     "  - name: a\n"
+                                     "    upstream: main\n"
+                                     "    match: { methd: x }\n"
+                                     "    legasy: true\n"),
+                            "gw.yaml");
+  INFO(dump(r));
+  CHECK(hasError(r, 4, 5, "unknown key 'upstreams[0].pth'; did you mean 'path'?"));
+  CHECK(hasError(r, 8, 14, "did you mean 'method'?"));
+  CHECK(hasError(r, 9, 5, "did you mean 'legacy'?"));
+}
+
+TEST_CASE("a YAML syntax error carries file:line:column", "[settings]") {
+  LoadResult r = loadString("listen: 127.0.0.1:80\nmcp:\n  protocol_versions: [a, b\nworkers: 1\n",
+                            "bad.yaml");
+  INFO(dump(r));
+  CHECK_FALSE(r.settings);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].file == "bad.yaml");
+  CHECK(r.errors[0].line == 4);
+  CHECK(r.errors[0].column >= 1);
+  CHECK(r.errors[0].message.find("flow") != std::string::npos);
+}
+
+TEST_CASE("the top level must be a mapping", "[settings]") {
+  LoadResult r = loadString("- a\n- b\n", "gw.yaml");
+  CHECK_FALSE(r.settings);
+  CHECK(hasError(r, 1, 1, "must be a mapping"));
+}
+
+TEST_CASE("each validation rule produces an error", "[settings]") {
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"listen: 127.0.0.1\n", "invalid address '127.0.0.1'"},
+      {"listen: 127.0.0.1:70000\n", "invalid address"},
+      {"listen: example.com:80\n", "invalid address"},
+      {"listen: [a, b]\n", "'listen' must be an address"},
+      {"admin: nonsense\n", "invalid address 'nonsense'"},
+      {"admin:\n", "'admin' must be an address"},
+      {"endpoint: mcp\n", "'endpoint' must be a path starting with '/'"},
+      {"endpoint: /a b\n", "must be a path"},
+      {"workers: 257\n", "'workers' is out of range"},
+      {"workers: -1\n", "'workers' must be a non-negative integer"},
+      {"workers: two\n", "'workers' must be a non-negative integer"},
+      {"limits: 5\n", "'limits' must be a mapping"},
+      {"limits: { max_headers: 0 }\n", "between 1 and 1000"},
+      {"limits: { max_headers: 1001 }\n", "between 1 and 1000"},
+      {"limits: { max_header_bytes: 1023 }\n", "between 1KiB and 1MiB"},
+      {"limits: { max_header_bytes: 2MiB }\n", "between 1KiB and 1MiB"},
+      {"limits: { max_request_line: 64KiB }\n", "must not exceed 'limits.max_header_bytes'"},
+      {"limits: { max_request_line: 2KiB, max_header_bytes: 1KiB }\n", "must not exceed"},
+      {"limits: { max_body_bytes: 4 MiB }\n", "invalid size '4 MiB'"},
+      {"limits: { header_timeout: 10 }\n", "invalid duration '10' (needs a unit"},
+      {"limits: { header_timeout: 0 }\n", "must be greater than 0"},
+      {"limits: { body_timeout: 1.5s }\n", "invalid duration '1.5s'"},
+      {"limits: { max_connections: 0 }\n", "at least 1"},
+      {"mcp: { protocol_versions: [] }\n", "must list at least one version"},
+      {"mcp: { protocol_versions: 2026-07-28 }\n", "must be a list"},
+      {"mcp: { legacy: allow }\n", "'mcp.legacy' must be one of reject | passthrough"},
+      {"mcp: { verify_body: maybe }\n", "must be true or false"},
+      {"mcp: { sse_keepalive: 15 }\n", "invalid duration"},
+      {"mcp: { allowed_origins: [[a]] }\n", "must be a string"},
+      {"log_level: verbose\n", "'log_level' must be one of trace | debug"},
+      {"drain_timeout: forever\n", "invalid duration"},
+      {"access_log: { path: \"\" }\n", "must not be empty"},
+      {"upstreams: { name: a }\n", "'upstreams' must be a list"},
+      {"upstreams:\n  - name: a\n", "has no 'endpoints'"},
+      {"upstreams:\n  - endpoints: [127.0.0.1:1]\n", "has no 'name'"},
+      {"upstreams:\n  - name: a\n    endpoints: []\n", "must list at least one address"},
+      {"upstreams:\n  - name: a\n    endpoints: [127.0.0.1:0]\n", "port 0"},
+      {"upstreams:\n  - name: a\n    endpoints: [127.0.0.1:1]\n    path: mcp\n",
+       "must be a path starting with '/'"},
+      {"upstreams:\n  - name: a\n    endpoints: [127.0.0.1:1]\n    balance: random\n",
+       "round_robin | first_healthy"},
+      {"upstreams:\n  - name: a\n    endpoints: [127.0.0.1:1]\n  - name: a\n"
+       "    endpoints: [127.0.0.1:2]\n",
+       "duplicate upstream name 'a'"},
+      {"routes:\n  - name: r\n    upstream: nowhere\n", "names unknown upstream 'nowhere'"},
+      {"routes:\n  - name: r\n", "has no 'upstream'"},
+      {"routes:\n  - upstream: x\n", "has no 'name'"},
+      {"routes:\n  - name: r\n    upstream: x\n    match: {}\n", "is empty"},
+      {"routes:\n  - name: r\n    upstream: x\n    match: { params: { \"a b\": x } }\n",
+       "names must be HTTP tokens"},
+      {"routes:\n  - name: r\n    upstream: x\n    match: { headers: { A: x, a: y } }\n",
+       "listed twice"},
+      {"routes:\n  - name: r\n    upstream: x\n    match: { params: [a] }\n",
+       "must be a mapping of names to patterns"},
+      {"routes:\n  - name: r\n    upstream: x\n  - name: r\n    upstream: x\n",
+       "duplicate route name 'r'"},
+      {"routes:\n  - name: r\n    upstream: x\n    legacy: yes please\n", "true or false"},
+      {"policies: a.yaml\n", "'policies' must be a list"},
+      {"policies: [/nonexistent/gw-policy.yaml]\n", "does not exist"},
+      {"listen: 1\nlisten: 2\n", "duplicate key 'listen'"},
+  };
+  for (const Case& c : cases) {
+    LoadResult r = loadString(c.yaml, "/t/gw.yaml");
+    INFO(c.yaml);
+    INFO(dump(r));
+    CHECK_FALSE(r.settings);
+    CHECK(hasError(r, c.message));
+    for (const Diagnostic& d : r.errors) {
+      CHECK(d.file == "/t/gw.yaml");
+      CHECK(d.line >= 1);
+      CHECK(d.column >= 1);
+    }
+  }
+}
+
+TEST_CASE("boundary values are accepted", "[settings]") {
+  const char* good[] = {
+      "workers: 256\n",
+      "limits: { max_headers: 1 }\n",
+      "limits: { max_headers: 1000 }\n",
+      "limits: { max_header_bytes: 1KiB, max_request_line: 1KiB }\n",
+      "limits: { max_header_bytes: 1MiB }\n",
+      "listen: 127.0.0.1:0\nadmin: '[::1]:0'\n",
+      "mcp: { legacy: reject, sse_keepalive: 0 }\n",
+      "log_level: off\n",
+  };
+  for (const char* yaml : good) {
+    LoadResult r = loadString(yaml, "gw.yaml");
+    INFO(yaml);
+    INFO(dump(r));
+    CHECK(r.settings);
+  }
+}
+
+TEST_CASE("errors point at the offending value", "[settings]") {
+  LoadResult r = loadString(
+      "listen: 127.0.0.1:8080\n"              // 1
+      "workers: 999\n"                        // 2
+      "limits:\n"                             // 3
+      "  header_timeout: 10\n"                // 4
+      "  max_body_bytes: lots\n"              // 5
+      "upstreams:\n"                          // 6
+      "  - name: main\n"                      // 7
+      "    endpoints: [127.0.0.1:1, nope]\n"  // 8
+      "routes:\n"                             // 9
+      "  - name: r\n"                         // 10
+      "    upstream: mian\n",                 // 11
+      "gw.yaml");
+  INFO(dump(r));
+  CHECK_FALSE(r.settings);
+  REQUIRE(r.errors.size() == 5);  // every error, not just the first
+  CHECK(r.errors[0].str() == "gw.yaml:2:10: 'workers' is out of range (at most 256)");
+  CHECK(hasError(r, 4, 19, "'limits.header_timeout': invalid duration '10'"));
+  CHECK(hasError(r, 5, 19, "'limits.max_body_bytes': invalid size 'lots'"));
+  CHECK(hasError(r, 8, 30, "invalid address 'nope'"));
+  CHECK(hasError(r, 11, 15, "route 'r' names unknown upstream 'mian'"));
+  // In file order.
+  for (size_t i = 1; i < r.errors.size(); ++i) {
+    CHECK(r.errors[i - 1].line <= r.errors[i].line);
+  }
+}
+
+TEST_CASE("only one default route, and it must be last", "[settings]") {
+  SECTION("a second default") {
+    LoadResult r = loadString(withBase("routes:\n"
+                                       "  - name: d1\n"
+                                       "    upstream: main\n"
+                                       "  - name: d2\n"
+                                       "    upstream: main\n"),
+                              "gw.yaml");
+    INFO(dump(r));
+    REQUIRE(r.errors.size() == 1);
+    CHECK(hasError(r, 7, 11, "route 'd2' has no 'match', but route 'd1' (line 5)"));
+  }
+  SECTION("a default before other routes") {
+    LoadResult r = loadString(withBase("routes:\n"
+                                       "  - name: d\n"
+                                       "    upstream: main\n"
+                                       "  - name: tools\n"
+                                       "    match: { method: tools/call }\n"
+                                       "    upstream: main\n"),
+                              "gw.yaml");
+    INFO(dump(r));
+    REQUIRE(r.errors.size() == 1);
+    CHECK(hasError(r, 7, 11, "route 'tools' can never match"));
+  }
+  SECTION("a default last is fine, and upstreams may follow routes in the file") {
+    LoadResult r = loadString(
+        "routes:\n"
+        "  - name: tools\n"
+        "    match: { method: tools/call }\n"
+        "    upstream: b\n"
+        "  - name: d\n"
+        "    upstream: a\n"
+        "upstreams:\n"
+        "  - { name: a, endpoints: [127.0.0.1:1] }\n"
+        "  - { name: b, endpoints: [127.0.0.1:2] }\n",
+        "gw.yaml");
+    INFO(dump(r));
+    REQUIRE(r.settings);
+    CHECK(r.settings->routes[0].upstream_index == 1);
+    CHECK(r.settings->routes[1].upstream_index == 0);
+  }
+}
+
+// A temporary directory, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/gw_settings_test_XXXXXX";
+    char* d = mkdtemp(tmpl);
+    REQUIRE(d != nullptr);
+    path_ = d;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& rel, const std::string& text) const {
+    std::filesystem::path p = std::filesystem::path(path_) / rel;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST_CASE("policy paths resolve from the config file's directory", "[settings]") {
+  TempDir dir;
+  std::string p1 = dir.write("policies/default.yaml", "default: allow\n");
+  std::string p2 = dir.write("abs.yaml", "default: deny\n");
+  std::string cfg = dir.write("conf/gateway.yaml", withBase("policies:\n"
+                                                            "  - ../policies/default.yaml\n"
+                                                            "  - " +
+                                                            p2 + "\n"));
+  LoadResult r = loadFile(cfg);
+  INFO(dump(r));
+  REQUIRE(r.settings);
+  REQUIRE(r.settings->policy_files.size() == 2);
+  CHECK(r.settings->policy_files[0] == p1);
+  CHECK(r.settings->policy_files[1] == p2);
+  CHECK(r.settings->source_file == cfg);
+
+  SECTION("a missing or non-regular policy file is an error at its entry") {
+    std::string bad = dir.write("conf/bad.yaml", withBase("policies:\n"
+                                                          "  - ../policies/missing.yaml\n"
+                                                          "  - ../policies\n"));
+    LoadResult rb = loadFile(bad);
+    INFO(dump(rb));
+    CHECK_FALSE(rb.settings);
+    REQUIRE(rb.errors.size() == 2);
+    CHECK(rb.errors[0].file == bad);
+    CHECK(hasError(rb, 5, 5, "policy file '../policies/missing.yaml' does not exist"));
+    CHECK(hasError(rb, 5, 5, dir.path() + "/policies/missing.yaml"));
+    CHECK(hasError(rb, 6, 5, "is not a regular file"));
+  }
+  SECTION("an unreadable policy file is an error") {
+    if (geteuid() != 0) {  // root reads everything
+      std::string locked = dir.write("locked.yaml", "default: allow\n");
+      REQUIRE(chmod(locked.c_str(), 0) == 0);
+      std::string c = dir.write("c.yaml", withBase("policies: [locked.yaml]\n"));
+      LoadResult rl = loadFile(c);
+      INFO(dump(rl));
+      CHECK(hasError(rl, 4, 12, "is not readable"));
+    }
+  }
+  SECTION("relative access_log paths resolve too") {
+    std::string c = dir.write("conf/log.yaml", "access_log: { path: logs/access.log }\n");
+    LoadResult rl = loadFile(c);
+    INFO(dump(rl));
+    REQUIRE(rl.settings);
+    CHECK(rl.settings->access_log.path == dir.path() + "/conf/logs/access.log");
+  }
+}
+
+TEST_CASE("loadFile reports a missing file", "[settings]") {
+  LoadResult r = loadFile("/nonexistent/dir/gateway.yaml");
+  CHECK_FALSE(r.settings);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].file == "/nonexistent/dir/gateway.yaml");
+  CHECK(r.errors[0].message.find("cannot read") != std::string::npos);
+}
+
+TEST_CASE("the bundled config and the examples load cleanly", "[settings]") {
+  {
+    LoadResult r = loadFile(GW_SOURCE_DIR "/config/gateway.yaml");
+    INFO(dump(r));
+    REQUIRE(r.settings);
+    const Settings& s = *r.settings;
+    CHECK(s.listen.text == "127.0.0.1:8080");
+    CHECK(s.endpoint == "/mcp");
+    REQUIRE(s.admin);
+    CHECK(s.admin->port == 9901);
+    REQUIRE(s.upstreams.size() == 1);
+    CHECK(s.upstreams[0].name == "demo");
+    REQUIRE(s.upstreams[0].endpoints.size() == 1);
+    CHECK(s.upstreams[0].endpoints[0].port == 3000);
+    CHECK(s.upstreams[0].path == "/mcp");
+    REQUIRE(s.routes.size() == 1);
+    CHECK_FALSE(s.routes[0].has_match);
+    CHECK(s.routes[0].upstream == "demo");
+  }
+  {
+    LoadResult r = loadFile(GW_SOURCE_DIR "/config/examples/routing.yaml");
+    INFO(dump(r));
+    REQUIRE(r.settings);
+    CHECK(r.settings->routes.size() >= 4);
+    CHECK(r.settings->mcp.legacy == LegacyMode::kPassthrough);
+  }
+}
+
+}  // namespace
+}  // namespace gw::settings
