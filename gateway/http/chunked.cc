@@ -1,0 +1,210 @@
+// ChunkedDecoder (see chunked.h for the step protocol). Each call decides from the front of
+// `data` only; the decoder keeps no copy of the bytes, so a size line or trailer line that
+// arrives in pieces is re-scanned from its start (bounded by kMaxLineBytes /
+// kMaxTrailerBytes).
+
+#include "gateway/http/chunked.h"
+
+#include "gateway/core/ascii.h"
+
+namespace gw::http {
+
+namespace {
+
+using Step = ChunkedDecoder::Step;
+using Kind = ChunkedDecoder::Kind;
+
+constexpr uint64_t kMaxChunkSize = static_cast<uint64_t>(INT64_MAX);
+
+constexpr Step needMore() noexcept { return Step{Kind::kNeedMore, 0, ""}; }
+constexpr Step error(const char* reason) noexcept { return Step{Kind::kError, 0, reason}; }
+
+int hexValue(char c) noexcept {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// Parses "1*HEXDIG [ chunk-ext ] CRLF" at the front of data. On success sets size and
+// returns kFraming covering the line and its CRLF.
+Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
+  const size_t limit = data.size() < ChunkedDecoder::kMaxLineBytes
+                           ? data.size()
+                           : ChunkedDecoder::kMaxLineBytes;
+  uint64_t n = 0;
+  size_t i = 0;
+  for (; i < limit; ++i) {
+    const int d = hexValue(data[i]);
+    if (d < 0) {
+      break;
+    }
+    if (n > (kMaxChunkSize - static_cast<uint64_t>(d)) / 16) {
+      return error("chunk size overflow");
+    }
+    n = n * 16 + static_cast<uint64_t>(d);
+  }
+  if (i == limit) {
+    return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long")
+                                                  : needMore();
+  }
+  if (i == 0) {
+    return error("invalid chunk size");
+  }
+  // After the digits: optional extensions (BWS ";" ...), then CRLF. Extension bytes are not
+  // interpreted, only kept free of control characters.
+  if (data[i] != '\r' && data[i] != ';' && !core::isOws(data[i])) {
+    return error("invalid chunk size");
+  }
+  for (; i < limit; ++i) {
+    const char c = data[i];
+    if (c == '\r') {
+      if (i + 1 == data.size()) {
+        return needMore();
+      }
+      if (data[i + 1] != '\n') {
+        return error("bare CR in chunk size line");
+      }
+      size = n;
+      return Step{Kind::kFraming, i + 2, ""};
+    }
+    if (!core::isFieldValueChar(static_cast<unsigned char>(c))) {
+      return error(c == '\n' ? "bare LF in chunk size line" : "control character in chunk");
+    }
+  }
+  return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long")
+                                                : needMore();
+}
+
+// One trailer field line, or the final empty line. Returns kFraming (a field line, to be
+// dropped), kDone (the empty line) or kNeedMore / kError. `budget` is how many trailer bytes
+// may still arrive.
+Step parseTrailerLine(std::string_view data, size_t budget) noexcept {
+  if (data.empty()) {
+    return needMore();
+  }
+  if (data[0] == '\r') {
+    if (data.size() < 2) {
+      return needMore();
+    }
+    return data[1] == '\n' ? Step{Kind::kDone, 2, ""} : error("bare CR in trailer");
+  }
+  size_t i = 0;
+  while (i < data.size() && core::isTchar(static_cast<unsigned char>(data[i]))) {
+    ++i;
+  }
+  if (i < data.size() && (i == 0 || data[i] != ':')) {
+    return error("malformed trailer field");
+  }
+  for (; i < data.size(); ++i) {
+    if (i >= budget) {
+      return error("trailer section too large");
+    }
+    const char c = data[i];
+    if (c == '\r') {
+      if (i + 1 == data.size()) {
+        return needMore();
+      }
+      if (data[i + 1] != '\n') {
+        return error("bare CR in trailer");
+      }
+      if (i + 2 > budget) {
+        return error("trailer section too large");
+      }
+      return Step{Kind::kFraming, i + 2, ""};
+    }
+    if (!core::isFieldValueChar(static_cast<unsigned char>(c))) {
+      return error(c == '\n' ? "bare LF in trailer" : "control character in trailer");
+    }
+  }
+  return i >= budget ? error("trailer section too large") : needMore();
+}
+
+}  // namespace
+
+ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
+  switch (state_) {
+    case State::kSize: {
+      uint64_t size = 0;
+      const Step step = parseSizeLine(data, size);
+      if (step.kind == Kind::kError) {
+        state_ = State::kError;
+      } else if (step.kind == Kind::kFraming) {
+        remaining_ = size;
+        state_ = size == 0 ? State::kTrailer : State::kData;
+      }
+      return step;
+    }
+    case State::kData: {
+      if (data.empty()) {
+        return needMore();
+      }
+      const size_t n = remaining_ < data.size() ? static_cast<size_t>(remaining_) : data.size();
+      remaining_ -= n;
+      payload_ += n;
+      if (remaining_ == 0) {
+        state_ = State::kDataCrlf;
+      }
+      return Step{Kind::kData, n, ""};
+    }
+    case State::kDataCrlf: {
+      if (data.empty()) {
+        return needMore();
+      }
+      if (data[0] != '\r') {
+        state_ = State::kError;
+        return error("missing CRLF after chunk data");
+      }
+      if (data.size() < 2) {
+        return needMore();
+      }
+      if (data[1] != '\n') {
+        state_ = State::kError;
+        return error("missing CRLF after chunk data");
+      }
+      state_ = State::kSize;
+      return Step{Kind::kFraming, 2, ""};
+    }
+    case State::kTrailer: {
+      const Step step = parseTrailerLine(data, kMaxTrailerBytes - trailer_bytes_);
+      if (step.kind == Kind::kError) {
+        state_ = State::kError;
+      } else if (step.kind == Kind::kDone) {
+        state_ = State::kDone;
+      } else if (step.kind == Kind::kFraming) {
+        trailer_bytes_ += step.length;
+      }
+      return step;
+    }
+    case State::kDone:
+      return Step{Kind::kDone, 0, ""};
+    case State::kError:
+      break;
+  }
+  return error("chunked decoder in error state");
+}
+
+std::string_view chunkSizeLine(size_t n, char (&buf)[24]) noexcept {
+  constexpr char kHex[] = "0123456789abcdef";
+  char digits[16];
+  size_t len = 0;
+  do {
+    digits[len++] = kHex[n & 0xf];
+    n >>= 4;
+  } while (n != 0);
+  size_t out = 0;
+  while (len > 0) {
+    buf[out++] = digits[--len];
+  }
+  buf[out++] = '\r';
+  buf[out++] = '\n';
+  return std::string_view(buf, out);
+}
+
+}  // namespace gw::http

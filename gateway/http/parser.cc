@@ -1,0 +1,484 @@
+// The llhttp-backed Http1Parser (see parser.h for the contract).
+//
+// Work is split in two passes over the head, both over the caller's bytes and neither
+// allocating (beyond the reused `fields` vector):
+//  1. our strict scan: finds the end of the head, enforces the limits, checks the start line
+//     and every field line (CRLF only, token names, no obs-fold, no CTL in values), records
+//     the field views, then derives framing, Host, keep-alive and Expect from the fields;
+//  2. llhttp over exactly the head bytes, paused at on_headers_complete: a second opinion on
+//     the start line (known methods, URL syntax, version). It must stop exactly where we
+//     found the end of the head, otherwise the head is rejected: any disagreement between
+//     the two parsers about where a message ends is the root of request smuggling.
+//
+// Responses have no separate status-line limit: the status line counts against
+// max_head_bytes only. The reason phrase may be absent ("HTTP/1.1 200" with or without the
+// trailing SP), which llhttp also accepts and RFC 9112 tells clients to ignore anyway.
+
+#include "gateway/http/parser.h"
+
+#include <llhttp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "gateway/core/ascii.h"
+
+namespace gw::http {
+
+namespace {
+
+constexpr uint64_t kMaxContentLength = static_cast<uint64_t>(INT64_MAX);
+
+constexpr ParseResult incomplete() noexcept { return ParseResult{}; }
+
+constexpr ParseResult fail(ParseError e, const char* reason) noexcept {
+  return ParseResult{ParseStatus::kError, e, reason};
+}
+
+constexpr ParseResult bad(const char* reason) noexcept {
+  return fail(ParseError::kBadRequest, reason);
+}
+
+constexpr ParseResult complete() noexcept {
+  return ParseResult{ParseStatus::kComplete, ParseError::kNone, ""};
+}
+
+bool isVersion(std::string_view v, Version& out) noexcept {
+  if (v == "HTTP/1.1") {
+    out = Version::kHttp11;
+    return true;
+  }
+  if (v == "HTTP/1.0") {
+    out = Version::kHttp10;
+    return true;
+  }
+  return false;
+}
+
+// Position of the LF ending the line that starts at `pos`, searched in [pos, end), or npos.
+size_t findLf(std::string_view data, size_t pos, size_t end) noexcept {
+  if (pos >= end) {
+    return std::string_view::npos;
+  }
+  const void* lf = std::memchr(data.data() + pos, '\n', end - pos);
+  if (lf == nullptr) {
+    return std::string_view::npos;
+  }
+  return static_cast<size_t>(static_cast<const char*>(lf) - data.data());
+}
+
+// Checks one field line (without CRLF) and appends it. Returns nullptr or a reject reason.
+const char* addFieldLine(std::string_view line, std::vector<HeaderField>& fields) noexcept {
+  if (core::isOws(line.front())) {
+    return "obsolete line folding";
+  }
+  size_t i = 0;
+  while (i < line.size() && core::isTchar(static_cast<unsigned char>(line[i]))) {
+    ++i;
+  }
+  if (i == line.size()) {
+    return "field line without colon";
+  }
+  if (line[i] != ':') {
+    if (core::isOws(line[i])) {
+      return "whitespace before colon";
+    }
+    if (line[i] == '\r') {
+      return "bare CR in head";
+    }
+    return "invalid field name";
+  }
+  if (i == 0) {
+    return "empty field name";
+  }
+  for (size_t j = i + 1; j < line.size(); ++j) {
+    const auto c = static_cast<unsigned char>(line[j]);
+    if (!core::isFieldValueChar(c)) {
+      return c == '\r' ? "bare CR in head" : "control character in field value";
+    }
+  }
+  fields.push_back(HeaderField{line.substr(0, i), core::trimOws(line.substr(i + 1)), line});
+  return nullptr;
+}
+
+// Scans field lines from `pos` (the first byte after the start line) to the blank line.
+// On kComplete sets head_bytes.
+ParseResult scanFields(std::string_view data, size_t pos, const HeadLimits& limits,
+                       std::vector<HeaderField>& fields, size_t& head_bytes) noexcept {
+  const size_t window = std::min(data.size(), limits.max_head_bytes);
+  for (;;) {
+    const size_t lf = findLf(data, pos, window);
+    if (lf == std::string_view::npos) {
+      if (data.size() > limits.max_head_bytes) {
+        return fail(ParseError::kHeadTooLarge, "head too large");
+      }
+      return incomplete();
+    }
+    if (lf == pos || data[lf - 1] != '\r') {
+      return bad("bare LF in head");
+    }
+    const std::string_view line = data.substr(pos, lf - 1 - pos);
+    pos = lf + 1;
+    if (line.empty()) {
+      head_bytes = pos;
+      return complete();
+    }
+    if (fields.size() >= limits.max_fields) {
+      return fail(ParseError::kTooManyFields, "too many header fields");
+    }
+    if (const char* why = addFieldLine(line, fields)) {
+      return bad(why);
+    }
+  }
+}
+
+// What the fields say about framing and connection management.
+struct FieldFacts {
+  size_t cl_count = 0;
+  size_t te_count = 0;
+  size_t host_count = 0;
+  uint64_t content_length = 0;
+  bool cl_valid = true;
+  std::string_view te;
+  std::string_view host;
+  bool conn_close = false;
+  bool conn_keep_alive = false;
+  bool expect_continue = false;
+};
+
+bool parseContentLength(std::string_view v, uint64_t& out) noexcept {
+  if (v.empty()) {
+    return false;
+  }
+  uint64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    const auto d = static_cast<uint64_t>(c - '0');
+    if (n > (kMaxContentLength - d) / 10) {
+      return false;
+    }
+    n = n * 10 + d;
+  }
+  out = n;
+  return true;
+}
+
+void scanConnection(std::string_view v, FieldFacts& facts) noexcept {
+  while (!v.empty()) {
+    const size_t comma = v.find(',');
+    const std::string_view token = core::trimOws(v.substr(0, comma));
+    if (core::iequals(token, "close")) {
+      facts.conn_close = true;
+    } else if (core::iequals(token, "keep-alive")) {
+      facts.conn_keep_alive = true;
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    v.remove_prefix(comma + 1);
+  }
+}
+
+FieldFacts collectFacts(const std::vector<HeaderField>& fields) noexcept {
+  FieldFacts facts;
+  for (const HeaderField& f : fields) {
+    switch (f.name.size()) {
+      case 4:
+        if (core::iequals(f.name, "host")) {
+          ++facts.host_count;
+          facts.host = f.value;
+        }
+        break;
+      case 6:
+        if (core::iequals(f.name, "expect") && core::iequals(f.value, "100-continue")) {
+          facts.expect_continue = true;
+        }
+        break;
+      case 10:
+        if (core::iequals(f.name, "connection")) {
+          scanConnection(f.value, facts);
+        }
+        break;
+      case 14:
+        if (core::iequals(f.name, "content-length")) {
+          ++facts.cl_count;
+          if (!parseContentLength(f.value, facts.content_length)) {
+            facts.cl_valid = false;
+          }
+        }
+        break;
+      case 17:
+        if (core::iequals(f.name, "transfer-encoding")) {
+          ++facts.te_count;
+          facts.te = f.value;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return facts;
+}
+
+// Framing checks shared by requests and responses. Sets `chunked` when TE: chunked.
+ParseResult checkFraming(const FieldFacts& facts, Version version, bool& chunked) noexcept {
+  chunked = false;
+  if (facts.cl_count > 1) {
+    return bad("duplicate Content-Length");
+  }
+  if (!facts.cl_valid) {
+    return bad("malformed Content-Length");
+  }
+  if (facts.te_count == 0) {
+    return complete();
+  }
+  if (facts.cl_count > 0) {
+    return bad("Content-Length with Transfer-Encoding");
+  }
+  if (facts.te_count > 1) {
+    return bad("repeated Transfer-Encoding");
+  }
+  if (version == Version::kHttp10) {
+    return bad("Transfer-Encoding in HTTP/1.0");
+  }
+  if (core::iequals(facts.te, "chunked")) {
+    chunked = true;
+    return complete();
+  }
+  if (core::isToken(facts.te)) {
+    return fail(ParseError::kNotImplemented, "unsupported transfer coding");
+  }
+  return bad("malformed Transfer-Encoding");
+}
+
+bool keepAlive(const FieldFacts& facts, Version version) noexcept {
+  if (facts.conn_close) {
+    return false;
+  }
+  return version == Version::kHttp11 || facts.conn_keep_alive;
+}
+
+int pauseAtHead(llhttp_t*) { return HPE_PAUSED; }
+
+const llhttp_settings_t& llhttpSettings() noexcept {
+  static const llhttp_settings_t settings = [] {
+    llhttp_settings_t s;
+    llhttp_settings_init(&s);
+    s.on_headers_complete = pauseAtHead;
+    return s;
+  }();
+  return settings;
+}
+
+// The second opinion: llhttp must accept the head and stop exactly at its end.
+ParseResult crossCheck(llhttp_t& parser, llhttp_type_t type, std::string_view head) noexcept {
+  llhttp_init(&parser, type, &llhttpSettings());
+  const llhttp_errno_t err = llhttp_execute(&parser, head.data(), head.size());
+  if (err != HPE_PAUSED) {
+    const char* reason =
+        err == HPE_OK ? "head not complete for llhttp" : llhttp_get_error_reason(&parser);
+    return bad(reason != nullptr ? reason : "rejected by llhttp");
+  }
+  if (llhttp_get_error_pos(&parser) != head.data() + head.size()) {
+    return bad("head end disagreement");
+  }
+  return complete();
+}
+
+void splitTarget(RequestHead& out) noexcept {
+  std::string_view t = out.target;
+  if (t.front() != '/') {
+    // absolute-form: the path starts at the first '/' after "scheme://"; authority-form
+    // and asterisk-form have no path part beyond the target itself.
+    const size_t scheme = t.find("://");
+    if (scheme != std::string_view::npos) {
+      const size_t slash = t.find_first_of("/?", scheme + 3);
+      t = slash == std::string_view::npos ? t.substr(t.size()) : t.substr(slash);
+    }
+  }
+  out.path = t.substr(0, t.find('?'));
+}
+
+class LlhttpParser final : public Http1Parser {
+ public:
+  ParseResult parseRequest(std::string_view data, const HeadLimits& limits,
+                           RequestHead& out) noexcept override;
+  ParseResult parseResponse(std::string_view data, const HeadLimits& limits,
+                            std::string_view request_method,
+                            ResponseHead& out) noexcept override;
+
+ private:
+  llhttp_t parser_{};
+};
+
+ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& limits,
+                                       RequestHead& out) noexcept {
+  out.clear();
+  // Request line: its LF must come within max_request_line + CRLF.
+  const size_t line_window = std::min(data.size(), limits.max_request_line + 2);
+  const size_t lf = findLf(data, 0, line_window);
+  if (lf == std::string_view::npos) {
+    if (data.size() >= limits.max_request_line + 2) {
+      return fail(ParseError::kUriTooLong, "request line too long");
+    }
+    if (data.size() > limits.max_head_bytes) {
+      return fail(ParseError::kHeadTooLarge, "request head too large");
+    }
+    return incomplete();
+  }
+  if (lf == 0 || data[lf - 1] != '\r') {
+    return bad("bare LF in head");
+  }
+  const std::string_view line = data.substr(0, lf - 1);
+
+  const size_t sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos || !core::isToken(line.substr(0, sp1))) {
+    return bad("malformed request line");
+  }
+  size_t end = sp1 + 1;
+  while (end < line.size()) {
+    const auto c = static_cast<unsigned char>(line[end]);
+    if (c <= 0x20 || c == 0x7f) {
+      break;
+    }
+    ++end;
+  }
+  if (end == sp1 + 1 || end == line.size() || line[end] != ' ' ||
+      !isVersion(line.substr(end + 1), out.version)) {
+    return bad("malformed request line");
+  }
+  out.method = line.substr(0, sp1);
+  out.target = line.substr(sp1 + 1, end - sp1 - 1);
+
+  if (ParseResult r = scanFields(data, lf + 1, limits, out.fields, out.head_bytes);
+      r.status != ParseStatus::kComplete) {
+    return r;
+  }
+
+  const FieldFacts facts = collectFacts(out.fields);
+  bool chunked = false;
+  if (ParseResult r = checkFraming(facts, out.version, chunked);
+      r.status != ParseStatus::kComplete) {
+    return r;
+  }
+  if (facts.host_count > 1) {
+    return bad("duplicate Host");
+  }
+  if (facts.host_count == 0 && out.version == Version::kHttp11) {
+    return bad("missing Host");
+  }
+  if (ParseResult r = crossCheck(parser_, HTTP_REQUEST, data.substr(0, out.head_bytes));
+      r.status != ParseStatus::kComplete) {
+    return r;
+  }
+
+  if (chunked) {
+    out.framing = BodyFraming::kChunked;
+  } else if (facts.cl_count == 1) {
+    out.framing = BodyFraming::kContentLength;
+    out.content_length = facts.content_length;
+  }
+  out.keep_alive = keepAlive(facts, out.version);
+  out.expect_continue = facts.expect_continue;
+  out.host = facts.host;
+  splitTarget(out);
+  return complete();
+}
+
+ParseResult LlhttpParser::parseResponse(std::string_view data, const HeadLimits& limits,
+                                        std::string_view request_method,
+                                        ResponseHead& out) noexcept {
+  out.clear();
+  const size_t lf = findLf(data, 0, std::min(data.size(), limits.max_head_bytes));
+  if (lf == std::string_view::npos) {
+    if (data.size() > limits.max_head_bytes) {
+      return fail(ParseError::kHeadTooLarge, "response head too large");
+    }
+    return incomplete();
+  }
+  if (lf == 0 || data[lf - 1] != '\r') {
+    return bad("bare LF in head");
+  }
+  const std::string_view line = data.substr(0, lf - 1);
+  // "HTTP/1.x" SP 3DIGIT [ SP reason ]
+  if (line.size() < 12 || !isVersion(line.substr(0, 8), out.version) || line[8] != ' ') {
+    return bad("malformed status line");
+  }
+  int status = 0;
+  for (size_t i = 9; i < 12; ++i) {
+    if (line[i] < '0' || line[i] > '9') {
+      return bad("malformed status line");
+    }
+    status = status * 10 + (line[i] - '0');
+  }
+  if (status < 100) {
+    return bad("malformed status line");
+  }
+  if (line.size() > 12) {
+    if (line[12] != ' ') {
+      return bad("malformed status line");
+    }
+    for (size_t i = 13; i < line.size(); ++i) {
+      if (!core::isFieldValueChar(static_cast<unsigned char>(line[i]))) {
+        return bad("control character in reason phrase");
+      }
+    }
+    out.reason = line.substr(13);
+  }
+  out.status = status;
+
+  if (ParseResult r = scanFields(data, lf + 1, limits, out.fields, out.head_bytes);
+      r.status != ParseStatus::kComplete) {
+    return r;
+  }
+  const FieldFacts facts = collectFacts(out.fields);
+  bool chunked = false;
+  if (ParseResult r = checkFraming(facts, out.version, chunked);
+      r.status != ParseStatus::kComplete) {
+    return r;
+  }
+  if (ParseResult r = crossCheck(parser_, HTTP_RESPONSE, data.substr(0, out.head_bytes));
+      r.status != ParseStatus::kComplete) {
+    return r;
+  }
+
+  out.keep_alive = keepAlive(facts, out.version);
+  if (status < 200 || status == 204 || status == 304 || request_method == "HEAD") {
+    out.framing = BodyFraming::kNone;
+  } else if (chunked) {
+    out.framing = BodyFraming::kChunked;
+  } else if (facts.cl_count == 1) {
+    out.framing = BodyFraming::kContentLength;
+    out.content_length = facts.content_length;
+  } else {
+    out.framing = BodyFraming::kUntilClose;
+    out.keep_alive = false;
+  }
+  return complete();
+}
+
+}  // namespace
+
+int statusFor(ParseError e) noexcept {
+  switch (e) {
+    case ParseError::kNone:
+      return 200;
+    case ParseError::kBadRequest:
+      return 400;
+    case ParseError::kUriTooLong:
+      return 414;
+    case ParseError::kHeadTooLarge:
+    case ParseError::kTooManyFields:
+      return 431;
+    case ParseError::kNotImplemented:
+      return 501;
+  }
+  return 400;
+}
+
+std::unique_ptr<Http1Parser> makeHttp1Parser() { return std::make_unique<LlhttpParser>(); }
+
+}  // namespace gw::http
