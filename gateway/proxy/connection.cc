@@ -503,13 +503,23 @@ void Connection::finishRequest(bool keep_alive) {
 // ---- upstream ---------------------------------------------------------------------------
 
 void Connection::connectUpstream() {
+  connect_attempts_ = 0;
+  if (!attachUpstream()) {
+    return;
+  }
+  writeRequest();
+}
+
+// Leases an upstream connection and sets the exchange up on it. False: a 502 was sent.
+bool Connection::attachUpstream() {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  ++connect_attempts_;
   lease_ = w_.pools->acquire(up);
   endpoint_ = lease_.endpoint;
   if (!lease_.bev) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                    "Bad Gateway: upstream connection could not be started", "connect_failed");
-    return;
+    return false;
   }
   w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
   up_connected_ = lease_.reused;
@@ -534,7 +544,32 @@ void Connection::connectUpstream() {
   milliseconds first = up_connected_ ? up.response_timeout : up.connect_timeout;
   head_deadline_ = Clock::now() + first;
   armUpTimer();
+  return true;
+}
 
+// A connect that failed before any byte reached the upstream may go to the next endpoint
+// (never after: a request whose bytes reached an upstream is not retried). The request
+// bytes queued on the failed connection move to the new one. True: retrying.
+bool Connection::retryConnect() {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  if (lease_.reused || up_connected_ || connect_attempts_ >= up.endpoints.size()) {
+    return false;
+  }
+  w_.pools->markFailed(lease_);
+  upstream::Lease failed = std::move(lease_);
+  lease_ = upstream::Lease{};
+  w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
+  bufferevent_setcb(failed.bev.get(), nullptr, nullptr, nullptr, nullptr);
+  if (!attachUpstream()) {
+    return true;  // answered 502
+  }
+  evbuffer_add_buffer(bufferevent_get_output(lease_.bev.get()),
+                      bufferevent_get_output(failed.bev.get()));
+  return true;
+}
+
+void Connection::writeRequest() {
+  bufferevent* ub = lease_.bev.get();
   evbuffer* out = bufferevent_get_output(ub);
   if (body_mode_ == BodyMode::kBuffer) {
     writeUpstreamHead(out, evbuffer_get_length(body_.get()));
@@ -639,6 +674,10 @@ void Connection::onUpEvent(bufferevent*, short what, void* arg) {
       return;
     }
     if (!c->up_connected_) {
+      if (c->retryConnect()) {
+        return;
+      }
+      c->w_.pools->markFailed(c->lease_);
       c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                         "Bad Gateway: upstream connection refused", "connect_failed");
     } else {

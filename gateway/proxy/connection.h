@@ -69,6 +69,9 @@ class Connection final : public sse::EventSink {
 
   // upstream
   void connectUpstream();
+  bool attachUpstream();
+  bool retryConnect();
+  void writeRequest();
   void writeUpstreamHead(evbuffer* out, uint64_t content_length);
   static void onUpRead(bufferevent*, void* arg);
   static void onUpWrite(bufferevent*, void* arg);
@@ -119,6 +122,7 @@ class Connection final : public sse::EventSink {
   std::chrono::steady_clock::time_point last_up_byte_{};
   bool request_sent_ = false;  // every request byte handed to the upstream socket
   bool up_connected_ = false;
+  size_t connect_attempts_ = 0;
   std::string resp_buf_;
   http::ResponseHead resp_;
   bool resp_started_ = false;  // response head written to the client

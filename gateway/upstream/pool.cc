@@ -67,9 +67,18 @@ Lease Pools::acquire(const settings::Upstream& up) {
     lease.error = EINVAL;
     return lease;
   }
-  size_t index = 0;
-  if (up.balance == settings::Balance::kRoundRobin) {
-    index = c.next++ % c.pools.size();
+  // round_robin starts at the next endpoint, first_healthy at the first; both skip an
+  // endpoint that failed to connect within kFailHold, unless all of them did.
+  auto now = std::chrono::steady_clock::now();
+  size_t n = c.pools.size();
+  size_t start = up.balance == settings::Balance::kRoundRobin ? c.next++ % n : 0;
+  size_t index = start;
+  for (size_t i = 0; i < n; ++i) {
+    size_t candidate = (start + i) % n;
+    if (c.pools[candidate]->failed_until <= now) {
+      index = candidate;
+      break;
+    }
   }
   Pool& pool = *c.pools[index];
   lease.endpoint = &pool.endpoint;
@@ -126,6 +135,12 @@ void Pools::release(Lease&& lease, uint32_t max_idle) {
   pool.idle.push_back(std::move(idle));
   pool.idle.back()->self = std::prev(pool.idle.end());
   ++idle_total_;
+}
+
+void Pools::markFailed(const Lease& lease) {
+  if (auto* pool = static_cast<Pool*>(lease.pool)) {
+    pool->failed_until = std::chrono::steady_clock::now() + kFailHold;
+  }
 }
 
 void Pools::dropIdle(Idle* idle) {

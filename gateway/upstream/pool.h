@@ -49,6 +49,11 @@ class Pools {
   // Picks an endpoint of `up` (round robin per worker) and leases a connection to it.
   Lease acquire(const settings::Upstream& up);
 
+  // Records that a new connection to the lease's endpoint failed to connect: the endpoint
+  // is skipped for kFailHold unless every endpoint of the upstream is failing.
+  void markFailed(const Lease& lease);
+  static constexpr std::chrono::seconds kFailHold{5};
+
   // Returns a healthy connection after a complete exchange (its read side is re-enabled
   // and its callbacks reset here). Connections beyond max_idle are closed.
   void release(Lease&& lease, uint32_t max_idle);
@@ -68,6 +73,7 @@ class Pools {
   };
   struct Pool {
     Endpoint endpoint;
+    std::chrono::steady_clock::time_point failed_until{};
     std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
   };
   struct Cluster {
