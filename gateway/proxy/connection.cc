@@ -34,6 +34,11 @@ constexpr size_t kMaxCapture = 4 * 1024 * 1024;
 // Upstream response heads are bounded like request heads, with room to spare.
 constexpr size_t kMaxResponseHead = 64 * 1024;
 
+// now + d, or "never" when d is 0 (a timeout of 0 means no limit).
+Clock::time_point deadlineAfter(milliseconds d) {
+  return d.count() > 0 ? Clock::now() + d : Clock::time_point::max();
+}
+
 timeval toTimeval(milliseconds d) {
   if (d.count() < 0) {
     d = milliseconds(0);
@@ -101,6 +106,7 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
   down_timer_ = event::makeTimer<Connection, &Connection::onDownTimer>(w_.base, this);
   up_timer_ = event::makeTimer<Connection, &Connection::onUpTimer>(w_.base, this);
   keepalive_timer_ = event::makeTimer<Connection, &Connection::onKeepaliveTimer>(w_.base, this);
+  resume_ = event::makeTimer<Connection, &Connection::onResume>(w_.base, this);
   head_buf_.reserve(s_->limits.max_header_bytes + 1);
   head_.fields.reserve(s_->limits.max_headers + 1);
   ctx_.mcp.params.reserve(16);
@@ -126,8 +132,20 @@ bool Connection::closeIfIdle() {
   if (state_ != State::kIdle) {
     return false;
   }
-  closeNow();
+  closeAfterFlush();
   return true;
+}
+
+// Closes once the queued output reached the client (bounded by keepalive_timeout).
+void Connection::closeAfterFlush() {
+  if (evbuffer_get_length(bufferevent_get_output(down_.get())) == 0) {
+    closeNow();
+    return;
+  }
+  state_ = State::kClosing;
+  bufferevent_disable(down_.get(), EV_READ);
+  bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
+  armDownTimer(s_->limits.keepalive_timeout);
 }
 
 void Connection::armDownTimer(milliseconds d) {
@@ -148,6 +166,12 @@ void Connection::onDownWrite(bufferevent*, void* arg) {
   evbuffer* out = bufferevent_get_output(c->down_.get());
   if (c->state_ == State::kClosing && evbuffer_get_length(out) == 0) {
     c->closeNow();
+    return;
+  }
+  if (c->state_ == State::kIdle && evbuffer_get_length(out) <= kOutLow) {
+    bufferevent_setwatermark(c->down_.get(), EV_WRITE, 0, 0);
+    bufferevent_enable(c->down_.get(), EV_READ);
+    c->parseHead();
     return;
   }
   if (c->up_paused_ && evbuffer_get_length(out) <= kOutLow && c->lease_.bev) {
@@ -173,7 +197,7 @@ void Connection::onDownEvent(bufferevent*, short what, void* arg) {
 void Connection::onDownTimer() {
   switch (state_) {
     case State::kIdle:
-      closeNow();
+      closeAfterFlush();
       return;
     case State::kHead:
       outcome_ = "header_timeout";
@@ -224,6 +248,13 @@ void Connection::parseHead() {
   }
   if (state_ == State::kIdle) {
     state_ = State::kHead;
+    // Nothing of the previous request may outlive it (its route points into the snapshot
+    // about to be replaced).
+    ctx_.reset();
+    status_ = 0;
+    bytes_in_ = bytes_out_ = 0;
+    outcome_ = "";
+    endpoint_ = nullptr;
     snap_ = w_.shared->snapshot.load();
     s_ = snap_->settings.get();
     armDownTimer(s_->limits.header_timeout);
@@ -441,7 +472,10 @@ void Connection::sendLocalReply() {
                         "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
                         r.status, reasonPhrase(r.status),
                         r.json_rpc ? "application/json" : "text/plain; charset=utf-8",
-                        body.size(), close_after_ ? "Connection: close\r\n" : "");
+                        body.size(),
+                        close_after_ ? "Connection: close\r\n"
+                        : head_.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
+                                                                  : "");
   evbuffer* out = bufferevent_get_output(down_.get());
   evbuffer_add(out, head, static_cast<size_t>(n));
   addStr(out, r.extra_headers);
@@ -491,12 +525,26 @@ void Connection::finishRequest(bool keep_alive) {
     return;
   }
   state_ = State::kIdle;
+  armDownTimer(s_->limits.keepalive_timeout);
   bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
+  if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh) {
+    // The client does not read its answers: take no more requests until it does
+    // (onDownWrite resumes below the low mark).
+    bufferevent_disable(down_.get(), EV_READ);
+    bufferevent_setwatermark(down_.get(), EV_WRITE, kOutLow, 0);
+    return;
+  }
   bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
   bufferevent_enable(down_.get(), EV_READ);
-  armDownTimer(s_->limits.keepalive_timeout);
   if (evbuffer_get_length(bufferevent_get_input(down_.get())) > 0) {
-    parseHead();  // a pipelined request is already here
+    // A pipelined request is already here: parse it from the loop, not from this stack.
+    event_active(resume_.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void Connection::onResume() {
+  if (state_ == State::kIdle || state_ == State::kHead) {
+    parseHead();
   }
 }
 
@@ -542,7 +590,7 @@ bool Connection::attachUpstream() {
   up_paused_ = false;
   last_up_byte_ = Clock::now();
   milliseconds first = up_connected_ ? up.response_timeout : up.connect_timeout;
-  head_deadline_ = Clock::now() + first;
+  head_deadline_ = deadlineAfter(first);
   armUpTimer();
   return true;
 }
@@ -579,6 +627,9 @@ void Connection::writeRequest() {
     writeUpstreamHead(out, head_.content_length);
     bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
     armDownTimer(s_->limits.body_timeout);
+    if (head_.expect_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
+      addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
+    }
     pumpStreamBody();
   } else {
     writeUpstreamHead(out, 0);
@@ -657,7 +708,7 @@ void Connection::onUpEvent(bufferevent*, short what, void* arg) {
   if (what & BEV_EVENT_CONNECTED) {
     c->up_connected_ = true;
     const settings::Upstream& up = c->s_->upstreams[c->ctx_.route->upstream_index];
-    c->head_deadline_ = Clock::now() + up.response_timeout;
+    c->head_deadline_ = deadlineAfter(up.response_timeout);
     c->armUpTimer();
     return;
   }
@@ -690,13 +741,20 @@ void Connection::onUpEvent(bufferevent*, short what, void* arg) {
 
 void Connection::armUpTimer() {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-  Clock::time_point deadline;
+  // A timeout of 0 means "no limit".
+  Clock::time_point deadline = Clock::time_point::max();
   if (!resp_started_) {
     deadline = head_deadline_;
-  } else {
+  } else if (up.stream_idle_timeout.count() > 0) {
     deadline = last_up_byte_ + up.stream_idle_timeout;
   }
-  deadline = std::min(deadline, started_ + up.max_duration);
+  if (up.max_duration.count() > 0) {
+    deadline = std::min(deadline, started_ + up.max_duration);
+  }
+  if (deadline == Clock::time_point::max()) {
+    evtimer_del(up_timer_.get());
+    return;
+  }
   auto d = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) + milliseconds(1);
   timeval tv = toTimeval(d);
   evtimer_add(up_timer_.get(), &tv);
@@ -705,7 +763,7 @@ void Connection::armUpTimer() {
 void Connection::onUpTimer() {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
   Clock::time_point now = Clock::now();
-  bool over_max = now >= started_ + up.max_duration;
+  bool over_max = up.max_duration.count() > 0 && now >= started_ + up.max_duration;
   if (!resp_started_) {
     if (now < head_deadline_ && !over_max) {
       armUpTimer();
@@ -724,7 +782,7 @@ void Connection::onUpTimer() {
     abortExchange("max_duration");
     return;
   }
-  if (now >= last_up_byte_ + up.stream_idle_timeout) {
+  if (up.stream_idle_timeout.count() > 0 && now >= last_up_byte_ + up.stream_idle_timeout) {
     abortExchange("stream_idle_timeout");
     return;
   }
@@ -796,7 +854,13 @@ void Connection::sendResponseHead() {
   client_chunked_ = false;
   switch (resp_.framing) {
     case http::BodyFraming::kNone:
-      if (resp_.status != 204 && resp_.status != 304) {
+      if (head_.method == "HEAD" || resp_.status == 304) {
+        // The length the body would have had is the upstream's to say.
+        if (const http::HeaderField* cl = http::findField(resp_.fields, "content-length")) {
+          addStr(out, cl->line);
+          addStr(out, "\r\n");
+        }
+      } else if (resp_.status != 204) {
         addStr(out, "Content-Length: 0\r\n");
       }
       break;
@@ -816,6 +880,8 @@ void Connection::sendResponseHead() {
   }
   if (close_after_) {
     addStr(out, "Connection: close\r\n");
+  } else if (head_.version == http::Version::kHttp10) {
+    addStr(out, "Connection: keep-alive\r\n");
   }
   addStr(out, "\r\n");
   bytes_out_ += evbuffer_get_length(out) - before;
@@ -829,11 +895,19 @@ void Connection::sendResponseHead() {
   } else if (resp_sse_) {
     framer_ = std::make_unique<sse::Framer>();
   }
-  if (resp_sse_ && s_->mcp.sse_keepalive.count() > 0) {
+  if (injectKeepalive()) {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
     evtimer_add(keepalive_timer_.get(), &tv);
   }
   armUpTimer();
+}
+
+// Keep-alive comments go only into SSE answers whose framing has room for bytes the
+// upstream did not send (chunked to the client, or close-delimited) — never into a
+// Content-Length body.
+bool Connection::injectKeepalive() const noexcept {
+  return resp_sse_ && framer_ && s_->mcp.sse_keepalive.count() > 0 &&
+         resp_.framing != http::BodyFraming::kContentLength;
 }
 
 // Moves n payload bytes from the upstream input to the client, framed as the client needs,
@@ -883,7 +957,7 @@ void Connection::relayData(evbuffer* in, size_t n) {
     evbuffer_remove_buffer(in, out, n);
     bytes_out_ += n;
   }
-  if (resp_sse_ && s_->mcp.sse_keepalive.count() > 0) {
+  if (injectKeepalive()) {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
     evtimer_add(keepalive_timer_.get(), &tv);
   }
@@ -954,7 +1028,7 @@ void Connection::relayBody() {
 }
 
 void Connection::onKeepaliveTimer() {
-  if (!resp_started_ || !resp_sse_ || !framer_) {
+  if (!resp_started_ || !injectKeepalive()) {
     return;
   }
   if (framer_->atBoundary()) {

@@ -78,6 +78,9 @@ class Connection final : public sse::EventSink {
   static void onUpEvent(bufferevent*, short what, void* arg);
   void onUpTimer();
   void onKeepaliveTimer();
+  bool injectKeepalive() const noexcept;
+  void onResume();
+  void closeAfterFlush();
   void armUpTimer();
   void parseResponseHead();
   void sendResponseHead();
@@ -117,6 +120,7 @@ class Connection final : public sse::EventSink {
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
   event::EventPtr up_timer_;
   event::EventPtr keepalive_timer_;
+  event::EventPtr resume_;  // parses a pipelined request from the loop
   std::chrono::steady_clock::time_point started_{};
   std::chrono::steady_clock::time_point head_deadline_{};
   std::chrono::steady_clock::time_point last_up_byte_{};

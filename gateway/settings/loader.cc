@@ -188,7 +188,10 @@ class Loader {
       return out;
     }
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node k = it->first;
+      // `*it` by value: yaml-cpp 0.7's operator-> points into a temporary (ASan:
+      // stack-use-after-scope).
+      const YAML::detail::iterator_value kv = *it;
+      const YAML::Node k = kv.first;
       if (!k.IsScalar()) {
         error(k.Mark(), "keys must be plain strings");
         continue;
@@ -217,7 +220,7 @@ class Loader {
                             std::to_string(first->key_node.Mark().line + 1) + ")");
         continue;
       }
-      out.push_back(Entry{key, std::move(path), k, it->second});
+      out.push_back(Entry{key, std::move(path), k, kv.second});
     }
     return out;
   }
@@ -663,8 +666,9 @@ class Loader {
       return;
     }
     for (auto it = e.value.begin(); it != e.value.end(); ++it) {
-      const YAML::Node k = it->first;
-      const YAML::Node v = it->second;
+      const YAML::detail::iterator_value kv = *it;
+      const YAML::Node k = kv.first;
+      const YAML::Node v = kv.second;
       if (!k.IsScalar() || !core::isToken(k.Scalar())) {
         error(k.Mark(), "'" + e.path + "': names must be HTTP tokens (letters, digits, '-', ...)");
         continue;

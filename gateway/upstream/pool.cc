@@ -47,6 +47,7 @@ Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstr
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     auto p = std::make_unique<Pool>();
+    p->source = a.text;
     resolveEndpoint(a, p->endpoint);
     it = pools_.emplace(std::move(key), std::move(p)).first;
   }
@@ -55,8 +56,11 @@ Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstr
 
 Lease Pools::acquire(const settings::Upstream& up) {
   Cluster& c = clusters_[up.name];
-  if (c.built_from != &up || c.pools.size() != up.endpoints.size()) {
-    c.built_from = &up;  // a reload brings new Upstream objects: re-resolve the pools
+  bool same = c.pools.size() == up.endpoints.size();
+  for (size_t i = 0; same && i < c.pools.size(); ++i) {
+    same = c.pools[i]->source == up.endpoints[i].text;
+  }
+  if (!same) {  // first use, or a reload changed the endpoints
     c.pools.clear();
     for (const auto& a : up.endpoints) {
       c.pools.push_back(&poolFor(a, up.name));

@@ -74,12 +74,12 @@ class Pools {
   struct Pool {
     Endpoint endpoint;
     std::chrono::steady_clock::time_point failed_until{};
+    std::string source;  // the address as configured
     std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
   };
   struct Cluster {
     std::vector<Pool*> pools;
     size_t next = 0;
-    const settings::Upstream* built_from = nullptr;
   };
 
   Pool& poolFor(const settings::Address& a, const std::string& upstream_name);

@@ -67,7 +67,7 @@ std::string routed(const RouteTable& t, const Request& req) {
   return r != nullptr ? r->name : "<none>";
 }
 
-TEST_CASE("first matching route wins; the default catches the rest", "[router]") {
+TEST_CASE("first matching route wins, the default catches the rest", "[router]") {
   Settings s;
   s.routes.push_back(withMethod("calls", "tools/call"));
   s.routes.push_back(withMethod("tools", "tools/*"));
@@ -91,7 +91,7 @@ TEST_CASE("no default: an unmatched request gets nullptr", "[router]") {
   CHECK(RouteTable::compile(Settings()).match(Request().input()) == nullptr);
 }
 
-TEST_CASE("name matches the decoded Mcp-Name; absent name never matches", "[router]") {
+TEST_CASE("name matches the decoded Mcp-Name, an absent name never matches", "[router]") {
   Settings s;
   Route w = withMethod("weather", "tools/call");
   w.match.name = "weather_*";

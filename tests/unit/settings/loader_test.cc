@@ -168,7 +168,7 @@ drain_timeout: 10s
   CHECK(s.source_file == "/etc/gw/gateway.yaml");
 }
 
-TEST_CASE("defaults apply to omitted keys; an empty file is all defaults", "[settings]") {
+TEST_CASE("defaults apply to omitted keys, an empty file is all defaults", "[settings]") {
   for (const char* yaml : {"", "# nothing\n", "workers: 0\n"}) {
     LoadResult r = loadString(yaml, "/x/empty.yaml");
     INFO(dump(r));

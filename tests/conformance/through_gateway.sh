@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Runs MCP conformance scenarios through the gateway and compares them with the same upstream
+# measured directly (tests/conformance/run.sh does the scoring). Two setups, each on loopback
+# ports chosen at run time, with its own upstream fixture and gateway (workers 1, one default
+# route, access log in the temp dir):
+#   A. tests/fixtures/mcp-server.mjs (SDK v2, validates headers) behind the gateway in header
+#      mode (mcp.verify_body false): http-header-validation,
+#      http-custom-header-server-validation, server-stateless and server-sse-multiple-streams
+#      must pass at least as many checks, and fail no more, through the gateway as directly.
+#   B. tests/fixtures/raw-mcp-server.mjs (validates nothing) behind the gateway in verify mode
+#      (mcp.verify_body true): http-header-validation and http-custom-header-server-validation
+#      must pass in full through the gateway (0 failures); the direct score is only printed.
+# Prints one line per setup and scenario: `OK|SHORT <setup> <scenario>: direct P/F, gateway P/F`
+# (P passed, F failed checks), then exits 0 when there is no shortfall, 1 otherwise, 2 on setup
+# errors.
+#
+# Usage: tests/conformance/through_gateway.sh [GATEWAY_BINARY]   (else env GW_BINARY)
+# Env: GW_CONFORMANCE_KEEP=1  keep the temp dir (configs, access logs, checks.json) and print it.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+fixtures="$(cd "${here}/../fixtures" && pwd)"
+run_sh="${here}/run.sh"
+gw_binary="${1:-${GW_BINARY:-}}"
+if [[ -z "${gw_binary}" || ! -x "${gw_binary}" ]]; then
+  echo "through_gateway.sh: gateway binary not given or not executable: '${gw_binary}'" >&2
+  exit 2
+fi
+
+work="$(mktemp -d /tmp/gw-conformance.XXXXXX)"
+children=()
+
+# Stops pid $1: SIGTERM, up to 5 s for it to exit, then SIGKILL; always reaps it.
+stop_child() {
+  local pid="$1"
+  kill -TERM "${pid}" 2> /dev/null || true
+  for _ in $(seq 1 50); do
+    kill -0 "${pid}" 2> /dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "${pid}" 2> /dev/null || true
+  wait "${pid}" 2> /dev/null || true
+}
+
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+  local pid
+  for pid in "${children[@]}"; do
+    stop_child "${pid}"
+  done
+  children=()
+  if [[ "${GW_CONFORMANCE_KEEP:-0}" == "1" ]]; then
+    echo "through_gateway.sh: kept ${work}"
+  else
+    rm -rf "${work}"
+  fi
+}
+trap cleanup EXIT
+
+# Prints a TCP port that was free on 127.0.0.1 a moment ago.
+free_port() {
+  node -e 'const s = require("node:net").createServer();
+    s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+# Starts fixture $1 (tests/fixtures/$1.mjs) with its output in $2; sets upstream_pid and
+# upstream_port.
+start_upstream() {
+  local name="$1" dir="$2"
+  node "${fixtures}/${name}.mjs" 0 > "${dir}/${name}.stdout" 2> "${dir}/${name}.stderr" &
+  upstream_pid=$!
+  children+=("${upstream_pid}")
+  upstream_port=""
+  for _ in $(seq 1 100); do
+    upstream_port="$(sed -n 's/^LISTENING \([0-9][0-9]*\)$/\1/p' "${dir}/${name}.stdout")"
+    [[ -n "${upstream_port}" ]] && return 0
+    kill -0 "${upstream_pid}" 2> /dev/null || break
+    sleep 0.1
+  done
+  echo "through_gateway.sh: ${name} did not print LISTENING" >&2
+  cat "${dir}/${name}.stderr" >&2
+  exit 2
+}
+
+# Writes a gateway config to $1/gateway.yaml (verify_body $2) in front of upstream_port, starts
+# the gateway and waits until it answers on its endpoint; sets gateway_pid and gateway_url.
+# Retries on a fresh port when the gateway exits first (the free port was taken meanwhile).
+start_gateway() {
+  local attempt
+  for attempt in 1 2 3; do
+    if try_gateway "$@"; then
+      return 0
+    fi
+    echo "through_gateway.sh: gateway attempt ${attempt} did not come up" >&2
+    cat "$1/gateway.stderr" >&2
+  done
+  exit 2
+}
+
+# One start_gateway attempt; returns 1 when the gateway exits or stays silent for 10 s.
+try_gateway() {
+  local dir="$1" verify="$2" port
+  port="$(free_port)"
+  cat > "${dir}/gateway.yaml" <<EOF
+listen: 127.0.0.1:${port}
+endpoint: /mcp
+workers: 1
+mcp:
+  protocol_versions: [2026-07-28]
+  verify_body: ${verify}
+upstreams:
+  - name: fixture
+    endpoints: [127.0.0.1:${upstream_port}]
+    path: /mcp
+routes:
+  - name: default
+    upstream: fixture
+access_log:
+  path: ${dir}/access.log
+log_level: info
+drain_timeout: 1s
+EOF
+  "${gw_binary}" run -c "${dir}/gateway.yaml" > "${dir}/gateway.stdout" \
+    2> "${dir}/gateway.stderr" &
+  gateway_pid=$!
+  children+=("${gateway_pid}")
+  gateway_url="http://127.0.0.1:${port}/mcp"
+  local code
+  for _ in $(seq 1 100); do
+    if ! kill -0 "${gateway_pid}" 2> /dev/null; then
+      break
+    fi
+    # Any HTTP answer (a 400 for this bare POST) means the listener is up.
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST "${gateway_url}" \
+      || true)"
+    if [[ -n "${code}" && "${code}" != "000" ]]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  stop_child "${gateway_pid}"
+  unset 'children[-1]'
+  return 1
+}
+
+# Stops every child started so far (the current setup's upstream and gateway).
+stop_all() {
+  local pid
+  for pid in "${children[@]}"; do
+    stop_child "${pid}"
+  done
+  children=()
+}
+
+# Runs scenario $2 against URL $1 with results under $3; prints `PASSED FAILED` (-1 -1 when the
+# CLI produced no checks).
+score() {
+  local url="$1" scenario="$2" out="$3" line
+  line="$(CONFORMANCE_OUT="${out}" bash "${run_sh}" "${url}" "${scenario}" 2> /dev/null \
+    | grep -E "^(PASS|FAIL) [^ ]+: [0-9]+ passed, [0-9]+ failed" | head -n 1 || true)"
+  if [[ -z "${line}" ]]; then
+    echo "-1 -1"
+    return 0
+  fi
+  sed -E 's/^.*: ([0-9]+) passed, ([0-9]+) failed.*$/\1 \2/' <<< "${line}"
+}
+
+# Prints the ids and messages of the failed checks of a scenario run under $1.
+show_failures() {
+  local file
+  for file in "$1"/*/checks.json; do
+    [[ -f "${file}" ]] || continue
+    # shellcheck disable=SC2016  # JavaScript, not shell
+    node -e 'for (const c of JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")))
+      if (c.status === "FAILURE") console.log(`    ${c.id}: ${c.errorMessage ?? c.description}`);' \
+      "${file}"
+  done
+}
+
+status=0
+
+# Runs setup $1 (fixture $2, verify_body $3, mode $4 = compare|full) over scenarios $5...
+run_setup() {
+  local setup="$1" fixture="$2" verify="$3" mode="$4"
+  shift 4
+  local dir="${work}/${setup}"
+  mkdir -p "${dir}"
+  start_upstream "${fixture}" "${dir}"
+  start_gateway "${dir}" "${verify}"
+  echo "== setup ${setup}: ${fixture} on 127.0.0.1:${upstream_port}, gateway" \
+    "(verify_body ${verify}) on ${gateway_url}"
+  local scenario direct gateway dp df gp gf verdict
+  for scenario in "$@"; do
+    direct="$(score "http://127.0.0.1:${upstream_port}/mcp" "${scenario}" \
+      "${dir}/direct/${scenario}")"
+    gateway="$(score "${gateway_url}" "${scenario}" "${dir}/gateway/${scenario}")"
+    read -r dp df <<< "${direct}"
+    read -r gp gf <<< "${gateway}"
+    verdict="OK"
+    if [[ "${gp}" -lt 0 ]]; then
+      verdict="SHORT"
+    elif [[ "${mode}" == "compare" ]]; then
+      if [[ "${dp}" -lt 0 || "${gp}" -lt "${dp}" || "${gf}" -gt "${df}" ]]; then
+        verdict="SHORT"
+      fi
+    elif [[ "${gf}" -ne 0 || "${gp}" -eq 0 ]]; then
+      verdict="SHORT"
+    fi
+    echo "${verdict} ${setup} ${scenario}: direct ${dp} passed/${df} failed," \
+      "gateway ${gp} passed/${gf} failed"
+    if [[ "${verdict}" != "OK" ]]; then
+      status=1
+      echo "  failed checks through the gateway:"
+      show_failures "${dir}/gateway/${scenario}/${scenario}"
+    fi
+  done
+  stop_all
+}
+
+run_setup A mcp-server false compare \
+  http-header-validation http-custom-header-server-validation server-stateless \
+  server-sse-multiple-streams
+run_setup B raw-mcp-server true full \
+  http-header-validation http-custom-header-server-validation
+
+if [[ "${status}" -eq 0 ]]; then
+  echo "through_gateway.sh: all scenarios meet their bar"
+else
+  echo "through_gateway.sh: shortfall (see SHORT lines)"
+fi
+exit "${status}"

@@ -1,0 +1,195 @@
+// Self-tests of the integration harness: RawUpstream and Client against each other directly,
+// with no proxy in between, so a failing gateway test points at the gateway, not the harness.
+
+#include <catch.hpp>
+
+#include <string>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+TEST_CASE("harness: freePort gives a bindable port and TempDir cleans up", "[harness]") {
+  uint16_t p = freePort();
+  CHECK(p > 0);
+  CHECK_FALSE(canConnect(p));
+  std::string path;
+  {
+    TempDir dir;
+    path = dir.path();
+    REQUIRE(writeFile(dir.file("x.txt"), "hello"));
+    CHECK(readFile(dir.file("x.txt")) == "hello");
+  }
+  CHECK(readFile(path + "/x.txt").empty());
+  CHECK(expand("a ${X} b ${X} ${Y}", {{"X", "1"}}) == "a 1 b 1 ${Y}");
+}
+
+TEST_CASE("harness: Process captures output, exit code and terminates", "[harness]") {
+  TempDir dir;
+  {
+    Process p({"sh", "-c", "echo out-line; echo err-line >&2; exit 7"}, dir.path(), "p1");
+    CHECK(p.wait(Ms(3000)) == 7);
+    CHECK(p.waitForLine("out-line", Ms(100)));
+    CHECK(p.waitForOutput("err-line", Ms(100), false, true));
+    CHECK_FALSE(p.waitForOutput("err-line", Ms(50), true, false));
+  }
+  Process sleeper({"sleep", "30"}, dir.path(), "p2");
+  CHECK(sleeper.running());
+  CHECK(rssKb(sleeper.pid()) > 0);
+  auto t0 = Clock::now();
+  CHECK(sleeper.terminate() == 128 + 15);
+  CHECK(msBetween(t0, Clock::now()) < 2000);
+}
+
+TEST_CASE("harness: RawUpstream records a Content-Length request byte-exact", "[harness]") {
+  RawUpstream up(RawUpstream::respond(201, R"({"ok":1})", "application/json", "X-A: b\r\n"));
+  Client c(up.port());
+  REQUIRE(c.connected());
+  std::string body = toolsCallBody();
+  std::string req = mcpPost(body, "Mcp-Param-Foo: Bar\r\n");
+  REQUIRE(c.send(req));
+  auto r = c.readResponse();
+  REQUIRE(r);
+  CHECK(r->status == 201);
+  CHECK(r->body == R"({"ok":1})");
+  CHECK(r->header("x-a") == "b");
+  CHECK(r->headerCount("content-length") == 1);
+  REQUIRE(up.waitForRequests(1, Ms(1000)));
+  auto recorded = up.requests().at(0);
+  CHECK(recorded.head + recorded.body == req);
+  CHECK(recorded.body == body);
+  CHECK(recorded.requestLine() == "POST /mcp HTTP/1.1");
+  CHECK(recorded.header("mcp-param-foo") == "Bar");
+  CHECK(recorded.headerValues("Content-Length").size() == 1);
+
+  // Keep-alive: a second request on the same connection.
+  REQUIRE(c.send(req));
+  auto r2 = c.readResponse();
+  REQUIRE(r2);
+  CHECK(r2->status == 201);
+  CHECK(up.acceptCount() == 1);
+  CHECK(up.requestCount() == 2);
+}
+
+TEST_CASE("harness: chunked request and chunked response, pipelined", "[harness]") {
+  RawUpstream up([](UpstreamConn& c) {
+    for (int i = 0; i < 2; ++i) {
+      if (!c.readRequest()) {
+        return;
+      }
+      c.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk("hel") +
+             chunk("lo" + std::to_string(i)) + chunk(""));
+    }
+  });
+  Client c(up.port());
+  std::string req = mcpPost("", "Transfer-Encoding: chunked\r\n", "echo", false) +
+                    chunk("{\"a\":") + chunk("1}") + chunk("");
+  REQUIRE(c.send(req + req));
+  auto r1 = c.readResponse();
+  REQUIRE(r1);
+  CHECK(r1->chunked);
+  CHECK(r1->body == "hello0");
+  auto r2 = c.readResponse();
+  REQUIRE(r2);
+  CHECK(r2->body == "hello1");
+  REQUIRE(up.waitForRequests(2, Ms(1000)));
+  CHECK(up.requests()[0].body == chunk("{\"a\":") + chunk("1}") + chunk(""));
+}
+
+TEST_CASE("harness: close-delimited body, reset and peer-close detection", "[harness]") {
+  SECTION("close-delimited") {
+    RawUpstream up(RawUpstream::respondRaw("HTTP/1.1 200 OK\r\n\r\nuntil-close"));
+    Client c(up.port());
+    REQUIRE(c.send(mcpPost("{}")));
+    auto r = c.readResponse();
+    REQUIRE(r);
+    CHECK(r->body == "until-close");
+    CHECK(r->complete);
+  }
+  SECTION("reset") {
+    RawUpstream up([](UpstreamConn& c) {
+      c.readRequest();
+      c.reset();
+    });
+    Client c(up.port());
+    REQUIRE(c.send(mcpPost("{}")));
+    CHECK_FALSE(c.readResponse(Ms(1000)));
+    CHECK(c.waitClosed(Ms(1000)));
+  }
+  SECTION("peer close recorded") {
+    RawUpstream up([](UpstreamConn& c) {
+      c.readRequest();
+      c.send(sseHead() + chunk("data: 1\n\n"));
+      c.waitPeerClose(Ms(3000));
+    });
+    Client c(up.port());
+    REQUIRE(c.send(mcpPost("{}")));
+    REQUIRE(c.readHead());
+    REQUIRE(c.readBodyUntil("data: 1\n\n", Ms(1000)));
+    auto t0 = Clock::now();
+    c.close();
+    for (int i = 0; i < 100 && up.peerCloses().empty(); ++i) {
+      std::this_thread::sleep_for(Ms(10));
+    }
+    REQUIRE(up.peerCloses().size() == 1);
+    CHECK(msBetween(t0, up.peerCloses()[0]) < 200);
+  }
+}
+
+TEST_CASE("harness: SSE timing is observable and stall is bounded", "[harness]") {
+  RawUpstream up([](UpstreamConn& c) {
+    c.readRequest();
+    c.send(sseHead() + chunk("data: 1\n\n"));
+    c.sleep(Ms(300));
+    c.mark("second");
+    c.send(chunk("data: 2\n\n") + chunk(""));
+  });
+  Client c(up.port());
+  REQUIRE(c.send(mcpPost("{}")));
+  auto head = c.readHead();
+  REQUIRE(head);
+  CHECK(head->header("content-type") == "text/event-stream");
+  auto first = c.readBodyUntil("data: 1\n\n", Ms(2000));
+  REQUIRE(first);
+  REQUIRE(c.readBodyToEnd(Ms(2000)));
+  CHECK(c.body() == "data: 1\n\ndata: 2\n\n");
+  auto second = up.markAt("second");
+  REQUIRE(second);
+  CHECK(*first < *second);
+
+  RawUpstream staller([](UpstreamConn& s) {
+    s.readRequest();
+    s.stall();
+  });
+  Client c2(staller.port());
+  REQUIRE(c2.send(mcpPost("{}")));
+  auto t0 = Clock::now();
+  CHECK_FALSE(c2.readResponse(Ms(300)));
+  CHECK(msBetween(t0, Clock::now()) >= 250);
+  // Destroying `staller` must not hang on the stalled connection (bounded stop).
+}
+
+TEST_CASE("harness: drainBody discards a large chunked body quickly", "[harness]") {
+  RawUpstream up([](UpstreamConn& c) {
+    if (!c.readRequest()) {
+      return;
+    }
+    std::string framed = chunk(std::string(64 * 1024, 'x'));
+    c.send(sseHead());
+    for (int i = 0; i < 128; ++i) {
+      if (!c.send(framed)) {
+        return;
+      }
+    }
+    c.send(chunk(""));
+  });
+  Client c(up.port(), Ms(2000), 64 * 1024);
+  REQUIRE(c.send(mcpPost("{}")));
+  REQUIRE(c.readHead());
+  size_t first = c.drainBody(4u << 20, Ms(5000));
+  CHECK(first >= (4u << 20));
+  size_t rest = c.drainBody(100u << 20, Ms(5000));
+  CHECK(first + rest == (8u << 20));
+  CHECK(c.current().complete);
+  CHECK(c.body().empty());
+}
