@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/filters/snapshot.h"
 #include "gateway/server/server.h"
 #include "gateway/settings/settings.h"
 
@@ -35,12 +36,18 @@ bool configPath(int argc, char** argv, std::string& path) {
   return !path.empty();
 }
 
-gw::settings::LoadResult load(const std::string& path) {
-  gw::settings::LoadResult r = gw::settings::loadFile(path);
-  for (const auto& d : r.errors) {
+// The config file and the policy files it names, validated whole; errors go to stderr.
+std::shared_ptr<const gw::filters::Snapshot> load(const std::string& path) {
+  std::vector<gw::settings::Diagnostic> errors;
+  auto snap = gw::filters::Snapshot::load(path, nullptr, errors);
+  for (const auto& d : errors) {
     std::fprintf(stderr, "%s\n", d.str().c_str());
   }
-  return r;
+  if (!snap) {
+    std::fprintf(stderr, "%s: %zu error%s\n", path.c_str(), errors.size(),
+                 errors.size() == 1 ? "" : "s");
+  }
+  return snap;
 }
 
 }  // namespace
@@ -58,10 +65,8 @@ int main(int argc, char** argv) {
   if ((cmd != "run" && cmd != "check") || !configPath(argc, argv, path)) {
     return usage();
   }
-  gw::settings::LoadResult r = load(path);
-  if (!r.errors.empty()) {
-    std::fprintf(stderr, "%s: %zu error%s\n", path.c_str(), r.errors.size(),
-                 r.errors.size() == 1 ? "" : "s");
+  auto snap = load(path);
+  if (!snap) {
     return 1;
   }
   if (cmd == "check") {
@@ -71,7 +76,7 @@ int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("gateway");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  spdlog::set_level(spdlog::level::from_str(r.settings->log_level));
-  gw::server::Server server(r.settings, path);
+  spdlog::set_level(spdlog::level::from_str(snap->settings->log_level));
+  gw::server::Server server(snap, path);
   return server.run();
 }

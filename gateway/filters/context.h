@@ -57,9 +57,18 @@ struct RequestContext {
   ParamCheck param_check = ParamCheck::kNotChecked;
   mcp::BodyKind body_kind = mcp::BodyKind::kUnknown;
 
+  policy::Identity identity;         // who is calling (identity stage)
+  policy::AuthResult auth = policy::AuthResult::kAnonymous;
+  std::string_view policy_rule;      // the rule that decided (access log); "" before
+  bool forward_credentials = false;  // Authorization goes upstream
+
   LocalReply reply;
 
   void reset() noexcept {
+    identity.clear();
+    auth = policy::AuthResult::kAnonymous;
+    policy_rule = {};
+    forward_credentials = false;
     head = nullptr;
     mcp.clear();
     trusted = legacy = need_body = classify_body = verify_body = learn_tools = false;

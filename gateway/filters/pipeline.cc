@@ -164,6 +164,52 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   return FilterStatus::kContinue;
 }
 
+// ---- stage 4: identity (API key / JWT) --------------------------------------------------
+FilterStatus identityStage(RequestContext& ctx) noexcept {
+  const policy::PolicySet& pol = *ctx.snapshot->policy;
+  const char* why = "";
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why);
+  // Credentials stop at a gateway that checks them, unless the route or policy says so.
+  ctx.forward_credentials = ctx.route->forward_credentials || pol.forwardCredentials() ||
+                            ctx.snapshot->settings->policy_files.empty();
+  if (ctx.auth == policy::AuthResult::kMissing || ctx.auth == policy::AuthResult::kInvalid) {
+    bool invalid = ctx.auth == policy::AuthResult::kInvalid;
+    setReply(ctx, 401, mcp::code::kUnauthorized,
+             std::string("Unauthorized: ") + (*why ? why : "credentials required"),
+             invalid ? "auth_invalid" : "auth_missing");
+    ctx.reply.extra_headers = invalid ? "WWW-Authenticate: Bearer realm=\"mcp-gateway\", "
+                                        "error=\"invalid_token\"\r\n"
+                                      : "WWW-Authenticate: Bearer realm=\"mcp-gateway\"\r\n";
+    return FilterStatus::kLocalReply;
+  }
+  return FilterStatus::kContinue;
+}
+
+// ---- stage 5: per-tool policy ------------------------------------------------------------
+FilterStatus policyStage(RequestContext& ctx) noexcept {
+  policy::RequestView view;
+  if (ctx.trusted) {  // untrusted headers never drive a decision
+    view.method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
+    view.mcp = &ctx.mcp;
+  }
+  policy::Decision d = ctx.snapshot->policy->decide(view, ctx.identity);
+  ctx.policy_rule = d.rule;
+  if (!d.allow) {
+    std::string msg = "Forbidden: ";
+    msg += *d.reason ? d.reason : "denied by policy";
+    setReply(ctx, 403, mcp::code::kPolicyDenied, std::move(msg), "policy_denied");
+    std::string data = "{\"rule\":\"";
+    mcp::appendJsonEscaped(data, d.rule);
+    data += "\"}";
+    ctx.reply.data_json = std::move(data);
+    return FilterStatus::kLocalReply;
+  }
+  return FilterStatus::kContinue;
+}
+
 }  // namespace
 
 const char* paramCheckName(ParamCheck c) noexcept {
@@ -214,6 +260,14 @@ FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) no
   if (st != FilterStatus::kContinue) {
     return st;
   }
+  st = identityStage(ctx);
+  if (st != FilterStatus::kContinue) {
+    return st;
+  }
+  st = policyStage(ctx);
+  if (st != FilterStatus::kContinue) {
+    return st;
+  }
   return ctx.need_body ? FilterStatus::kNeedBody : FilterStatus::kContinue;
 }
 
@@ -249,11 +303,22 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
   return FilterStatus::kContinue;
 }
 
-std::shared_ptr<const Snapshot> Snapshot::build(std::shared_ptr<const settings::Settings> s,
-                                                std::shared_ptr<mcp::SchemaCache> schemas) {
+std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
+                                               std::shared_ptr<mcp::SchemaCache> schemas,
+                                               std::vector<settings::Diagnostic>& errors) {
+  settings::LoadResult r = settings::loadFile(config_path);
+  if (!r.errors.empty()) {
+    errors = std::move(r.errors);
+    return nullptr;
+  }
+  auto policy = policy::PolicySet::load(r.settings->policy_files, errors);
+  if (!errors.empty() || !policy) {
+    return nullptr;
+  }
   auto snap = std::make_shared<Snapshot>();
-  snap->routes = router::RouteTable::compile(*s);
-  snap->settings = std::move(s);
+  snap->routes = router::RouteTable::compile(*r.settings);
+  snap->settings = std::move(r.settings);
+  snap->policy = std::move(policy);
   snap->schemas = schemas ? std::move(schemas) : std::make_shared<mcp::SchemaCache>();
   return snap;
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gateway/mcp/schema.h"
+#include "gateway/policy/policy.h"
 #include "gateway/router/route_table.h"
 #include "gateway/settings/settings.h"
 
@@ -15,10 +16,15 @@ namespace gw::filters {
 struct Snapshot {
   std::shared_ptr<const settings::Settings> settings;
   router::RouteTable routes;
+  std::shared_ptr<const policy::PolicySet> policy;  // never null (no files: allow-all)
   std::shared_ptr<mcp::SchemaCache> schemas;
 
-  static std::shared_ptr<const Snapshot> build(std::shared_ptr<const settings::Settings> s,
-                                               std::shared_ptr<mcp::SchemaCache> schemas);
+  // Loads the config file and every policy file it names, validates them whole and
+  // compiles the snapshot. On any error returns null with every problem in `errors`.
+  // `schemas` carries learned tool schemas over from the previous snapshot (null: new).
+  static std::shared_ptr<const Snapshot> load(const std::string& config_path,
+                                              std::shared_ptr<mcp::SchemaCache> schemas,
+                                              std::vector<settings::Diagnostic>& errors);
 };
 
 }  // namespace gw::filters

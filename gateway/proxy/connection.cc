@@ -655,6 +655,9 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
       xff = f.value;  // the last one wins; all are merged below
       continue;
     }
+    if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
+      continue;
+    }
     if (http::forwardRequestField(f, conn)) {
       addStr(out, f.line);
       addStr(out, "\r\n");
@@ -1192,6 +1195,8 @@ void Connection::logAccess() {
   optional("mcp_version", ctx_.mcp.has_version, ctx_.mcp.version);
   optional("mcp_method", ctx_.mcp.has_method, ctx_.mcp.method);
   optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
+  optional("subject", ctx_.identity.authenticated, ctx_.identity.subject);
+  optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
   line += ",\"trusted\":";
   line += ctx_.trusted ? "true" : "false";
   line += ",\"verify\":\"";

@@ -176,25 +176,26 @@ class Worker {
   std::thread thread_;
 };
 
-Server::Server(std::shared_ptr<const settings::Settings> s, std::string config_path)
+Server::Server(std::shared_ptr<const filters::Snapshot> snapshot, std::string config_path)
     : config_path_(std::move(config_path)) {
-  shared_.access_log = makeAccessLog(s->access_log);
-  shared_.snapshot.store(filters::Snapshot::build(std::move(s), nullptr));
+  shared_.access_log = makeAccessLog(snapshot->settings->access_log);
+  shared_.snapshot.store(std::move(snapshot));
 }
 
 Server::~Server() = default;
 
 void Server::reload() {
-  settings::LoadResult r = settings::loadFile(config_path_);
-  if (!r.errors.empty()) {
-    for (const auto& d : r.errors) {
+  auto old = shared_.snapshot.load();
+  std::vector<settings::Diagnostic> errors;
+  auto next = filters::Snapshot::load(config_path_, old->schemas, errors);
+  if (!next) {
+    for (const auto& d : errors) {
       spdlog::error("reload: {}", d.str());
     }
     spdlog::error("reload failed; keeping the running configuration");
     return;
   }
-  auto old = shared_.snapshot.load();
-  shared_.snapshot.store(filters::Snapshot::build(r.settings, old->schemas));
+  shared_.snapshot.store(std::move(next));
   spdlog::info("reloaded {}", config_path_);
 }
 

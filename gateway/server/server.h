@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/filters/snapshot.h"
 #include "gateway/proxy/worker_context.h"
 #include "gateway/settings/settings.h"
 
@@ -17,7 +18,7 @@ class Worker;
 
 class Server {
  public:
-  Server(std::shared_ptr<const settings::Settings> s, std::string config_path);
+  Server(std::shared_ptr<const filters::Snapshot> snapshot, std::string config_path);
   ~Server();
 
   // Binds, starts the workers and the admin listener, and blocks until a drain completes.

@@ -48,7 +48,9 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "max_duration",
                                               "balance",
                                               "max_idle_connections"};
-constexpr std::string_view kRouteKeys[] = {"name", "match", "upstream", "legacy", "verify_body"};
+constexpr std::string_view kRouteKeys[] = {"name",        "match",
+                                            "upstream",    "legacy",
+                                            "verify_body", "forward_credentials"};
 constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
 constexpr std::string_view kAccessLogKeys[] = {"path"};
 constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
@@ -725,6 +727,8 @@ class Loader {
           }
         } else if (e.key == "legacy") {
           readBool(e, r.legacy);
+        } else if (e.key == "forward_credentials") {
+          readBool(e, r.forward_credentials);
         } else if (e.key == "verify_body") {
           bool b = false;
           if (readBool(e, b)) {

@@ -75,6 +75,7 @@ struct Route {
   size_t upstream_index = 0;         // index into Settings::upstreams
   bool legacy = false;               // takes legacy (untrusted-version) traffic
   std::optional<bool> verify_body;   // overrides mcp.verify_body for this route
+  bool forward_credentials = false;  // send Authorization upstream (dropped by default)
 };
 
 struct AccessLog {

@@ -1,0 +1,560 @@
+// policy/: JWT verification and JWKS loading (see jwt.h). OpenSSL 3 EVP APIs only; simdjson
+// through its error-code API. The signature is checked before any claim is looked at.
+
+#include "gateway/policy/jwt.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/hmac.h>
+#include <openssl/param_build.h>
+#include <simdjson.h>
+
+namespace gw::policy {
+
+namespace {
+
+constexpr size_t kMaxTokenBytes = 16 * 1024;
+
+constexpr std::array<int8_t, 256> makeB64UrlTable() {
+  std::array<int8_t, 256> t{};
+  for (auto& v : t) {
+    v = -1;
+  }
+  std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  for (size_t i = 0; i < alphabet.size(); ++i) {
+    t[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
+  }
+  return t;
+}
+constexpr std::array<int8_t, 256> kB64Url = makeB64UrlTable();
+
+struct BnDeleter {
+  void operator()(BIGNUM* p) const noexcept { BN_free(p); }
+};
+using BnPtr = std::unique_ptr<BIGNUM, BnDeleter>;
+struct BldDeleter {
+  void operator()(OSSL_PARAM_BLD* p) const noexcept { OSSL_PARAM_BLD_free(p); }
+};
+struct ParamDeleter {
+  void operator()(OSSL_PARAM* p) const noexcept { OSSL_PARAM_free(p); }
+};
+struct PkeyCtxDeleter {
+  void operator()(EVP_PKEY_CTX* p) const noexcept { EVP_PKEY_CTX_free(p); }
+};
+using PkeyCtxPtr = std::unique_ptr<EVP_PKEY_CTX, PkeyCtxDeleter>;
+struct MdCtxDeleter {
+  void operator()(EVP_MD_CTX* p) const noexcept { EVP_MD_CTX_free(p); }
+};
+struct EcdsaSigDeleter {
+  void operator()(ECDSA_SIG* p) const noexcept { ECDSA_SIG_free(p); }
+};
+
+// Builds a public key of `type` ("RSA" or "EC") from OSSL_PARAMs; null on failure.
+std::unique_ptr<EVP_PKEY, PkeyDeleter> fromData(const char* type, OSSL_PARAM_BLD* bld) {
+  std::unique_ptr<OSSL_PARAM, ParamDeleter> params(OSSL_PARAM_BLD_to_param(bld));
+  PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, type, nullptr));
+  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) {
+    return nullptr;
+  }
+  EVP_PKEY* raw = nullptr;
+  if (EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
+    return nullptr;
+  }
+  return std::unique_ptr<EVP_PKEY, PkeyDeleter>(raw);
+}
+
+bool field(simdjson::dom::object obj, std::string_view key, std::string_view& out) {
+  simdjson::dom::element e;
+  if (obj.at_key(key).get(e) != simdjson::SUCCESS) {
+    return false;
+  }
+  return e.get_string().get(out) == simdjson::SUCCESS;
+}
+
+bool jwkToKey(simdjson::dom::object obj, Jwk& key, std::string& why) {
+  std::string_view kty;
+  if (!field(obj, "kty", kty)) {
+    why = "missing 'kty'";
+    return false;
+  }
+  std::string_view sv;
+  if (field(obj, "kid", sv)) {
+    key.kid = std::string(sv);
+  }
+  if (field(obj, "use", sv) && sv != "sig") {
+    why = "'use' is not 'sig'";
+    return false;
+  }
+  std::string_view alg;
+  bool has_alg = field(obj, "alg", alg);
+  if (kty == "oct") {
+    std::string_view k;
+    if (!field(obj, "k", k) || !base64UrlDecode(k, key.secret)) {
+      why = "'k' missing or not base64url";
+      return false;
+    }
+    if (key.secret.size() < 32) {
+      why = "HS256 key shorter than 256 bits";
+      return false;
+    }
+    if (has_alg && alg != "HS256") {
+      why = "'alg' must be HS256 for kty oct";
+      return false;
+    }
+    key.kty = Jwk::Kty::kOct;
+    return true;
+  }
+  if (kty == "RSA") {
+    std::string_view n64;
+    std::string_view e64;
+    std::string n;
+    std::string e;
+    if (!field(obj, "n", n64) || !field(obj, "e", e64) || !base64UrlDecode(n64, n) ||
+        !base64UrlDecode(e64, e) || n.empty() || e.empty()) {
+      why = "'n' / 'e' missing or not base64url";
+      return false;
+    }
+    if (has_alg && alg != "RS256") {
+      why = "'alg' must be RS256 for kty RSA";
+      return false;
+    }
+    BnPtr bn_n(BN_bin2bn(reinterpret_cast<const unsigned char*>(n.data()),
+                         static_cast<int>(n.size()), nullptr));
+    BnPtr bn_e(BN_bin2bn(reinterpret_cast<const unsigned char*>(e.data()),
+                         static_cast<int>(e.size()), nullptr));
+    std::unique_ptr<OSSL_PARAM_BLD, BldDeleter> bld(OSSL_PARAM_BLD_new());
+    if (!bn_n || !bn_e || !bld ||
+        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, bn_n.get()) != 1 ||
+        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, bn_e.get()) != 1) {
+      why = "cannot build RSA key";
+      return false;
+    }
+    key.pkey = fromData("RSA", bld.get());
+    if (!key.pkey) {
+      why = "invalid RSA key";
+      return false;
+    }
+    if (EVP_PKEY_get_bits(key.pkey.get()) < 2048) {
+      why = "RSA key shorter than 2048 bits";
+      return false;
+    }
+    key.kty = Jwk::Kty::kRsa;
+    return true;
+  }
+  if (kty == "EC") {
+    std::string_view crv;
+    std::string_view x64;
+    std::string_view y64;
+    std::string x;
+    std::string y;
+    if (!field(obj, "crv", crv) || crv != "P-256") {
+      why = "only crv P-256 is supported";
+      return false;
+    }
+    if (!field(obj, "x", x64) || !field(obj, "y", y64) || !base64UrlDecode(x64, x) ||
+        !base64UrlDecode(y64, y) || x.size() != 32 || y.size() != 32) {
+      why = "'x' / 'y' missing or not 32 bytes of base64url";
+      return false;
+    }
+    if (has_alg && alg != "ES256") {
+      why = "'alg' must be ES256 for kty EC";
+      return false;
+    }
+    unsigned char point[65];
+    point[0] = 0x04;
+    std::memcpy(point + 1, x.data(), 32);
+    std::memcpy(point + 33, y.data(), 32);
+    std::unique_ptr<OSSL_PARAM_BLD, BldDeleter> bld(OSSL_PARAM_BLD_new());
+    char group[] = "P-256";
+    if (!bld ||
+        OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1 ||
+        OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point, sizeof point) !=
+            1) {
+      why = "cannot build EC key";
+      return false;
+    }
+    key.pkey = fromData("EC", bld.get());
+    if (!key.pkey) {
+      why = "invalid EC key";
+      return false;
+    }
+    PkeyCtxPtr check(EVP_PKEY_CTX_new_from_pkey(nullptr, key.pkey.get(), nullptr));
+    if (!check || EVP_PKEY_public_check(check.get()) != 1) {
+      why = "EC point is not on the curve";
+      return false;
+    }
+    key.kty = Jwk::Kty::kEc;
+    return true;
+  }
+  why = "unsupported kty (want oct, RSA or EC)";
+  return false;
+}
+
+std::string numberText(simdjson::dom::element e) {
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  if (e.type() == simdjson::dom::element_type::INT64 && e.get_int64().get(i) == simdjson::SUCCESS) {
+    return std::to_string(i);
+  }
+  if (e.type() == simdjson::dom::element_type::UINT64 &&
+      e.get_uint64().get(u) == simdjson::SUCCESS) {
+    return std::to_string(u);
+  }
+  if (e.get_double().get(d) != simdjson::SUCCESS) {
+    return {};
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+
+enum class Alg : uint8_t { kHs256, kRs256, kEs256 };
+
+bool verifySignature(const Jwk& key, Alg alg, std::string_view signing_input,
+                     const std::string& sig) noexcept {
+  const auto* data = reinterpret_cast<const unsigned char*>(signing_input.data());
+  if (alg == Alg::kHs256) {
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    if (HMAC(EVP_sha256(), key.secret.data(), static_cast<int>(key.secret.size()), data,
+             signing_input.size(), mac, &mac_len) == nullptr) {
+      return false;
+    }
+    return sig.size() == mac_len && CRYPTO_memcmp(mac, sig.data(), mac_len) == 0;
+  }
+  std::string der_holder;
+  const unsigned char* sig_bytes = reinterpret_cast<const unsigned char*>(sig.data());
+  size_t sig_len = sig.size();
+  unsigned char* der = nullptr;
+  if (alg == Alg::kEs256) {
+    // JWS carries ECDSA as raw r||s (RFC 7518 §3.4); EVP wants DER.
+    if (sig.size() != 64) {
+      return false;
+    }
+    std::unique_ptr<ECDSA_SIG, EcdsaSigDeleter> es(ECDSA_SIG_new());
+    BIGNUM* r = BN_bin2bn(sig_bytes, 32, nullptr);
+    BIGNUM* s = BN_bin2bn(sig_bytes + 32, 32, nullptr);
+    if (!es || r == nullptr || s == nullptr || ECDSA_SIG_set0(es.get(), r, s) != 1) {
+      BN_free(r);
+      BN_free(s);
+      return false;
+    }
+    int len = i2d_ECDSA_SIG(es.get(), &der);
+    if (len <= 0) {
+      return false;
+    }
+    sig_bytes = der;
+    sig_len = static_cast<size_t>(len);
+  }
+  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  bool ok = ctx &&
+            EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.pkey.get()) == 1 &&
+            EVP_DigestVerify(ctx.get(), sig_bytes, sig_len, data, signing_input.size()) == 1;
+  OPENSSL_free(der);
+  return ok;
+}
+
+bool kindFits(Jwk::Kty kty, Alg alg) noexcept {
+  return (kty == Jwk::Kty::kOct && alg == Alg::kHs256) ||
+         (kty == Jwk::Kty::kRsa && alg == Alg::kRs256) ||
+         (kty == Jwk::Kty::kEc && alg == Alg::kEs256);
+}
+
+AuthResult invalid(const char** reason, const char* why) noexcept {
+  if (reason != nullptr) {
+    *reason = why;
+  }
+  return AuthResult::kInvalid;
+}
+
+}  // namespace
+
+bool base64UrlDecode(std::string_view in, std::string& out) noexcept {
+  out.clear();
+  if (in.size() % 4 == 1) {
+    return false;
+  }
+  out.reserve(in.size() / 4 * 3 + 2);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int8_t v = kB64Url[static_cast<unsigned char>(c)];
+    if (v < 0) {
+      return false;
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  // Leftover bits must be zero (one canonical encoding per byte string).
+  return (acc & ((1u << bits) - 1)) == 0;
+}
+
+bool parseJwks(std::string_view json, std::vector<Jwk>& out, std::string& error) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(json.data(), json.size(), true).get(doc) != simdjson::SUCCESS) {
+    error = "not valid JSON";
+    return false;
+  }
+  simdjson::dom::array keys;
+  if (doc.at_key("keys").get_array().get(keys) != simdjson::SUCCESS) {
+    error = "expected an object with a \"keys\" array";
+    return false;
+  }
+  size_t i = 0;
+  for (simdjson::dom::element k : keys) {
+    simdjson::dom::object obj;
+    std::string why;
+    Jwk key;
+    if (k.get_object().get(obj) != simdjson::SUCCESS) {
+      why = "not an object";
+    } else {
+      jwkToKey(obj, key, why);
+    }
+    if (!why.empty()) {
+      error = "keys[" + std::to_string(i) + "]: " + why;
+      return false;
+    }
+    for (const Jwk& other : out) {
+      if (!key.kid.empty() && other.kid == key.kid) {
+        error = "keys[" + std::to_string(i) + "]: duplicate kid";
+        return false;
+      }
+    }
+    out.push_back(std::move(key));
+    ++i;
+  }
+  if (out.empty()) {
+    error = "the key set is empty";
+    return false;
+  }
+  return true;
+}
+
+AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t now_unix,
+                     Identity& out, const char** reason) noexcept {
+  if (token.size() > kMaxTokenBytes) {
+    return invalid(reason, "token too large");
+  }
+  size_t d1 = token.find('.');
+  size_t d2 = token.find('.', d1 + 1);
+  std::string_view h64 = token.substr(0, d1);
+  std::string_view p64 = token.substr(d1 + 1, d2 - d1 - 1);
+  std::string_view s64 = token.substr(d2 + 1);
+  thread_local std::string header;
+  thread_local std::string payload;
+  thread_local std::string sig;
+  if (!base64UrlDecode(h64, header) || !base64UrlDecode(p64, payload) ||
+      !base64UrlDecode(s64, sig)) {
+    return invalid(reason, "malformed token");
+  }
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element hdoc;
+  simdjson::dom::object hobj;
+  if (parser.parse(header.data(), header.size(), true).get(hdoc) != simdjson::SUCCESS ||
+      hdoc.get_object().get(hobj) != simdjson::SUCCESS) {
+    return invalid(reason, "malformed token header");
+  }
+  std::string_view alg_text;
+  std::string_view kid;
+  bool has_alg = false;
+  bool has_kid = false;
+  for (simdjson::dom::key_value_pair kv : hobj) {
+    if (kv.key == "alg" || kv.key == "kid") {
+      bool& seen = kv.key == "alg" ? has_alg : has_kid;
+      std::string_view& dst = kv.key == "alg" ? alg_text : kid;
+      if (seen || kv.value.get_string().get(dst) != simdjson::SUCCESS) {
+        return invalid(reason, "malformed token header");
+      }
+      seen = true;
+    } else if (kv.key == "crit") {
+      return invalid(reason, "unsupported critical header");
+    }
+  }
+  Alg alg;
+  if (!has_alg) {
+    return invalid(reason, "token has no alg");
+  }
+  if (alg_text == "HS256") {
+    alg = Alg::kHs256;
+  } else if (alg_text == "RS256") {
+    alg = Alg::kRs256;
+  } else if (alg_text == "ES256") {
+    alg = Alg::kEs256;
+  } else {
+    return invalid(reason, "token alg not accepted");
+  }
+  const Jwk* key = nullptr;
+  if (has_kid) {
+    for (const Jwk& k : jwt.keys) {
+      if (!k.kid.empty() && k.kid == kid) {
+        key = &k;
+        break;
+      }
+    }
+    if (key == nullptr) {
+      return invalid(reason, "unknown key id");
+    }
+    if (!kindFits(key->kty, alg)) {
+      return invalid(reason, "token alg does not match the key type");
+    }
+  } else {
+    size_t fits = 0;
+    for (const Jwk& k : jwt.keys) {
+      if (kindFits(k.kty, alg)) {
+        key = &k;
+        ++fits;
+      }
+    }
+    if (fits != 1) {
+      return invalid(reason, "no unique key for a token without kid");
+    }
+  }
+  if (!verifySignature(*key, alg, token.substr(0, d2), sig)) {
+    return invalid(reason, "bad token signature");
+  }
+
+  // The signature holds: now the claims.
+  simdjson::dom::element pdoc;
+  simdjson::dom::object pobj;
+  if (parser.parse(payload.data(), payload.size(), true).get(pdoc) != simdjson::SUCCESS ||
+      pdoc.get_object().get(pobj) != simdjson::SUCCESS) {
+    return invalid(reason, "malformed token payload");
+  }
+  bool iss_ok = false;
+  bool aud_ok = false;
+  bool has_exp = false;
+  bool seen_iss = false;
+  bool seen_aud = false;
+  bool seen_nbf = false;
+  bool seen_sub = false;
+  bool seen_groups = false;
+  double exp = 0;
+  double nbf = 0;
+  out.clear();
+  for (simdjson::dom::key_value_pair kv : pobj) {
+    std::string_view s;
+    if (kv.key == "iss") {
+      if (seen_iss || kv.value.get_string().get(s) != simdjson::SUCCESS) {
+        return invalid(reason, "malformed iss");
+      }
+      seen_iss = true;
+      iss_ok = s == jwt.issuer;
+    } else if (kv.key == "aud") {
+      if (seen_aud) {
+        return invalid(reason, "malformed aud");
+      }
+      seen_aud = true;
+      auto accepted = [&](std::string_view a) {
+        for (const std::string& want : jwt.audiences) {
+          if (a == want) {
+            return true;
+          }
+        }
+        return false;
+      };
+      simdjson::dom::array arr;
+      if (kv.value.get_string().get(s) == simdjson::SUCCESS) {
+        aud_ok = accepted(s);
+      } else if (kv.value.get_array().get(arr) == simdjson::SUCCESS) {
+        for (simdjson::dom::element a : arr) {
+          if (a.get_string().get(s) != simdjson::SUCCESS) {
+            return invalid(reason, "malformed aud");
+          }
+          aud_ok = aud_ok || accepted(s);
+        }
+      } else {
+        return invalid(reason, "malformed aud");
+      }
+    } else if (kv.key == "exp" || kv.key == "nbf") {
+      bool& seen = kv.key == "exp" ? has_exp : seen_nbf;
+      double& dst = kv.key == "exp" ? exp : nbf;
+      if (seen || !kv.value.is_number() || kv.value.get_double().get(dst) != simdjson::SUCCESS ||
+          !std::isfinite(dst)) {
+        return invalid(reason, "malformed exp or nbf");
+      }
+      seen = true;
+    } else if (kv.key == "sub") {
+      if (seen_sub || kv.value.get_string().get(s) != simdjson::SUCCESS) {
+        return invalid(reason, "malformed sub");
+      }
+      seen_sub = true;
+      out.subject = std::string(s);
+    }
+    if (kv.key == jwt.groups_claim) {
+      simdjson::dom::array arr;
+      if (seen_groups || kv.value.get_array().get(arr) != simdjson::SUCCESS) {
+        return invalid(reason, "malformed groups claim");
+      }
+      seen_groups = true;
+      for (simdjson::dom::element g : arr) {
+        if (g.get_string().get(s) != simdjson::SUCCESS) {
+          return invalid(reason, "malformed groups claim");
+        }
+        out.groups.emplace_back(s);
+      }
+    }
+    switch (kv.value.type()) {
+      case simdjson::dom::element_type::STRING:
+        if (kv.value.get_string().get(s) == simdjson::SUCCESS) {
+          out.claims.emplace_back(std::string(kv.key), std::string(s));
+        }
+        break;
+      case simdjson::dom::element_type::INT64:
+      case simdjson::dom::element_type::UINT64:
+      case simdjson::dom::element_type::DOUBLE:
+        out.claims.emplace_back(std::string(kv.key), numberText(kv.value));
+        break;
+      case simdjson::dom::element_type::BOOL: {
+        bool b = false;
+        if (kv.value.get_bool().get(b) == simdjson::SUCCESS) {
+          out.claims.emplace_back(std::string(kv.key), b ? "true" : "false");
+        }
+        break;
+      }
+      default:
+        break;  // objects, arrays, null: not flattened
+    }
+  }
+  auto fail = [&](const char* why) {
+    out.clear();
+    return invalid(reason, why);
+  };
+  if (!iss_ok) {
+    return fail("wrong issuer");
+  }
+  if (!aud_ok) {
+    return fail("wrong audience");
+  }
+  if (!has_exp) {
+    return fail("token has no exp");
+  }
+  auto now = static_cast<double>(now_unix);
+  auto skew = static_cast<double>(jwt.skew_s);
+  if (exp <= now - skew) {
+    return fail("token expired");
+  }
+  if (seen_nbf && nbf > now + skew) {
+    return fail("token not yet valid");
+  }
+  if (out.subject.empty()) {
+    return fail("token has no sub");
+  }
+  out.authenticated = true;
+  return AuthResult::kAuthenticated;
+}
+
+}  // namespace gw::policy

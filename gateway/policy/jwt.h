@@ -1,0 +1,54 @@
+#pragma once
+// policy/: JSON Web Tokens (RFC 7519) and JSON Web Key Sets (RFC 7517), internal to the
+// policy module. Only HS256 (kty oct), RS256 (kty RSA, ≥ 2048 bits) and ES256 (kty EC,
+// crv P-256) are accepted; the token's `alg` must agree with the type of the key chosen, so
+// `none` and algorithm confusion (an RSA public key used as an HMAC secret) are refused.
+// Verification is noexcept and reports static reasons only — never token contents.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <openssl/evp.h>
+
+#include "gateway/policy/policy.h"
+
+namespace gw::policy {
+
+struct PkeyDeleter {
+  void operator()(EVP_PKEY* p) const noexcept { EVP_PKEY_free(p); }
+};
+
+struct Jwk {
+  enum class Kty : uint8_t { kOct, kRsa, kEc };
+  std::string kid;  // "" when the JWK has none
+  Kty kty = Kty::kOct;
+  std::string secret;                           // kOct: the raw HMAC key
+  std::unique_ptr<EVP_PKEY, PkeyDeleter> pkey;  // kRsa / kEc: the public key
+};
+
+struct PolicySet::Jwt {
+  std::string issuer;
+  std::vector<std::string> audiences;
+  std::string groups_claim = "groups";
+  int64_t skew_s = 30;
+  std::vector<Jwk> keys;
+  std::string keys_file;  // absolute path, for messages
+};
+
+// Strict base64url (RFC 4648 §5) without padding: alphabet only, no `=`, no whitespace,
+// unused trailing bits zero. False on anything else.
+bool base64UrlDecode(std::string_view in, std::string& out) noexcept;
+
+// Parses a JWKS document ({"keys":[...]}) into keys; false with a message naming the
+// offending key's index on any problem (unsupported kty, bad encoding, weak RSA key, ...).
+bool parseJwks(std::string_view json, std::vector<Jwk>& out, std::string& error);
+
+// Verifies a compact JWS and its claims against `jwt` at time `now_unix`; fills `out` on
+// kAuthenticated, else returns kInvalid with a static `*reason`.
+AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t now_unix,
+                     Identity& out, const char** reason) noexcept;
+
+}  // namespace gw::policy

@@ -1,0 +1,750 @@
+// policy/: policy files → a validated, compiled PolicySet (see policy.h). yaml-cpp's
+// exceptions stop here and become diagnostics with file:line:column; the JWKS a file names
+// is read and parsed here, so nothing on the request path touches the filesystem.
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <sstream>
+
+#include <openssl/crypto.h>
+#include <yaml-cpp/yaml.h>
+
+#include "gateway/core/ascii.h"
+#include "gateway/policy/jwt.h"
+#include "gateway/policy/policy.h"
+
+namespace gw::policy {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Keys = std::span<const std::string_view>;
+
+constexpr std::string_view kTopKeys[] = {"identity", "rules", "default", "rate_limits", "redis"};
+constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous",
+                                              "forward_credentials"};
+constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims"};
+constexpr std::string_view kJwtKeys[] = {"issuer", "audiences", "keys_file", "skew",
+                                         "groups_claim"};
+constexpr std::string_view kRuleKeys[] = {"name", "match", "unless", "action", "require"};
+constexpr std::string_view kMatchKeys[] = {"method",  "name",   "params",
+                                           "subject", "groups", "claims"};
+constexpr std::string_view kRequireKeys[] = {"param", "equals_claim"};
+constexpr std::string_view kLimitKeys[] = {"name", "match", "key", "rate", "burst", "backend"};
+constexpr std::string_view kRedisKeys[] = {"address", "on_error", "timeout"};
+
+struct Entry {
+  std::string key;
+  std::string path;
+  YAML::Node key_node;
+  YAML::Node value;
+};
+
+const Entry* find(const std::vector<Entry>& es, std::string_view key) {
+  for (const Entry& e : es) {
+    if (e.key == key) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// Claim names as they appear in tokens: letters, digits and `_ - . : /`.
+bool validClaimName(std::string_view s) {
+  if (s.empty()) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == ':' || c == '/';
+  });
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+}  // namespace
+
+// Builds one PolicySet from several files; befriended by PolicySet.
+class Loader {
+ public:
+  explicit Loader(std::vector<settings::Diagnostic>& errors)
+      : set_(new PolicySet()), errors_(errors) {}
+
+  void file(std::string_view yaml, const std::string& name) {
+    file_ = name;
+    std::error_code ec;
+    fs::path abs = fs::absolute(fs::path(name), ec);
+    base_dir_ = (ec ? fs::path(name) : abs).lexically_normal().parent_path();
+    try {
+      YAML::Node root = YAML::Load(std::string(yaml));
+      if (!root.IsNull()) {
+        walkTop(root);
+      }
+    } catch (const YAML::Exception& e) {
+      error(e.mark, e.msg);
+    } catch (const std::exception& e) {
+      errors_.push_back(
+          settings::Diagnostic{file_, 0, 0, std::string("internal error: ") + e.what()});
+    }
+  }
+
+  void readFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      errors_.push_back(settings::Diagnostic{path, 0, 0, "cannot read policy file"});
+      return;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    file(ss.str(), path);
+  }
+
+  std::shared_ptr<const PolicySet> finish() {
+    for (const auto& [where_file, mark] : redis_limits_) {
+      if (!set_->redis_.present) {
+        errors_.push_back(settings::Diagnostic{where_file, mark.line + 1, mark.column + 1,
+                                               "'backend: redis' needs a 'redis' section"});
+      }
+    }
+    if (errors_.size() != errors_before_) {
+      return nullptr;
+    }
+    return std::shared_ptr<const PolicySet>(set_.release());
+  }
+
+ private:
+  std::unique_ptr<PolicySet> set_;
+  std::vector<settings::Diagnostic>& errors_;
+  size_t errors_before_ = errors_.size();
+  std::string file_;
+  fs::path base_dir_;
+  bool jwt_seen_ = false;
+  std::vector<std::pair<std::string, YAML::Mark>> redis_limits_;
+
+  void error(const YAML::Mark& m, std::string message) {
+    settings::Diagnostic d;
+    d.file = file_;
+    if (!m.is_null()) {
+      d.line = m.line + 1;
+      d.column = m.column + 1;
+    }
+    d.message = std::move(message);
+    errors_.push_back(std::move(d));
+  }
+
+  static YAML::Mark valueMark(const Entry& e) {
+    if (e.value.IsNull() || e.value.Mark().is_null()) {
+      return e.key_node.Mark();
+    }
+    return e.value.Mark();
+  }
+
+  std::vector<Entry> entries(const YAML::Node& node, const YAML::Mark& where, Keys allowed,
+                             const std::string& prefix) {
+    std::vector<Entry> out;
+    if (!node.IsMap()) {
+      error(node.IsNull() || node.Mark().is_null() ? where : node.Mark(),
+            (prefix.empty() ? std::string("the policy file") : "'" + prefix + "'") +
+                " must be a mapping of keys to values");
+      return out;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::detail::iterator_value kv = *it;
+      const YAML::Node k = kv.first;
+      if (!k.IsScalar()) {
+        error(k.Mark(), "keys must be plain strings");
+        continue;
+      }
+      const std::string& key = k.Scalar();
+      std::string path = prefix.empty() ? key : prefix + "." + key;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string msg = "unknown key '" + path + "' (expected one of:";
+        for (std::string_view a : allowed) {
+          msg += " " + std::string(a);
+        }
+        error(k.Mark(), msg + ")");
+        continue;
+      }
+      if (find(out, key) != nullptr) {
+        error(k.Mark(), "duplicate key '" + path + "'");
+        continue;
+      }
+      out.push_back(Entry{key, std::move(path), k, kv.second});
+    }
+    return out;
+  }
+
+  bool readString(const Entry& e, std::string& out, bool non_empty = true) {
+    if (!e.value.IsScalar()) {
+      error(valueMark(e), "'" + e.path + "' must be a string");
+      return false;
+    }
+    if (non_empty && e.value.Scalar().empty()) {
+      error(valueMark(e), "'" + e.path + "' must not be empty");
+      return false;
+    }
+    out = e.value.Scalar();
+    return true;
+  }
+
+  bool readBool(const Entry& e, bool& out) {
+    bool b = false;
+    if (!e.value.IsScalar() || !YAML::convert<bool>::decode(e.value, b)) {
+      error(valueMark(e), "'" + e.path + "' must be true or false");
+      return false;
+    }
+    out = b;
+    return true;
+  }
+
+  // `a` or `b` (e.g. allow | deny); true when the value is `a`.
+  bool readChoice(const Entry& e, std::string_view a, std::string_view b, bool& is_a) {
+    std::string v;
+    if (!e.value.IsScalar() || ((v = e.value.Scalar()) != a && v != b)) {
+      error(valueMark(e), "'" + e.path + "' must be " + std::string(a) + " or " + std::string(b) +
+                              (v.empty() ? "" : ", not '" + v + "'"));
+      return false;
+    }
+    is_a = v == a;
+    return true;
+  }
+
+  bool readStringList(const Entry& e, std::vector<std::string>& out) {
+    if (!e.value.IsSequence()) {
+      error(valueMark(e), "'" + e.path + "' must be a list of strings");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < e.value.size(); ++i) {
+      YAML::Node item = e.value[i];
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        error(item.Mark(),
+              "'" + e.path + "[" + std::to_string(i) + "]' must be a non-empty string");
+        ok = false;
+        continue;
+      }
+      out.push_back(item.Scalar());
+    }
+    return ok;
+  }
+
+  // A mapping of name → string value; `check` validates each name.
+  template <class Check>
+  bool readStringMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out,
+                     const char* what, Check check) {
+    if (!e.value.IsMap()) {
+      error(valueMark(e), "'" + e.path + "' must be a mapping of " + what + " to values");
+      return false;
+    }
+    bool ok = true;
+    for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+      const YAML::detail::iterator_value kv = *it;
+      const YAML::Node k = kv.first;
+      const YAML::Node v = kv.second;
+      if (!k.IsScalar() || !check(k.Scalar())) {
+        error(k.Mark(), "'" + e.path + "': invalid " + what + " '" +
+                            (k.IsScalar() ? k.Scalar() : std::string("?")) + "'");
+        ok = false;
+        continue;
+      }
+      if (!v.IsScalar()) {
+        error(v.Mark().is_null() ? k.Mark() : v.Mark(),
+              "'" + e.path + "." + k.Scalar() + "' must be a string");
+        ok = false;
+        continue;
+      }
+      out.emplace_back(k.Scalar(), v.Scalar());
+    }
+    return ok;
+  }
+
+  void walkTop(const YAML::Node& root) {
+    for (const Entry& e : entries(root, root.Mark(), kTopKeys, "")) {
+      if (e.key == "identity") {
+        walkIdentity(e);
+      } else if (e.key == "rules") {
+        walkList(e, [&](const YAML::Node& n, const std::string& path) { walkRule(n, path); });
+      } else if (e.key == "default") {
+        readChoice(e, "allow", "deny", set_->default_allow_);
+      } else if (e.key == "rate_limits") {
+        walkList(e, [&](const YAML::Node& n, const std::string& path) { walkLimit(n, path); });
+      } else if (e.key == "redis") {
+        walkRedis(e);
+      }
+    }
+  }
+
+  template <class Fn>
+  void walkList(const Entry& e, Fn fn) {
+    if (e.value.IsNull()) {
+      return;
+    }
+    if (!e.value.IsSequence()) {
+      error(valueMark(e), "'" + e.path + "' must be a list");
+      return;
+    }
+    for (size_t i = 0; i < e.value.size(); ++i) {
+      fn(e.value[i], e.path + "[" + std::to_string(i) + "]");
+    }
+  }
+
+  void walkIdentity(const Entry& ie) {
+    for (const Entry& e : entries(ie.value, ie.key_node.Mark(), kIdentityKeys, ie.path)) {
+      if (e.key == "api_keys") {
+        walkList(e, [&](const YAML::Node& n, const std::string& path) { walkApiKey(n, path); });
+      } else if (e.key == "jwt") {
+        if (jwt_seen_) {
+          error(e.key_node.Mark(), "'identity.jwt' is already set by an earlier policy file");
+          continue;
+        }
+        jwt_seen_ = true;
+        walkJwt(e);
+      } else if (e.key == "anonymous") {
+        readChoice(e, "allow", "deny", set_->anonymous_);
+      } else if (e.key == "forward_credentials") {
+        readBool(e, set_->forward_credentials_);
+      }
+    }
+  }
+
+  void walkApiKey(const YAML::Node& n, const std::string& path) {
+    PolicySet::ApiKey k{};
+    bool has_subject = false;
+    bool has_key = false;
+    bool ok = true;
+    for (const Entry& e : entries(n, n.Mark(), kApiKeyKeys, path)) {
+      if (e.key == "subject") {
+        has_subject = true;
+        ok = readString(e, k.subject) && ok;
+      } else if (e.key == "key_sha256") {
+        std::string hex;
+        has_key = true;
+        if (!readString(e, hex)) {
+          ok = false;
+          continue;
+        }
+        if (hex.size() != 64 ||
+            !std::all_of(hex.begin(), hex.end(), [](char c) { return hexValue(c) >= 0; })) {
+          error(valueMark(e), "'" + e.path + "' must be 64 hex digits (a SHA-256)");
+          ok = false;
+          continue;
+        }
+        for (size_t i = 0; i < 32; ++i) {
+          k.digest[i] =
+              static_cast<unsigned char>(hexValue(hex[2 * i]) * 16 + hexValue(hex[2 * i + 1]));
+        }
+      } else if (e.key == "groups") {
+        ok = readStringList(e, k.groups) && ok;
+      } else if (e.key == "claims") {
+        ok = readStringMap(e, k.claims, "claim names", validClaimName) && ok;
+      }
+    }
+    if (n.IsMap() && (!has_subject || !has_key)) {
+      error(n.Mark(), "'" + path + "' needs 'subject' and 'key_sha256'");
+      return;
+    }
+    if (!ok) {
+      return;
+    }
+    if (n.IsMap()) {
+      for (const PolicySet::ApiKey& other : set_->api_keys_) {
+        if (CRYPTO_memcmp(other.digest, k.digest, sizeof k.digest) == 0) {
+          error(n.Mark(),
+                "'" + path + "': the same key is already given to '" + other.subject + "'");
+          return;
+        }
+      }
+      set_->api_keys_.push_back(std::move(k));
+    }
+  }
+
+  void walkJwt(const Entry& je) {
+    auto jwt = std::make_unique<PolicySet::Jwt>();
+    bool ok = true;
+    const Entry* keys_entry = nullptr;
+    std::vector<Entry> es = entries(je.value, je.key_node.Mark(), kJwtKeys, je.path);
+    if (!je.value.IsMap()) {
+      return;
+    }
+    for (const Entry& e : es) {
+      if (e.key == "issuer") {
+        ok = readString(e, jwt->issuer) && ok;
+      } else if (e.key == "audiences") {
+        ok = readStringList(e, jwt->audiences) && ok;
+        if (e.value.IsSequence() && e.value.size() == 0) {
+          error(valueMark(e), "'" + e.path + "' must list at least one audience");
+          ok = false;
+        }
+      } else if (e.key == "keys_file") {
+        keys_entry = &e;
+      } else if (e.key == "skew") {
+        std::string text;
+        settings::Duration d{};
+        if (!readString(e, text)) {
+          ok = false;
+        } else if (!settings::parseDuration(text, d) || d > std::chrono::minutes(10)) {
+          error(valueMark(e),
+                "'" + e.path + "': invalid skew '" + text + "' (a duration up to 10m, e.g. 30s)");
+          ok = false;
+        } else {
+          jwt->skew_s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+        }
+      } else if (e.key == "groups_claim") {
+        ok = readString(e, jwt->groups_claim) && ok;
+        if (ok && !validClaimName(jwt->groups_claim)) {
+          error(valueMark(e), "'" + e.path + "': invalid claim name");
+          ok = false;
+        }
+      }
+    }
+    for (std::string_view required : {"issuer", "audiences", "keys_file"}) {
+      if (find(es, required) == nullptr) {
+        error(je.key_node.Mark(), "'" + je.path + "' needs '" + std::string(required) + "'");
+        ok = false;
+      }
+    }
+    if (keys_entry != nullptr) {
+      std::string rel;
+      if (!readString(*keys_entry, rel)) {
+        return;
+      }
+      fs::path p(rel);
+      if (p.is_relative()) {
+        p = base_dir_ / p;
+      }
+      jwt->keys_file = p.lexically_normal().string();
+      std::ifstream in(jwt->keys_file, std::ios::binary);
+      if (!in) {
+        error(valueMark(*keys_entry),
+              "'" + keys_entry->path + "': cannot read key file '" + jwt->keys_file + "'");
+        return;
+      }
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      std::string why;
+      if (!parseJwks(ss.str(), jwt->keys, why)) {
+        error(valueMark(*keys_entry), "'" + keys_entry->path + "': " + jwt->keys_file + ": " + why);
+        return;
+      }
+    }
+    if (ok && keys_entry != nullptr) {
+      set_->jwt_ = std::move(jwt);
+    }
+  }
+
+  bool walkMatch(const Entry& me, Match& m) {
+    bool ok = true;
+    if (me.value.IsNull()) {
+      return true;
+    }
+    for (const Entry& e : entries(me.value, me.key_node.Mark(), kMatchKeys, me.path)) {
+      std::string text;
+      if (e.key == "method" || e.key == "name" || e.key == "subject") {
+        if (!readString(e, text)) {
+          ok = false;
+          continue;
+        }
+        std::optional<router::Glob>& dst = e.key == "method" ? m.method
+                                           : e.key == "name" ? m.name
+                                                             : m.subject;
+        dst.emplace(std::move(text));
+      } else if (e.key == "groups") {
+        ok = readStringList(e, m.groups) && ok;
+      } else if (e.key == "params" || e.key == "claims") {
+        std::vector<std::pair<std::string, std::string>> raw;
+        bool params = e.key == "params";
+        if (params) {
+          ok = readStringMap(e, raw, "param names",
+                             [](const std::string& s) { return core::isToken(s); }) &&
+               ok;
+        } else {
+          ok = readStringMap(e, raw, "claim names", validClaimName) && ok;
+        }
+        auto& dst = params ? m.params : m.claims;
+        for (auto& [k, v] : raw) {
+          dst.emplace_back(std::move(k), router::Glob(std::move(v)));
+        }
+      }
+    }
+    return ok;
+  }
+
+  void walkRule(const YAML::Node& n, const std::string& path) {
+    Rule r;
+    r.file = file_;
+    r.line = n.Mark().is_null() ? 0 : n.Mark().line + 1;
+    bool ok = true;
+    bool has_action = false;
+    std::vector<Entry> es = entries(n, n.Mark(), kRuleKeys, path);
+    if (!n.IsMap()) {
+      return;
+    }
+    for (const Entry& e : es) {
+      if (e.key == "name") {
+        ok = readString(e, r.name) && ok;
+      } else if (e.key == "match") {
+        ok = walkMatch(e, r.match) && ok;
+      } else if (e.key == "unless") {
+        r.unless.emplace();
+        ok = walkMatch(e, *r.unless) && ok;
+      } else if (e.key == "action") {
+        bool allow = true;
+        has_action = readChoice(e, "allow", "deny", allow);
+        ok = has_action && ok;
+        r.action = allow ? Rule::Action::kAllow : Rule::Action::kDeny;
+      } else if (e.key == "require") {
+        std::string param;
+        std::string claim;
+        for (const Entry& q : entries(e.value, e.key_node.Mark(), kRequireKeys, e.path)) {
+          if (!readString(q, q.key == "param" ? param : claim)) {
+            ok = false;
+          } else if (q.key == "param" && !core::isToken(param)) {
+            error(valueMark(q), "'" + q.path + "': invalid param name '" + param + "'");
+            ok = false;
+          } else if (q.key == "equals_claim" && !validClaimName(claim)) {
+            error(valueMark(q), "'" + q.path + "': invalid claim name '" + claim + "'");
+            ok = false;
+          }
+        }
+        if (param.empty() || claim.empty()) {
+          if (ok) {
+            error(e.key_node.Mark(), "'" + e.path + "' needs 'param' and 'equals_claim'");
+          }
+          ok = false;
+        }
+        r.require.emplace(std::move(param), std::move(claim));
+      }
+    }
+    if (find(es, "name") == nullptr) {
+      error(n.Mark(), "'" + path + "' needs a 'name'");
+      ok = false;
+    }
+    if (!has_action && find(es, "require") == nullptr && find(es, "action") == nullptr) {
+      error(n.Mark(), "'" + path + "' needs 'action' (allow | deny) or 'require'");
+      ok = false;
+    }
+    if (!r.name.empty()) {
+      for (const Rule& other : set_->rules_) {
+        if (other.name == r.name) {
+          error(find(es, "name")->value.Mark(), "rule name '" + r.name + "' is used twice");
+          ok = false;
+        }
+      }
+    }
+    if (ok) {
+      set_->rules_.push_back(std::move(r));
+    }
+  }
+
+  // "N/s", "N/min", "N/h" with N a positive integer.
+  static bool parseRate(std::string_view text, uint64_t& n, uint64_t& window_ms) {
+    size_t slash = text.find('/');
+    if (slash == std::string_view::npos || slash == 0) {
+      return false;
+    }
+    std::string_view num = text.substr(0, slash);
+    std::string_view unit = text.substr(slash + 1);
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec != std::errc() || ptr != num.data() + num.size() || n == 0 || n > 1000000000) {
+      return false;
+    }
+    if (unit == "s") {
+      window_ms = 1000;
+    } else if (unit == "min") {
+      window_ms = 60000;
+    } else if (unit == "h") {
+      window_ms = 3600000;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  static bool validKeyPart(std::string_view k) {
+    if (k == "subject" || k == "group" || k == "method" || k == "name" || k == "client_ip") {
+      return true;
+    }
+    if (k.starts_with("param:")) {
+      return core::isToken(k.substr(6));
+    }
+    if (k.starts_with("header:")) {
+      return core::isToken(k.substr(7));
+    }
+    return false;
+  }
+
+  void walkLimit(const YAML::Node& n, const std::string& path) {
+    RateLimitSpec s;
+    s.file = file_;
+    s.line = n.Mark().is_null() ? 0 : n.Mark().line + 1;
+    bool ok = true;
+    const Entry* burst = nullptr;
+    std::vector<Entry> es = entries(n, n.Mark(), kLimitKeys, path);
+    if (!n.IsMap()) {
+      return;
+    }
+    for (const Entry& e : es) {
+      if (e.key == "name") {
+        ok = readString(e, s.name) && ok;
+      } else if (e.key == "match") {
+        ok = walkMatch(e, s.match) && ok;
+      } else if (e.key == "key") {
+        std::vector<std::string> parts;
+        if (!readStringList(e, parts)) {
+          ok = false;
+          continue;
+        }
+        for (size_t i = 0; i < parts.size(); ++i) {
+          if (!validKeyPart(parts[i])) {
+            error(e.value[i].Mark(), "'" + e.path + "[" + std::to_string(i) +
+                                         "]': unknown key part '" + parts[i] +
+                                         "' (subject, group, method, name, param:<Name>, "
+                                         "header:<Name>, client_ip)");
+            ok = false;
+          }
+        }
+        s.key = std::move(parts);
+      } else if (e.key == "rate") {
+        if (!readString(e, s.rate_text)) {
+          ok = false;
+        } else if (!parseRate(s.rate_text, s.count, s.window_ms)) {
+          error(valueMark(e), "'" + e.path + "': invalid rate '" + s.rate_text +
+                                  "' (N/s, N/min or N/h with N a positive integer)");
+          ok = false;
+        } else {
+          s.rate_per_sec = static_cast<double>(s.count) * 1000.0 / static_cast<double>(s.window_ms);
+        }
+      } else if (e.key == "burst") {
+        burst = &e;
+      } else if (e.key == "backend") {
+        bool local = true;
+        ok = readChoice(e, "local", "redis", local) && ok;
+        s.backend = local ? RateLimitSpec::Backend::kLocal : RateLimitSpec::Backend::kRedis;
+        if (!local) {
+          redis_limits_.emplace_back(file_, valueMark(e));
+        }
+      }
+    }
+    if (burst != nullptr) {
+      std::string text;
+      uint64_t b = 0;
+      if (readString(*burst, text)) {
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), b);
+        if (ec != std::errc() || ptr != text.data() + text.size() || b == 0 || b > 1000000000) {
+          error(valueMark(*burst),
+                "'" + burst->path + "' must be a positive integer, not '" + text + "'");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+      s.burst = static_cast<uint32_t>(b);
+    } else {
+      s.burst = static_cast<uint32_t>(s.count);
+    }
+    for (std::string_view required : {"name", "key", "rate"}) {
+      if (find(es, required) == nullptr) {
+        error(n.Mark(), "'" + path + "' needs '" + std::string(required) + "'");
+        ok = false;
+      }
+    }
+    if (!s.name.empty()) {
+      for (const RateLimitSpec& other : set_->rate_limits_) {
+        if (other.name == s.name) {
+          error(find(es, "name")->value.Mark(), "rate limit name '" + s.name + "' is used twice");
+          ok = false;
+        }
+      }
+    }
+    if (ok) {
+      set_->rate_limits_.push_back(std::move(s));
+    }
+  }
+
+  void walkRedis(const Entry& re) {
+    RedisSettings r;
+    r.present = true;
+    bool ok = true;
+    std::vector<Entry> es = entries(re.value, re.key_node.Mark(), kRedisKeys, re.path);
+    if (!re.value.IsMap()) {
+      return;
+    }
+    for (const Entry& e : es) {
+      std::string text;
+      if (!readString(e, text)) {
+        ok = false;
+        continue;
+      }
+      if (e.key == "address") {
+        settings::Address a;
+        if (!settings::parseAddress(text, a) || a.port == 0) {
+          error(valueMark(e), "'" + e.path + "': invalid address '" + text + "' (host:port)");
+          ok = false;
+        } else {
+          r.host = a.host;
+          r.port = a.port;
+        }
+      } else if (e.key == "on_error") {
+        if (text == "local") {
+          r.on_error = RedisSettings::OnError::kLocal;
+        } else if (text == "allow") {
+          r.on_error = RedisSettings::OnError::kAllow;
+        } else if (text == "deny") {
+          r.on_error = RedisSettings::OnError::kDeny;
+        } else {
+          error(valueMark(e), "'" + e.path + "' must be local, allow or deny, not '" + text + "'");
+          ok = false;
+        }
+      } else if (e.key == "timeout") {
+        settings::Duration d{};
+        if (!settings::parseDuration(text, d) || d.count() == 0) {
+          error(valueMark(e), "'" + e.path + "': invalid duration '" + text + "'");
+          ok = false;
+        } else {
+          r.timeout = d;
+        }
+      }
+    }
+    if (find(es, "address") == nullptr) {
+      error(re.key_node.Mark(), "'redis' needs 'address'");
+      ok = false;
+    }
+    if (ok) {
+      set_->redis_ = std::move(r);
+    }
+  }
+};
+
+std::shared_ptr<const PolicySet> PolicySet::load(const std::vector<std::string>& files,
+                                                 std::vector<settings::Diagnostic>& errors) {
+  Loader l(errors);
+  for (const std::string& f : files) {
+    l.readFile(f);
+  }
+  return l.finish();
+}
+
+std::shared_ptr<const PolicySet> PolicySet::loadString(std::string_view yaml,
+                                                       const std::string& file,
+                                                       std::vector<settings::Diagnostic>& errors) {
+  Loader l(errors);
+  l.file(yaml, file);
+  return l.finish();
+}
+
+}  // namespace gw::policy

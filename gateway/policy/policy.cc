@@ -1,0 +1,170 @@
+// policy/: the request-path half — authentication and rule evaluation (see policy.h).
+
+#include "gateway/policy/policy.h"
+
+#include <algorithm>
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include "gateway/core/ascii.h"
+#include "gateway/policy/jwt.h"
+
+namespace gw::policy {
+
+const std::string* Identity::claim(std::string_view name) const noexcept {
+  for (const auto& [k, v] : claims) {
+    if (k == name) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+void Identity::clear() noexcept {
+  authenticated = false;
+  subject.clear();
+  groups.clear();
+  claims.clear();
+}
+
+bool Match::matches(const RequestView& req, const Identity& id) const noexcept {
+  if (method && (req.method.empty() || !method->match(req.method))) {
+    return false;
+  }
+  if (name && (req.mcp == nullptr || !req.mcp->has_name || !name->match(req.mcp->name.value))) {
+    return false;
+  }
+  for (const auto& [pname, glob] : params) {
+    const mcp::McpParam* p = req.mcp != nullptr ? req.mcp->findParam(pname) : nullptr;
+    if (p == nullptr || !glob.match(p->v.value)) {
+      return false;
+    }
+  }
+  if (subject && (!id.authenticated || !subject->match(id.subject))) {
+    return false;
+  }
+  if (!groups.empty()) {
+    bool any = std::any_of(groups.begin(), groups.end(), [&](const std::string& g) {
+      return std::find(id.groups.begin(), id.groups.end(), g) != id.groups.end();
+    });
+    if (!any) {
+      return false;
+    }
+  }
+  for (const auto& [cname, glob] : claims) {
+    const std::string* v = id.claim(cname);
+    if (v == nullptr || !glob.match(*v)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+PolicySet::PolicySet() = default;
+PolicySet::~PolicySet() = default;
+
+namespace {
+
+AuthResult fail(const char** reason, AuthResult r, const char* why) noexcept {
+  if (reason != nullptr) {
+    *reason = why;
+  }
+  return r;
+}
+
+}  // namespace
+
+AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields, int64_t now_unix,
+                                   Identity& out, const char** reason) const noexcept {
+  out.clear();
+  if (reason != nullptr) {
+    *reason = "";
+  }
+  bool configured = !api_keys_.empty() || jwt_ != nullptr;
+  size_t count = configured ? http::countFields(fields, "authorization") : 0;
+  if (count == 0) {
+    return anonymous_ ? AuthResult::kAnonymous
+                      : fail(reason, AuthResult::kMissing, "credentials required");
+  }
+  if (count > 1) {
+    return fail(reason, AuthResult::kInvalid, "more than one Authorization header");
+  }
+  std::string_view value = http::findField(fields, "authorization")->value;
+  constexpr std::string_view kBearer = "bearer ";
+  if (!core::istartsWith(value, kBearer)) {
+    return fail(reason, AuthResult::kInvalid, "Authorization is not a Bearer credential");
+  }
+  std::string_view token = value.substr(kBearer.size());
+  while (!token.empty() && token.front() == ' ') {
+    token.remove_prefix(1);
+  }
+  if (token.empty()) {
+    return fail(reason, AuthResult::kInvalid, "empty Bearer credential");
+  }
+  if (std::count(token.begin(), token.end(), '.') == 2) {
+    if (jwt_ == nullptr) {
+      return fail(reason, AuthResult::kInvalid, "JWTs are not accepted");
+    }
+    return verifyJwt(*jwt_, token, now_unix, out, reason);
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  // Every configured key is compared, whatever matches, so timing says nothing about which.
+  const ApiKey* found = nullptr;
+  for (const ApiKey& k : api_keys_) {
+    bool eq = CRYPTO_memcmp(k.digest, digest, sizeof digest) == 0;
+    found = eq && found == nullptr ? &k : found;
+  }
+  OPENSSL_cleanse(digest, sizeof digest);
+  if (found == nullptr) {
+    return fail(reason, AuthResult::kInvalid, "unknown API key");
+  }
+  out.authenticated = true;
+  out.subject = found->subject;
+  out.groups = found->groups;
+  out.claims = found->claims;
+  return AuthResult::kAuthenticated;
+}
+
+Decision PolicySet::decide(const RequestView& req, const Identity& id) const noexcept {
+  for (const Rule& r : rules_) {
+    if (!r.match.matches(req, id)) {
+      continue;
+    }
+    if (r.unless && r.unless->matches(req, id)) {
+      continue;
+    }
+    Decision d;
+    d.rule = r.name;
+    if (r.require) {
+      const mcp::McpParam* p = req.mcp != nullptr ? req.mcp->findParam(r.require->first) : nullptr;
+      const std::string* c = id.claim(r.require->second);
+      if (p == nullptr) {
+        d.allow = false;
+        d.reason = "required param is absent";
+        return d;
+      }
+      if (c == nullptr) {
+        d.allow = false;
+        d.reason = "caller lacks the required claim";
+        return d;
+      }
+      if (p->v.value != std::string_view(*c)) {
+        d.allow = false;
+        d.reason = "param does not equal the caller's claim";
+        return d;
+      }
+    }
+    d.allow = r.action == Rule::Action::kAllow;
+    d.reason = d.allow ? "allowed by rule" : "denied by rule";
+    return d;
+  }
+  Decision d;
+  d.allow = default_allow_;
+  d.rule = "default";
+  d.reason = d.allow ? "allowed by default" : "denied by default";
+  return d;
+}
+
+}  // namespace gw::policy

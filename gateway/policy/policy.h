@@ -1,0 +1,164 @@
+#pragma once
+// policy/: identity and per-tool rules, the stage after routing. Policy files (YAML) are
+// parsed, validated and compiled once into an immutable PolicySet; on the request path
+// authenticate() turns the Authorization header into an Identity (API key or JWT) and
+// decide() walks the ordered rules (first match wins, then `default`). Both are noexcept,
+// read no files and never log or return credential contents. Matching uses the DECODED
+// Mcp-* values (sentinels already decoded by mcp/contract.h).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gateway/http/message.h"
+#include "gateway/mcp/contract.h"
+#include "gateway/router/glob.h"
+#include "gateway/settings/settings.h"
+
+namespace gw::policy {
+
+struct Identity {
+  bool authenticated = false;
+  std::string subject;  // "" when anonymous
+  std::vector<std::string> groups;
+  // Top-level string / number / bool claims flattened to text (numbers in their shortest
+  // decimal form, booleans as "true" / "false"); nested objects, arrays and null are skipped.
+  // For API keys: the `claims` configured with the key.
+  std::vector<std::pair<std::string, std::string>> claims;
+
+  const std::string* claim(std::string_view name) const noexcept;
+  void clear() noexcept;
+};
+
+enum class AuthResult : uint8_t {
+  kAnonymous,      // no credentials and anonymous: allow
+  kAuthenticated,  // a valid API key or JWT
+  kMissing,        // no credentials and anonymous: deny (→ 401)
+  kInvalid,        // credentials present but wrong: bad key, bad / expired token (→ 401)
+};
+
+struct RequestView {
+  std::string_view method;               // Mcp-Method ("" when absent)
+  const mcp::McpHeaders* mcp = nullptr;  // decoded Mcp-Name / Mcp-Param-*; may be null
+};
+
+// One `match:` (or `unless:`) block; every present key must match (AND). An absent header
+// never matches a present key, not even `*`; likewise `subject` never matches an anonymous
+// caller and `claims` never match a claim the caller lacks.
+struct Match {
+  std::optional<router::Glob> method;                        // glob on Mcp-Method
+  std::optional<router::Glob> name;                          // glob on decoded Mcp-Name
+  std::vector<std::pair<std::string, router::Glob>> params;  // {Name} (case-insensitive) → glob
+  std::optional<router::Glob> subject;                       // glob on Identity::subject
+  std::vector<std::string> groups;                           // caller is in any of these
+  std::vector<std::pair<std::string, router::Glob>> claims;  // claim present and matches glob
+
+  bool matches(const RequestView& req, const Identity& id) const noexcept;
+};
+
+struct Rule {
+  enum class Action : uint8_t { kAllow, kDeny };
+  std::string name;
+  Match match;                  // empty = matches everything
+  std::optional<Match> unless;  // when it matches, the rule does not apply
+  Action action = Action::kAllow;
+  // `require: { param: P, equals_claim: C }`: the decoded Mcp-Param-P must be present and
+  // byte-equal to the caller's claim C, else the request is denied by this rule.
+  std::optional<std::pair<std::string, std::string>> require;
+  std::string file;
+  int line = 0;
+};
+
+struct RateLimitSpec {
+  enum class Backend : uint8_t { kLocal, kRedis };
+  std::string name;
+  Match match;
+  // Parts of the bucket key, in order: "subject", "group", "method", "name", "param:<Name>",
+  // "header:<Name>", "client_ip".
+  std::vector<std::string> key;
+  double rate_per_sec = 0;
+  std::string rate_text;   // as written, e.g. "10/s"
+  uint64_t window_ms = 0;  // the period of the rate: 1000 (/s), 60000 (/min), 3600000 (/h)
+  uint64_t count = 0;      // N of "N/period"
+  uint32_t burst = 0;      // default = count
+  Backend backend = Backend::kLocal;
+  int line = 0;
+  std::string file;
+};
+
+struct RedisSettings {
+  enum class OnError : uint8_t { kLocal, kAllow, kDeny };
+  bool present = false;
+  std::string host;
+  uint16_t port = 6379;
+  OnError on_error = OnError::kLocal;
+  std::chrono::milliseconds timeout{50};
+};
+
+struct Decision {
+  bool allow = true;
+  std::string_view rule = "default";  // the deciding rule's name; "default" when none matched
+  const char* reason = "";            // static text, e.g. "denied by rule"
+};
+
+class PolicySet {
+ public:
+  // Parses and validates every file; all problems are appended to `errors` with
+  // file:line:column (unknown keys are errors). Files are merged in order: rules,
+  // rate_limits and api_keys concatenated; jwt at most once; `default`, `anonymous`,
+  // `forward_credentials` and `redis` from the last file that sets them. JWKS files are
+  // resolved relative to the policy file and read here. Returns null when any error was
+  // found. No files = allow everything, anonymous.
+  static std::shared_ptr<const PolicySet> load(const std::vector<std::string>& files,
+                                               std::vector<settings::Diagnostic>& errors);
+  // Same for one document held in memory (`file` names it and anchors relative paths).
+  static std::shared_ptr<const PolicySet> loadString(std::string_view yaml, const std::string& file,
+                                                     std::vector<settings::Diagnostic>& errors);
+
+  // Reads `Authorization: Bearer <token>`: a token with two dots is a JWT, anything else an
+  // API key. `out` is cleared first and filled on kAuthenticated. `*reason` (if non-null)
+  // gets static text saying why on kMissing / kInvalid; it never contains the credential.
+  AuthResult authenticate(const std::vector<http::HeaderField>& fields, int64_t now_unix,
+                          Identity& out, const char** reason) const noexcept;
+  // First matching rule decides; `Decision::rule` points into this PolicySet.
+  Decision decide(const RequestView& req, const Identity& id) const noexcept;
+
+  const std::vector<Rule>& rules() const noexcept { return rules_; }
+  const std::vector<RateLimitSpec>& rateLimits() const noexcept { return rate_limits_; }
+  const RedisSettings& redis() const noexcept { return redis_; }
+  bool requiresAuth() const noexcept { return !anonymous_; }  // anonymous: deny
+  bool forwardCredentials() const noexcept { return forward_credentials_; }
+  bool defaultAllow() const noexcept { return default_allow_; }
+
+  ~PolicySet();
+  PolicySet(const PolicySet&) = delete;
+  PolicySet& operator=(const PolicySet&) = delete;
+
+  struct ApiKey {
+    std::string subject;
+    unsigned char digest[32];  // SHA-256 of the key
+    std::vector<std::string> groups;
+    std::vector<std::pair<std::string, std::string>> claims;
+  };
+  struct Jwt;  // jwt.h
+
+ private:
+  friend class Loader;
+  PolicySet();
+
+  std::vector<ApiKey> api_keys_;
+  std::unique_ptr<Jwt> jwt_;
+  bool anonymous_ = true;
+  bool forward_credentials_ = false;
+  bool default_allow_ = true;
+  std::vector<Rule> rules_;
+  std::vector<RateLimitSpec> rate_limits_;
+  RedisSettings redis_;
+};
+
+}  // namespace gw::policy
