@@ -116,6 +116,9 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
 }
 
 Connection::~Connection() {
+  if (redis_handle_ != 0 && redis_owner_ != nullptr) {
+    redis_owner_->cancel(redis_handle_);
+  }
   if (lease_.bev) {
     w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -298,6 +301,8 @@ void Connection::startRequest() {
   bytes_out_ = 0;
   outcome_ = "";
   endpoint_ = nullptr;
+  body_read_ = false;
+  ratelimit_lines_.clear();
 
   if (head_.framing == http::BodyFraming::kContentLength &&
       head_.content_length > s_->limits.max_body_bytes) {
@@ -330,30 +335,38 @@ void Connection::startRequest() {
   }
 
   if (body_mode_ == BodyMode::kBuffer) {
-    if (!body_) {
-      body_ = event::makeBuffer();
-    }
-    evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
-    req_chunked_.reset();
-    body_remaining_ = head_.content_length;
-    state_ = State::kBody;
-    armDownTimer(s_->limits.body_timeout);
-    if (head_.expect_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
-      addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
-      sent_continue_ = true;
-    }
-    readBody();
+    beginBodyRead();
     return;
   }
 
-  // Straight through: connect now and stream the body (if any) as it arrives.
+  // Straight through: after the rate limits, connect and stream the body as it arrives.
   body_remaining_ = head_.framing == http::BodyFraming::kContentLength ? head_.content_length : 0;
   state_ = State::kExchange;
   armDownTimer(milliseconds(0));
-  connectUpstream();
+  bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  runLimits();
 }
 
 // ---- request body -----------------------------------------------------------------------
+
+// Reads the whole body (bounded by max_body_bytes) into body_, then bodyComplete().
+void Connection::beginBodyRead() {
+  body_mode_ = BodyMode::kBuffer;
+  if (!body_) {
+    body_ = event::makeBuffer();
+  }
+  evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
+  req_chunked_.reset();
+  body_remaining_ = head_.content_length;
+  state_ = State::kBody;
+  armDownTimer(s_->limits.body_timeout);
+  if (head_.expect_continue && !sent_continue_ &&
+      evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
+    addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
+    sent_continue_ = true;
+  }
+  readBody();
+}
 
 bool Connection::moveChunkedBody(evbuffer* in) {
   while (evbuffer_get_length(in) > 0) {
@@ -451,8 +464,75 @@ void Connection::bodyComplete() {
       return;
     }
   }
+  body_read_ = true;
   state_ = State::kExchange;
+  runLimits();
+}
+
+// ---- rate limits ------------------------------------------------------------------------
+
+void Connection::runLimits() {
+  limits_.clear();
+  limit_index_ = 0;
+  ratelimit_lines_.clear();
+  best_remaining_ = UINT64_MAX;
+  filters::collectLimits(ctx_, limits_);
+  nextLimit();
+}
+
+// Checks the limits one by one; a Redis-backed one suspends until its answer (or the
+// on_error outcome) arrives on this worker's loop.
+void Connection::nextLimit() {
+  while (limit_index_ < limits_.size()) {
+    const filters::LimitCheck& c = limits_[limit_index_];
+    const policy::RedisSettings& rs = snap_->policy->redis();
+    if (c.spec->backend == policy::RateLimitSpec::Backend::kRedis && rs.present) {
+      ratelimit::RedisLimiter& redis = w_.redisFor(rs);
+      redis_owner_ = &redis;
+      redis_handle_ = redis.check(c.key, c.rate, [this](const ratelimit::Decision& d) {
+        redis_handle_ = 0;
+        redis_owner_ = nullptr;
+        if (onLimitDecision(d)) {
+          nextLimit();
+        }
+      });
+      if (redis_handle_ != 0) {
+        return;
+      }
+      // No timer could be had: decide locally rather than hang.
+    }
+    if (!onLimitDecision(w_.shared->limiter->check(c.key, c.rate))) {
+      return;
+    }
+  }
   connectUpstream();
+}
+
+// True: admitted, go on with the next limit. False: a 429 is on its way.
+bool Connection::onLimitDecision(const ratelimit::Decision& d) {
+  const filters::LimitCheck& c = limits_[limit_index_];
+  if (!d.allowed) {
+    filters::setRateLimitedReply(ctx_, c, d);
+    bool has_body = head_.framing != http::BodyFraming::kNone;
+    if (body_read_) {
+      std::string body(evbuffer_get_length(body_.get()), '\0');
+      evbuffer_copyout(body_.get(), body.data(), body.size());
+      ctx_.reply.id = mcp::extractId(body);
+      sendLocalReply();
+    } else if (has_body) {
+      reply_after_body_ = true;  // read the bounded body only to echo the id
+      beginBodyRead();
+    } else {
+      sendLocalReply();
+    }
+    return false;
+  }
+  if (s_->rate_limit_headers && d.remaining <= best_remaining_) {
+    best_remaining_ = d.remaining;  // the most constrained limit speaks for the answer
+    ratelimit_lines_ = ratelimit::headerLines(c.spec->name, c.rate, d, false);
+  }
+  ++limit_index_;
+  return true;
 }
 
 // ---- local replies ----------------------------------------------------------------------
@@ -854,6 +934,7 @@ void Connection::sendResponseHead() {
   if (resp_sse_ && !has_accel) {
     addStr(out, "X-Accel-Buffering: no\r\n");
   }
+  addStr(out, ratelimit_lines_);
   client_chunked_ = false;
   switch (resp_.framing) {
     case http::BodyFraming::kNone:

@@ -15,6 +15,8 @@
 
 #include "gateway/event/owners.h"
 #include "gateway/filters/context.h"
+#include "gateway/filters/limits.h"
+#include "gateway/ratelimit/gcra.h"
 #include "gateway/http/chunked.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
@@ -59,6 +61,10 @@ class Connection final : public sse::EventSink {
   void parseHead();
   void startRequest();
   void readBody();
+  void beginBodyRead();
+  void runLimits();
+  void nextLimit();
+  bool onLimitDecision(const ratelimit::Decision& d);
   void pumpStreamBody();
   bool moveChunkedBody(evbuffer* in);
   void bodyComplete();
@@ -113,6 +119,15 @@ class Connection final : public sse::EventSink {
   event::EvBufferPtr body_;      // kBuffer: the whole body
   std::string verify_buf_;       // contiguous padded copy (verify / classify only)
   bool reply_after_body_ = false;
+  bool body_read_ = false;  // body_ holds the whole request body
+
+  // rate limits
+  std::vector<filters::LimitCheck> limits_;
+  size_t limit_index_ = 0;
+  uint64_t redis_handle_ = 0;       // a pending Redis decision (cancelled if we go away)
+  ratelimit::RedisLimiter* redis_owner_ = nullptr;  // the limiter that holds it
+  std::string ratelimit_lines_;     // RateLimit fields for the answer (rate_limit_headers)
+  uint64_t best_remaining_ = 0;
   bool sent_continue_ = false;
 
   // upstream

@@ -8,9 +8,13 @@
 #include <memory>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
+#include "gateway/policy/policy.h"
+#include "gateway/ratelimit/local_limiter.h"
+#include "gateway/ratelimit/redis_limiter.h"
 #include "gateway/upstream/pool.h"
 
 namespace spdlog {
@@ -43,6 +47,8 @@ struct Shared {
   std::atomic<int64_t> streams{0};             // exchanges in flight
   std::atomic<uint64_t> requests{0};
   std::atomic<bool> draining{false};
+  // Local rate-limit buckets, shared by every worker; they survive reloads.
+  std::unique_ptr<ratelimit::LocalLimiter> limiter;
 };
 
 struct WorkerContext {
@@ -53,6 +59,29 @@ struct WorkerContext {
   std::unique_ptr<upstream::Pools> pools;
   int64_t local_connections = 0;  // this worker's open downstream connections
   std::unordered_set<Connection*> connections;  // every open downstream connection
+  std::unique_ptr<ratelimit::RedisLimiter> redis;  // this worker's Redis client, lazily
+  std::string redis_id;                            // the settings it was made for
+  std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
+
+  // The worker's Redis limiter for these settings (re-made when a reload changes them).
+  ratelimit::RedisLimiter& redisFor(const policy::RedisSettings& rs) {
+    std::string wanted = rs.host + ":" + std::to_string(rs.port) + "/" +
+                     std::to_string(static_cast<int>(rs.on_error)) + "/" +
+                     std::to_string(rs.timeout.count());
+    if (!redis || wanted != redis_id) {
+      // A replaced limiter would drop its pending callbacks: keep it until they are done.
+      std::erase_if(retired_redis, [](const auto& r) { return r->pending() == 0; });
+      if (redis) {
+        retired_redis.push_back(std::move(redis));
+      }
+      redis = std::make_unique<ratelimit::RedisLimiter>(
+          base, rs.host, rs.port, rs.timeout,
+          static_cast<ratelimit::RedisLimiter::OnError>(static_cast<int>(rs.on_error)),
+          *shared->limiter);
+      redis_id = std::move(wanted);
+    }
+    return *redis;
+  }
 };
 
 }  // namespace gw::proxy

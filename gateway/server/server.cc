@@ -81,6 +81,8 @@ class Worker {
     retry_.reset();
     control_.reset();
     ctx_.pools.reset();
+    ctx_.redis.reset();
+    ctx_.retired_redis.clear();  // all before base_ goes
   }
 
   bool bind(const settings::Address& a, std::string& error) {
@@ -179,6 +181,7 @@ class Worker {
 Server::Server(std::shared_ptr<const filters::Snapshot> snapshot, std::string config_path)
     : config_path_(std::move(config_path)) {
   shared_.access_log = makeAccessLog(snapshot->settings->access_log);
+  shared_.limiter = std::make_unique<ratelimit::LocalLimiter>(core::SteadyClock::instance());
   shared_.snapshot.store(std::move(snapshot));
 }
 

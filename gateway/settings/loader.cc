@@ -33,7 +33,8 @@ using Keys = std::span<const std::string_view>;
 
 constexpr std::string_view kTopKeys[] = {"listen",   "endpoint",   "workers",   "admin",
                                          "limits",   "mcp",        "upstreams", "routes",
-                                         "policies", "access_log", "log_level", "drain_timeout"};
+                                         "policies", "access_log", "log_level", "drain_timeout",
+                                         "rate_limit_headers"};
 constexpr std::string_view kLimitsKeys[] = {
     "max_connections", "max_request_line", "max_header_bytes", "max_headers",
     "max_body_bytes",  "header_timeout",   "body_timeout",     "keepalive_timeout"};
@@ -459,6 +460,8 @@ class Loader {
         readEnum(e, kLogLevels, s.log_level);
       } else if (e.key == "drain_timeout") {
         readDuration(e, s.drain_timeout);
+      } else if (e.key == "rate_limit_headers") {
+        readBool(e, s.rate_limit_headers);
       }
     }
     if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&

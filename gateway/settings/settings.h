@@ -95,6 +95,7 @@ struct Settings {
   AccessLog access_log;
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);
+  bool rate_limit_headers = false;  // RateLimit-Policy / RateLimit on admitted answers too
   std::string source_file;  // the config file this came from (absolute)
 
   // Index of the upstream with this name, or -1.

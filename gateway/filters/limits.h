@@ -1,0 +1,31 @@
+#pragma once
+// The rate-limit stage's pure half: which of the policy's rate limits apply to a request and
+// under which bucket key. The I/O half (local buckets now, Redis round trips later) is
+// proxy/'s. Runs after identity and policy, and after body verification when the body is
+// read anyway, so a request any earlier stage rejects consumes no quota.
+
+#include <string>
+#include <vector>
+
+#include "gateway/filters/context.h"
+#include "gateway/policy/policy.h"
+#include "gateway/ratelimit/gcra.h"
+
+namespace gw::filters {
+
+struct LimitCheck {
+  const policy::RateLimitSpec* spec = nullptr;  // points into the snapshot's PolicySet
+  std::string key;                              // bucket key: limit name + key parts
+  ratelimit::Rate rate;
+};
+
+// Appends every limit whose match the request meets. Untrusted requests only meet limits
+// that do not look at Mcp-* headers.
+void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out);
+
+// Fills ctx.reply with the 429 for `check` denied by `d` (Retry-After, RateLimit-Policy,
+// RateLimit; JSON-RPC error with data.retryAfter).
+void setRateLimitedReply(RequestContext& ctx, const LimitCheck& check,
+                         const ratelimit::Decision& d);
+
+}  // namespace gw::filters
