@@ -12,7 +12,9 @@
 
 namespace gw::admin {
 
-AdminServer::~AdminServer() { stop(); }
+AdminServer::~AdminServer() {
+  stop();
+}
 
 bool AdminServer::start(const settings::Address& addr, std::string& error) {
   base_.reset(event_base_new());
@@ -72,9 +74,11 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
     const proxy::Shared& s = self->shared_;
     evbuffer_add_printf(out,
                         "# TYPE mcp_gateway_connections gauge\n"
-                        "mcp_gateway_connections %" PRId64 "\n"
+                        "mcp_gateway_connections %" PRId64
+                        "\n"
                         "# TYPE mcp_gateway_streams gauge\n"
-                        "mcp_gateway_streams %" PRId64 "\n"
+                        "mcp_gateway_streams %" PRId64
+                        "\n"
                         "# TYPE mcp_gateway_requests_total counter\n"
                         "mcp_gateway_requests_total %" PRIu64 "\n",
                         s.connections.load(), s.streams.load(), s.requests.load());

@@ -11,17 +11,23 @@ namespace gw::core {
 namespace detail {
 constexpr std::array<bool, 256> makeTcharTable() {
   std::array<bool, 256> t{};
-  for (int c = '0'; c <= '9'; ++c) t[c] = true;
-  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
-  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
-  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  for (int c = '0'; c <= '9'; ++c)
+    t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c)
+    t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c)
+    t[c] = true;
+  for (char c : std::string_view("!#$%&'*+-.^_`|~"))
+    t[static_cast<unsigned char>(c)] = true;
   return t;
 }
 inline constexpr std::array<bool, 256> kTchar = makeTcharTable();
 }  // namespace detail
 
 // RFC 9110 tchar: the characters of a token (header names, methods).
-constexpr bool isTchar(unsigned char c) { return detail::kTchar[c]; }
+constexpr bool isTchar(unsigned char c) {
+  return detail::kTchar[c];
+}
 
 constexpr bool isToken(std::string_view s) {
   if (s.empty()) {
@@ -41,7 +47,9 @@ constexpr bool isFieldValueChar(unsigned char c) {
   return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
-constexpr char toLowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? char(c + 32) : c; }
+constexpr char toLowerAscii(char c) {
+  return (c >= 'A' && c <= 'Z') ? char(c + 32) : c;
+}
 
 constexpr bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) {
@@ -59,11 +67,15 @@ constexpr bool istartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
-constexpr bool isOws(char c) { return c == ' ' || c == '\t'; }
+constexpr bool isOws(char c) {
+  return c == ' ' || c == '\t';
+}
 
 constexpr std::string_view trimOws(std::string_view s) {
-  while (!s.empty() && isOws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isOws(s.back())) s.remove_suffix(1);
+  while (!s.empty() && isOws(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && isOws(s.back()))
+    s.remove_suffix(1);
   return s;
 }
 

@@ -20,8 +20,7 @@ class Clock {
 class SteadyClock final : public Clock {
  public:
   Nanos now() const noexcept override {
-    return std::chrono::duration_cast<Nanos>(
-        std::chrono::steady_clock::now().time_since_epoch());
+    return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
   }
   static const SteadyClock& instance() noexcept {
     static const SteadyClock c;

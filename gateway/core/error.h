@@ -6,7 +6,8 @@
 #include <string>
 #include <utility>
 
-#if defined(__cpp_lib_expected) || (defined(__has_include) && __has_include(<expected>) && !defined(__clang__))
+#if defined(__cpp_lib_expected) || \
+    (defined(__has_include) && __has_include(<expected>) && !defined(__clang__))
 #include <expected>
 #define GW_HAVE_EXPECTED 1
 #endif

@@ -33,14 +33,15 @@ using BufferEventPtr = std::unique_ptr<bufferevent, BufferEventDeleter>;
 using EvBufferPtr = std::unique_ptr<evbuffer, EvBufferDeleter>;
 using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
 
-inline EvBufferPtr makeBuffer() { return EvBufferPtr(evbuffer_new()); }
+inline EvBufferPtr makeBuffer() {
+  return EvBufferPtr(evbuffer_new());
+}
 
 // A one-shot/re-armable timer owned by `owner`; cb(owner) runs on expiry.
 template <class T, void (T::*Method)()>
 EventPtr makeTimer(event_base* base, T* owner) {
   return EventPtr(evtimer_new(
-      base, [](evutil_socket_t, short, void* arg) { (static_cast<T*>(arg)->*Method)(); },
-      owner));
+      base, [](evutil_socket_t, short, void* arg) { (static_cast<T*>(arg)->*Method)(); }, owner));
 }
 
 }  // namespace gw::event

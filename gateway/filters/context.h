@@ -31,13 +31,13 @@ struct LocalReply {
   bool json_rpc = true;
   int code = 0;
   std::string message;
-  std::string data_json;       // optional JSON value for error.data
-  bool echo_id = false;        // read the body to echo the request id
-  bool omit_id = false;        // no "id" member at all (403 Origin)
-  mcp::RequestId id;           // when already known (verify mode)
-  std::string text;            // plain-text body when !json_rpc
-  std::string extra_headers;   // full header lines, each ending in CRLF
-  const char* reason = "";     // short machine name for logs/metrics ("header_mismatch")
+  std::string data_json;      // optional JSON value for error.data
+  bool echo_id = false;       // read the body to echo the request id
+  bool omit_id = false;       // no "id" member at all (403 Origin)
+  mcp::RequestId id;          // when already known (verify mode)
+  std::string text;           // plain-text body when !json_rpc
+  std::string extra_headers;  // full header lines, each ending in CRLF
+  const char* reason = "";    // short machine name for logs/metrics ("header_mismatch")
 };
 
 struct RequestContext {
@@ -45,19 +45,19 @@ struct RequestContext {
   const http::RequestHead* head = nullptr;
   std::string_view client_ip;
 
-  mcp::McpHeaders mcp;          // reused across requests on a connection
-  bool trusted = false;         // MCP-Protocol-Version is in mcp.protocol_versions
-  bool legacy = false;          // untrusted traffic admitted by legacy: passthrough
+  mcp::McpHeaders mcp;   // reused across requests on a connection
+  bool trusted = false;  // MCP-Protocol-Version is in mcp.protocol_versions
+  bool legacy = false;   // untrusted traffic admitted by legacy: passthrough
   const settings::Route* route = nullptr;
 
-  bool need_body = false;       // a stage wants the whole body before the upstream
-  bool classify_body = false;   // Mcp-Method absent: body must be a notification
-  bool verify_body = false;     // verify mode for this request
-  bool learn_tools = false;     // a trusted tools/list: learn schemas from the response
+  bool need_body = false;      // a stage wants the whole body before the upstream
+  bool classify_body = false;  // Mcp-Method absent: body must be a notification
+  bool verify_body = false;    // verify mode for this request
+  bool learn_tools = false;    // a trusted tools/list: learn schemas from the response
   ParamCheck param_check = ParamCheck::kNotChecked;
   mcp::BodyKind body_kind = mcp::BodyKind::kUnknown;
 
-  policy::Identity identity;         // who is calling (identity stage)
+  policy::Identity identity;  // who is calling (identity stage)
   policy::AuthResult auth = policy::AuthResult::kAnonymous;
   std::string_view policy_rule;      // the rule that decided (access log); "" before
   bool forward_credentials = false;  // Authorization goes upstream

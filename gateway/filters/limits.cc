@@ -57,8 +57,8 @@ void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out) {
     for (const std::string& part : spec.key) {
       appendPart(ctx, part, c.key);
     }
-    c.rate = ratelimit::Rate::make(spec.count, std::chrono::milliseconds(spec.window_ms),
-                                   spec.burst);
+    c.rate =
+        ratelimit::Rate::make(spec.count, std::chrono::milliseconds(spec.window_ms), spec.burst);
     out.push_back(std::move(c));
   }
 }

@@ -29,8 +29,8 @@ std::string quoted(std::string_view v) {
 }
 
 bool methodNeedsName(std::string_view m) noexcept {
-  return m == "tools/call" || m == "prompts/get" || m == "resources/read" ||
-         m == "tasks/get" || m == "tasks/update" || m == "tasks/cancel";
+  return m == "tools/call" || m == "prompts/get" || m == "resources/read" || m == "tasks/get" ||
+         m == "tasks/update" || m == "tasks/cancel";
 }
 
 // ---- stage 1: transport rules (path, Origin) ------------------------------------------
@@ -81,8 +81,8 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
       return FilterStatus::kContinue;  // headers not trusted for any decision
     }
     if (head.method != "POST") {
-      setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.",
-               "method_not_allowed", false);
+      setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.", "method_not_allowed",
+               false);
       ctx.reply.id = mcp::RequestId::null();
       ctx.reply.extra_headers = "Allow: POST\r\n";
       return FilterStatus::kLocalReply;
@@ -103,16 +103,15 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     mcp::appendJsonEscaped(data, ctx.mcp.version.substr(0, kMaxEchoedValue));
     data += "\"}";
     setReply(ctx, 400, mcp::code::kUnsupportedProtocolVersion,
-             "Unsupported protocol version: " + quoted(ctx.mcp.version),
-             "version_unsupported");
+             "Unsupported protocol version: " + quoted(ctx.mcp.version), "version_unsupported");
     ctx.reply.data_json = std::move(data);
     return FilterStatus::kLocalReply;
   }
 
   // Modern traffic: POST only; a JSON body.
   if (head.method != "POST") {
-    setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.",
-             "method_not_allowed", false);
+    setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.", "method_not_allowed",
+             false);
     ctx.reply.id = mcp::RequestId::null();
     ctx.reply.extra_headers = "Allow: POST\r\n";
     return FilterStatus::kLocalReply;
@@ -133,8 +132,7 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
   }
   if (methodNeedsName(ctx.mcp.method) && !ctx.mcp.has_name) {
     setReply(ctx, 400, mcp::code::kHeaderMismatch,
-             "Header mismatch: the Mcp-Name header is required for " +
-                 quoted(ctx.mcp.method),
+             "Header mismatch: the Mcp-Name header is required for " + quoted(ctx.mcp.method),
              "header_missing");
     return FilterStatus::kLocalReply;
   }
@@ -151,8 +149,7 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   in.fields = &ctx.head->fields;
   ctx.route = ctx.snapshot->routes.match(in);
   if (ctx.route == nullptr) {
-    setReply(ctx, 502, mcp::code::kNoRoute, "Bad Gateway: no route for this request",
-             "no_route");
+    setReply(ctx, 502, mcp::code::kNoRoute, "Bad Gateway: no route for this request", "no_route");
     return FilterStatus::kLocalReply;
   }
   if (ctx.trusted) {
@@ -224,8 +221,8 @@ const char* paramCheckName(ParamCheck c) noexcept {
   return "not_checked";
 }
 
-void setReply(RequestContext& ctx, int status, int code, std::string message,
-              const char* reason, bool echo_id) {
+void setReply(RequestContext& ctx, int status, int code, std::string message, const char* reason,
+              bool echo_id) {
   ctx.reply = LocalReply{};
   ctx.reply.status = status;
   ctx.reply.code = code;
@@ -273,8 +270,7 @@ FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) no
 
 FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexcept {
   std::shared_ptr<const mcp::ToolSchema> tool;
-  if (ctx.verify_body && ctx.mcp.has_method && ctx.mcp.method == "tools/call" &&
-      ctx.mcp.has_name) {
+  if (ctx.verify_body && ctx.mcp.has_method && ctx.mcp.method == "tools/call" && ctx.mcp.has_name) {
     tool = ctx.snapshot->schemas->find(ctx.route->upstream, ctx.mcp.name.value,
                                        std::chrono::steady_clock::now());
     ctx.param_check = tool ? ParamCheck::kVerified : ParamCheck::kUnverifiable;
@@ -288,15 +284,13 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
       ctx.param_check = ParamCheck::kNotChecked;
     }
     setReply(ctx, 400, vr.code, std::move(vr.message),
-             vr.code == mcp::code::kHeaderMismatch ? "header_mismatch" : "body_invalid",
-             false);
+             vr.code == mcp::code::kHeaderMismatch ? "header_mismatch" : "body_invalid", false);
     ctx.reply.id = std::move(vr.id);
     return FilterStatus::kLocalReply;
   }
   if (ctx.classify_body && vr.kind != mcp::BodyKind::kNotification) {
     setReply(ctx, 400, mcp::code::kHeaderMismatch,
-             "Header mismatch: the required Mcp-Method header is absent", "header_missing",
-             false);
+             "Header mismatch: the required Mcp-Method header is absent", "header_missing", false);
     ctx.reply.id = std::move(vr.id);
     return FilterStatus::kLocalReply;
   }

@@ -24,8 +24,8 @@ class Pipeline {
 };
 
 // Fills ctx.reply with a JSON-RPC error (helpers shared by the stages and proxy/).
-void setReply(RequestContext& ctx, int status, int code, std::string message,
-              const char* reason, bool echo_id = true);
+void setReply(RequestContext& ctx, int status, int code, std::string message, const char* reason,
+              bool echo_id = true);
 
 // The final body and headers for a LocalReply (id from `id`, or absent/null rules).
 std::string renderReplyBody(const LocalReply& reply);

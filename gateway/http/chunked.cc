@@ -16,8 +16,12 @@ using Kind = ChunkedDecoder::Kind;
 
 constexpr uint64_t kMaxChunkSize = static_cast<uint64_t>(INT64_MAX);
 
-constexpr Step needMore() noexcept { return Step{Kind::kNeedMore, 0, ""}; }
-constexpr Step error(const char* reason) noexcept { return Step{Kind::kError, 0, reason}; }
+constexpr Step needMore() noexcept {
+  return Step{Kind::kNeedMore, 0, ""};
+}
+constexpr Step error(const char* reason) noexcept {
+  return Step{Kind::kError, 0, reason};
+}
 
 int hexValue(char c) noexcept {
   if (c >= '0' && c <= '9') {
@@ -35,9 +39,8 @@ int hexValue(char c) noexcept {
 // Parses "1*HEXDIG [ chunk-ext ] CRLF" at the front of data. On success sets size and
 // returns kFraming covering the line and its CRLF.
 Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
-  const size_t limit = data.size() < ChunkedDecoder::kMaxLineBytes
-                           ? data.size()
-                           : ChunkedDecoder::kMaxLineBytes;
+  const size_t limit =
+      data.size() < ChunkedDecoder::kMaxLineBytes ? data.size() : ChunkedDecoder::kMaxLineBytes;
   uint64_t n = 0;
   size_t i = 0;
   for (; i < limit; ++i) {
@@ -51,8 +54,7 @@ Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
     n = n * 16 + static_cast<uint64_t>(d);
   }
   if (i == limit) {
-    return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long")
-                                                  : needMore();
+    return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long") : needMore();
   }
   if (i == 0) {
     return error("invalid chunk size");
@@ -78,8 +80,7 @@ Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
       return error(c == '\n' ? "bare LF in chunk size line" : "control character in chunk");
     }
   }
-  return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long")
-                                                : needMore();
+  return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long") : needMore();
 }
 
 // One trailer field line, or the final empty line. Returns kFraming (a field line, to be

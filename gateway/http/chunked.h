@@ -23,8 +23,8 @@ class ChunkedDecoder {
   enum class Kind : uint8_t { kNeedMore, kData, kFraming, kDone, kError };
   struct Step {
     Kind kind = Kind::kNeedMore;
-    size_t length = 0;       // bytes of `data` this step covers
-    const char* reason = ""; // static text when kind == kError
+    size_t length = 0;        // bytes of `data` this step covers
+    const char* reason = "";  // static text when kind == kError
   };
 
   Step next(std::string_view data) noexcept;

@@ -37,11 +37,11 @@ struct RequestHead {
   Version version = Version::kHttp11;
   std::vector<HeaderField> fields;  // in arrival order
   BodyFraming framing = BodyFraming::kNone;
-  uint64_t content_length = 0;  // when framing == kContentLength
-  bool keep_alive = true;       // from version and Connection
-  bool expect_continue = false; // Expect: 100-continue present
-  std::string_view host;        // Host value ("" when absent)
-  size_t head_bytes = 0;        // bytes of the head including the blank line
+  uint64_t content_length = 0;   // when framing == kContentLength
+  bool keep_alive = true;        // from version and Connection
+  bool expect_continue = false;  // Expect: 100-continue present
+  std::string_view host;         // Host value ("" when absent)
+  size_t head_bytes = 0;         // bytes of the head including the blank line
 
   void clear() noexcept {
     method = target = path = host = {};

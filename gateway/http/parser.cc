@@ -30,7 +30,9 @@ namespace {
 
 constexpr uint64_t kMaxContentLength = static_cast<uint64_t>(INT64_MAX);
 
-constexpr ParseResult incomplete() noexcept { return ParseResult{}; }
+constexpr ParseResult incomplete() noexcept {
+  return ParseResult{};
+}
 
 constexpr ParseResult fail(ParseError e, const char* reason) noexcept {
   return ParseResult{ParseStatus::kError, e, reason};
@@ -261,7 +263,9 @@ bool keepAlive(const FieldFacts& facts, Version version) noexcept {
   return version == Version::kHttp11 || facts.conn_keep_alive;
 }
 
-int pauseAtHead(llhttp_t*) { return HPE_PAUSED; }
+int pauseAtHead(llhttp_t*) {
+  return HPE_PAUSED;
+}
 
 const llhttp_settings_t& llhttpSettings() noexcept {
   static const llhttp_settings_t settings = [] {
@@ -307,8 +311,7 @@ class LlhttpParser final : public Http1Parser {
   ParseResult parseRequest(std::string_view data, const HeadLimits& limits,
                            RequestHead& out) noexcept override;
   ParseResult parseResponse(std::string_view data, const HeadLimits& limits,
-                            std::string_view request_method,
-                            ResponseHead& out) noexcept override;
+                            std::string_view request_method, ResponseHead& out) noexcept override;
 
  private:
   llhttp_t parser_{};
@@ -479,6 +482,8 @@ int statusFor(ParseError e) noexcept {
   return 400;
 }
 
-std::unique_ptr<Http1Parser> makeHttp1Parser() { return std::make_unique<LlhttpParser>(); }
+std::unique_ptr<Http1Parser> makeHttp1Parser() {
+  return std::make_unique<LlhttpParser>();
+}
 
 }  // namespace gw::http

@@ -36,11 +36,11 @@ struct HeadLimits {
 
 enum class ParseError : uint8_t {
   kNone,
-  kBadRequest,        // 400 (502 when parsing an upstream response)
-  kUriTooLong,        // 414
-  kHeadTooLarge,      // 431
-  kTooManyFields,     // 431
-  kNotImplemented,    // 501: unknown transfer coding
+  kBadRequest,      // 400 (502 when parsing an upstream response)
+  kUriTooLong,      // 414
+  kHeadTooLarge,    // 431
+  kTooManyFields,   // 431
+  kNotImplemented,  // 501: unknown transfer coding
 };
 
 enum class ParseStatus : uint8_t { kIncomplete, kComplete, kError };

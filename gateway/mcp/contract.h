@@ -40,7 +40,7 @@ struct McpHeaders {
   std::string_view version;
   std::string_view method;
   McpValue name;
-  std::vector<McpParam> params;  // reused across requests
+  std::vector<McpParam> params;    // reused across requests
   bool has_session_id = false;     // Mcp-Session-Id present (never acted on in modern mode)
   bool has_last_event_id = false;  // Last-Event-ID present
 

@@ -58,7 +58,9 @@ size_t utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
-bool needsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x7F; }
+bool needsEscape(unsigned char c) {
+  return c < 0x20 || c == '"' || c == '\\' || c >= 0x7F;
+}
 
 }  // namespace
 

@@ -15,18 +15,18 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 // Gateway-specific (outside the reserved range):
-inline constexpr int kBodyTooLarge = -31001;        // 413
-inline constexpr int kMethodNotAllowed = -31002;    // 405
-inline constexpr int kOriginForbidden = -31003;     // 403
-inline constexpr int kPolicyDenied = -31004;        // 403
-inline constexpr int kRateLimited = -31005;         // 429
-inline constexpr int kUnauthorized = -31006;        // 401
-inline constexpr int kUnsupportedMediaType = -31007;// 415
-inline constexpr int kBodyTimeout = -31008;         // 408
-inline constexpr int kUpstreamUnavailable = -31010; // 502
-inline constexpr int kUpstreamTimeout = -31011;     // 504
-inline constexpr int kOverloaded = -31012;          // 503
-inline constexpr int kNoRoute = -31013;             // 502: no route matched
+inline constexpr int kBodyTooLarge = -31001;          // 413
+inline constexpr int kMethodNotAllowed = -31002;      // 405
+inline constexpr int kOriginForbidden = -31003;       // 403
+inline constexpr int kPolicyDenied = -31004;          // 403
+inline constexpr int kRateLimited = -31005;           // 429
+inline constexpr int kUnauthorized = -31006;          // 401
+inline constexpr int kUnsupportedMediaType = -31007;  // 415
+inline constexpr int kBodyTimeout = -31008;           // 408
+inline constexpr int kUpstreamUnavailable = -31010;   // 502
+inline constexpr int kUpstreamTimeout = -31011;       // 504
+inline constexpr int kOverloaded = -31012;            // 503
+inline constexpr int kNoRoute = -31013;               // 502: no route matched
 }  // namespace code
 
 // A request id as it appeared in the body: its JSON text, echoed verbatim.

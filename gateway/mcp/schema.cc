@@ -97,8 +97,7 @@ void walkElsewhere(element e, size_t depth, ToolWalk& w) {
 // Records the annotation of the property at w.path. False when it breaks item 43.
 bool recordAnnotation(object schema, element value, ToolWalk& w) {
   std::string_view name;
-  if (w.path.empty() || value.get_string().get(name) != simdjson::SUCCESS ||
-      !core::isToken(name)) {
+  if (w.path.empty() || value.get_string().get(name) != simdjson::SUCCESS || !core::isToken(name)) {
     return false;
   }
   element type_el;
@@ -211,15 +210,14 @@ bool parseToolsList(std::string_view json, std::vector<ToolSchema>& out, uint64_
   return true;
 }
 
-void SchemaCache::learn(std::string_view upstream, std::vector<ToolSchema> tools,
-                        uint64_t ttl_ms, Clock::time_point now) {
+void SchemaCache::learn(std::string_view upstream, std::vector<ToolSchema> tools, uint64_t ttl_ms,
+                        Clock::time_point now) {
   Entry entry;
   const auto ttl = std::max(std::chrono::milliseconds(std::min(ttl_ms, kMaxTtlMs)), min_ttl_);
   entry.expires = now + ttl;
   for (ToolSchema& t : tools) {
     std::string key = t.tool;
-    entry.tools.insert_or_assign(std::move(key),
-                                 std::make_shared<const ToolSchema>(std::move(t)));
+    entry.tools.insert_or_assign(std::move(key), std::make_shared<const ToolSchema>(std::move(t)));
   }
   std::unique_lock lock(mu_);
   upstreams_.insert_or_assign(std::string(upstream), std::move(entry));

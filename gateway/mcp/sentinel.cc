@@ -29,7 +29,9 @@ constexpr std::array<uint8_t, 256> makeDecodeTable() {
 }
 constexpr std::array<uint8_t, 256> kDecode = makeDecodeTable();
 
-uint8_t sym(char c) { return kDecode[static_cast<unsigned char>(c)]; }
+uint8_t sym(char c) {
+  return kDecode[static_cast<unsigned char>(c)];
+}
 
 // Both markers present without overlapping: `=?base64?=` (10 bytes) shares its `?` between
 // prefix and suffix and is therefore a literal.

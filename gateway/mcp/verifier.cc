@@ -308,8 +308,8 @@ bool resolveArgument(bool has_args, object args, const std::vector<std::string>&
 bool checkParam(const HeaderParam& hp, bool has_args, object args, const McpHeaders& headers,
                 VerifyResult& r) {
   element arg;
-  const bool present = resolveArgument(has_args, args, hp.path, arg) &&
-                       arg.type() != element_type::NULL_VALUE;
+  const bool present =
+      resolveArgument(has_args, args, hp.path, arg) && arg.type() != element_type::NULL_VALUE;
   const McpParam* hdr = headers.findParam(hp.header);
   if (!present) {
     if (hdr != nullptr) {
@@ -322,8 +322,7 @@ bool checkParam(const HeaderParam& hp, bool has_args, object args, const McpHead
     return true;
   }
   if (hdr == nullptr) {
-    reject(r, code::kHeaderMismatch,
-           missingHeader(paramHeaderName(hp), "the argument is present"));
+    reject(r, code::kHeaderMismatch, missingHeader(paramHeaderName(hp), "the argument is present"));
     return false;
   }
   const std::string_view hv = hdr->v.value;
@@ -363,8 +362,7 @@ bool checkParam(const HeaderParam& hp, bool has_args, object args, const McpHead
         return false;
       }
       if (hv != (bv ? "true" : "false")) {
-        reject(r, code::kHeaderMismatch,
-               mismatch(paramHeaderName(hp), hv, bv ? "true" : "false"));
+        reject(r, code::kHeaderMismatch, mismatch(paramHeaderName(hp), hv, bv ? "true" : "false"));
         return false;
       }
       return true;
@@ -387,8 +385,7 @@ bool checkRequestHeaders(std::string_view method, bool has_params, object params
 
   const std::string_view field = nameField(method);
   std::string_view body_name;
-  const bool has_body_name = has_params && !field.empty() &&
-                             stringMember(params, field, body_name);
+  const bool has_body_name = has_params && !field.empty() && stringMember(params, field, body_name);
   if (!field.empty()) {
     if (!headers.has_name) {
       std::string why = "required for ";
@@ -461,10 +458,12 @@ bool checkNotificationHeaders(std::string_view method, bool has_params, object p
 
 }  // namespace
 
-size_t bodyPadding() noexcept { return simdjson::SIMDJSON_PADDING; }
+size_t bodyPadding() noexcept {
+  return simdjson::SIMDJSON_PADDING;
+}
 
-VerifyResult verifyBody(std::string_view body, const McpHeaders& headers,
-                        const ToolSchema* tool, const VerifyOptions& options) {
+VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const ToolSchema* tool,
+                        const VerifyOptions& options) {
   thread_local simdjson::dom::parser parser;
   thread_local WalkState st;
 

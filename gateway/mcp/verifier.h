@@ -35,9 +35,9 @@ struct VerifyOptions {
 struct VerifyResult {
   bool ok = false;
   BodyKind kind = BodyKind::kUnknown;
-  int code = 0;            // when !ok: -32700, -32600 or -32020
-  std::string message;     // when !ok: short, safe to send (values escaped/quoted)
-  RequestId id;            // the request id when readable
+  int code = 0;         // when !ok: -32700, -32600 or -32020
+  std::string message;  // when !ok: short, safe to send (values escaped/quoted)
+  RequestId id;         // the request id when readable
   // The body's "method" (unescaped), "" if none. A view into this thread's parser buffers,
   // not into the body: valid until the next verifyBody() call on the same thread.
   std::string_view method;
@@ -52,8 +52,8 @@ struct VerifyResult {
 // for a kNotification, Mcp-Method and MCP-Protocol-Version are compared only when sent
 // (and the version only when the body carries one). Mcp-Param checks run only when
 // `tool` names the body's params.name on a tools/call.
-VerifyResult verifyBody(std::string_view body, const McpHeaders& headers,
-                        const ToolSchema* tool, const VerifyOptions& options);
+VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const ToolSchema* tool,
+                        const VerifyOptions& options);
 
 // simdjson's padding, so callers need not include simdjson.
 size_t bodyPadding() noexcept;

@@ -49,24 +49,42 @@ timeval toTimeval(milliseconds d) {
 
 const char* reasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 202:
+      return "Accepted";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Error";
   }
 }
 
@@ -75,7 +93,9 @@ bool isEventStream(const http::ResponseHead& r) {
   return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
 }
 
-void addStr(evbuffer* b, std::string_view s) { evbuffer_add(b, s.data(), s.size()); }
+void addStr(evbuffer* b, std::string_view s) {
+  evbuffer_add(b, s.data(), s.size());
+}
 
 }  // namespace
 
@@ -129,7 +149,9 @@ Connection::~Connection() {
   }
 }
 
-void Connection::closeNow() { delete this; }
+void Connection::closeNow() {
+  delete this;
+}
 
 bool Connection::closeIfIdle() {
   if (state_ != State::kIdle) {
@@ -162,7 +184,9 @@ void Connection::armDownTimer(milliseconds d) {
 
 // ---- downstream events ------------------------------------------------------------------
 
-void Connection::onDownRead(bufferevent*, void* arg) { static_cast<Connection*>(arg)->process(); }
+void Connection::onDownRead(bufferevent*, void* arg) {
+  static_cast<Connection*>(arg)->process();
+}
 
 void Connection::onDownWrite(bufferevent*, void* arg) {
   auto* c = static_cast<Connection*>(arg);
@@ -381,7 +405,8 @@ bool Connection::moveChunkedBody(evbuffer* in) {
     std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
     http::ChunkedDecoder::Step step = req_chunked_.next(view);
     if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < want) {
-      const char* p = reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
+      const char* p =
+          reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
       step = req_chunked_.next(std::string_view(p, want));
     }
     switch (step.kind) {
@@ -399,8 +424,8 @@ bool Connection::moveChunkedBody(evbuffer* in) {
       case http::ChunkedDecoder::Kind::kData:
         if (evbuffer_get_length(body_.get()) + step.length > s_->limits.max_body_bytes) {
           filters::setReply(ctx_, 413, mcp::code::kBodyTooLarge,
-                            "Content Too Large: the body exceeds max_body_bytes",
-                            "body_too_large", false);
+                            "Content Too Large: the body exceeds max_body_bytes", "body_too_large",
+                            false);
           close_after_ = true;
           sendLocalReply();
           return false;
@@ -549,11 +574,10 @@ void Connection::sendLocalReply() {
   }
   char head[256];
   int n = std::snprintf(head, sizeof(head),
-                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
-                        r.status, reasonPhrase(r.status),
-                        r.json_rpc ? "application/json" : "text/plain; charset=utf-8",
-                        body.size(),
-                        close_after_ ? "Connection: close\r\n"
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", r.status,
+                        reasonPhrase(r.status),
+                        r.json_rpc ? "application/json" : "text/plain; charset=utf-8", body.size(),
+                        close_after_                              ? "Connection: close\r\n"
                         : head_.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
                                                                   : "");
   evbuffer* out = bufferevent_get_output(down_.get());
@@ -1144,7 +1168,8 @@ void Connection::responseComplete() {
   }
   outcome_ = "complete";
   bool reusable = resp_.keep_alive && resp_.framing != http::BodyFraming::kUntilClose &&
-                  request_sent_ && evbuffer_get_length(bufferevent_get_input(lease_.bev.get())) == 0 &&
+                  request_sent_ &&
+                  evbuffer_get_length(bufferevent_get_input(lease_.bev.get())) == 0 &&
                   evbuffer_get_length(bufferevent_get_output(lease_.bev.get())) == 0;
   releaseUpstream(reusable);
   if (body_mode_ == BodyMode::kStream && body_remaining_ > 0) {
@@ -1168,8 +1193,7 @@ void Connection::releaseUpstream(bool reusable) {
   lease_ = upstream::Lease{};  // closes it when not pooled
 }
 
-void Connection::upstreamFailed(int status, int code, const char* message,
-                                const char* outcome) {
+void Connection::upstreamFailed(int status, int code, const char* message, const char* outcome) {
   outcome_ = outcome;
   releaseUpstream(false);
   if (resp_started_) {

@@ -16,11 +16,11 @@
 #include "gateway/event/owners.h"
 #include "gateway/filters/context.h"
 #include "gateway/filters/limits.h"
-#include "gateway/ratelimit/gcra.h"
 #include "gateway/http/chunked.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
 #include "gateway/proxy/worker_context.h"
+#include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/pool.h"
 
@@ -41,11 +41,11 @@ class Connection final : public sse::EventSink {
 
  private:
   enum class State : uint8_t {
-    kIdle,           // between requests (keepalive timeout)
-    kHead,           // reading a request head (header timeout)
-    kBody,           // reading the request body (body timeout)
-    kExchange,       // request going upstream / response coming back
-    kClosing,        // flushing the last bytes, then close
+    kIdle,      // between requests (keepalive timeout)
+    kHead,      // reading a request head (header timeout)
+    kBody,      // reading the request body (body timeout)
+    kExchange,  // request going upstream / response coming back
+    kClosing,   // flushing the last bytes, then close
   };
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
 
@@ -116,17 +116,17 @@ class Connection final : public sse::EventSink {
   BodyMode body_mode_ = BodyMode::kNone;
   uint64_t body_remaining_ = 0;  // kStream with Content-Length: bytes still to move
   http::ChunkedDecoder req_chunked_;
-  event::EvBufferPtr body_;      // kBuffer: the whole body
-  std::string verify_buf_;       // contiguous padded copy (verify / classify only)
+  event::EvBufferPtr body_;  // kBuffer: the whole body
+  std::string verify_buf_;   // contiguous padded copy (verify / classify only)
   bool reply_after_body_ = false;
   bool body_read_ = false;  // body_ holds the whole request body
 
   // rate limits
   std::vector<filters::LimitCheck> limits_;
   size_t limit_index_ = 0;
-  uint64_t redis_handle_ = 0;       // a pending Redis decision (cancelled if we go away)
+  uint64_t redis_handle_ = 0;  // a pending Redis decision (cancelled if we go away)
   ratelimit::RedisLimiter* redis_owner_ = nullptr;  // the limiter that holds it
-  std::string ratelimit_lines_;     // RateLimit fields for the answer (rate_limit_headers)
+  std::string ratelimit_lines_;  // RateLimit fields for the answer (rate_limit_headers)
   uint64_t best_remaining_ = 0;
   bool sent_continue_ = false;
 
@@ -152,7 +152,7 @@ class Connection final : public sse::EventSink {
   std::unique_ptr<sse::Framer> framer_;
   bool up_paused_ = false;  // upstream reads disabled for backpressure
   bool capture_json_ = false;
-  std::string capture_;     // tools/list JSON answer (schema learning only)
+  std::string capture_;  // tools/list JSON answer (schema learning only)
 
   // access log
   int status_ = 0;

@@ -57,8 +57,8 @@ struct WorkerContext {
   Shared* shared = nullptr;
   std::unique_ptr<http::Http1Parser> parser;
   std::unique_ptr<upstream::Pools> pools;
-  int64_t local_connections = 0;  // this worker's open downstream connections
-  std::unordered_set<Connection*> connections;  // every open downstream connection
+  int64_t local_connections = 0;                   // this worker's open downstream connections
+  std::unordered_set<Connection*> connections;     // every open downstream connection
   std::unique_ptr<ratelimit::RedisLimiter> redis;  // this worker's Redis client, lazily
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
@@ -66,8 +66,8 @@ struct WorkerContext {
   // The worker's Redis limiter for these settings (re-made when a reload changes them).
   ratelimit::RedisLimiter& redisFor(const policy::RedisSettings& rs) {
     std::string wanted = rs.host + ":" + std::to_string(rs.port) + "/" +
-                     std::to_string(static_cast<int>(rs.on_error)) + "/" +
-                     std::to_string(rs.timeout.count());
+                         std::to_string(static_cast<int>(rs.on_error)) + "/" +
+                         std::to_string(rs.timeout.count());
     if (!redis || wanted != redis_id) {
       // A replaced limiter would drop its pending callbacks: keep it until they are done.
       std::erase_if(retired_redis, [](const auto& r) { return r->pending() == 0; });

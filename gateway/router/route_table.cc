@@ -123,6 +123,8 @@ const settings::Route* RouteTable::match(const RouteInput& in) const noexcept {
   return nullptr;
 }
 
-size_t RouteTable::size() const noexcept { return compiled_ ? compiled_->routes.size() : 0; }
+size_t RouteTable::size() const noexcept {
+  return compiled_ ? compiled_->routes.size() : 0;
+}
 
 }  // namespace gw::router

@@ -35,8 +35,8 @@ std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
   std::shared_ptr<spdlog::logger> log;
   try {
     if (cfg.path == "-") {
-      log = std::make_shared<spdlog::logger>(
-          "access", std::make_shared<spdlog::sinks::stdout_sink_mt>());
+      log = std::make_shared<spdlog::logger>("access",
+                                             std::make_shared<spdlog::sinks::stdout_sink_mt>());
     } else {
       log = std::make_shared<spdlog::logger>(
           "access", std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.path));
@@ -96,8 +96,8 @@ class Worker {
       error = "cannot parse listen address " + a.text;
       return false;
     }
-    unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT |
-                     LEV_OPT_CLOSE_ON_EXEC;
+    unsigned flags =
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC;
     listener_.reset(evconnlistener_new_bind(ctx_.base, &Worker::onAccept, this, flags, 1024,
                                             reinterpret_cast<sockaddr*>(&ss),
                                             static_cast<int>(len)));
@@ -143,7 +143,8 @@ class Worker {
 
   static void onAcceptError(evconnlistener*, void* arg) {
     int err = EVUTIL_SOCKET_ERROR();
-    spdlog::warn("accept failed: {}; pausing accepts for 100ms", evutil_socket_error_to_string(err));
+    spdlog::warn("accept failed: {}; pausing accepts for 100ms",
+                 evutil_socket_error_to_string(err));
     static_cast<Worker*>(arg)->pauseAccepting();
   }
 
@@ -256,8 +257,8 @@ int Server::run() {
   for (auto& w : workers_) {
     w->start();
   }
-  spdlog::info("mcp-gateway listening on {} ({} workers), endpoint {}, admin {}", s.listen.text,
-               n, s.endpoint, s.admin ? s.admin->text : "off");
+  spdlog::info("mcp-gateway listening on {} ({} workers), endpoint {}, admin {}", s.listen.text, n,
+               s.endpoint, s.admin ? s.admin->text : "off");
 
   event::BasePtr base(event_base_new());
   main_base_ = base.get();
@@ -277,8 +278,7 @@ int Server::run() {
   event_add(sighup.get(), nullptr);
   event::EventPtr tick(event_new(
       main_base_, -1, EV_PERSIST,
-      [](evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->onDrainTick(); },
-      this));
+      [](evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->onDrainTick(); }, this));
   timeval every{0, 50 * 1000};
   event_add(tick.get(), &every);
 

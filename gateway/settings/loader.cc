@@ -31,9 +31,18 @@ namespace fs = std::filesystem;
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::string_view kTopKeys[] = {"listen",   "endpoint",   "workers",   "admin",
-                                         "limits",   "mcp",        "upstreams", "routes",
-                                         "policies", "access_log", "log_level", "drain_timeout",
+constexpr std::string_view kTopKeys[] = {"listen",
+                                         "endpoint",
+                                         "workers",
+                                         "admin",
+                                         "limits",
+                                         "mcp",
+                                         "upstreams",
+                                         "routes",
+                                         "policies",
+                                         "access_log",
+                                         "log_level",
+                                         "drain_timeout",
                                          "rate_limit_headers"};
 constexpr std::string_view kLimitsKeys[] = {
     "max_connections", "max_request_line", "max_header_bytes", "max_headers",
@@ -49,9 +58,8 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "max_duration",
                                               "balance",
                                               "max_idle_connections"};
-constexpr std::string_view kRouteKeys[] = {"name",        "match",
-                                            "upstream",    "legacy",
-                                            "verify_body", "forward_credentials"};
+constexpr std::string_view kRouteKeys[] = {"name",   "match",       "upstream",
+                                           "legacy", "verify_body", "forward_credentials"};
 constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
 constexpr std::string_view kAccessLogKeys[] = {"path"};
 constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "off"};

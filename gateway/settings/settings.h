@@ -39,7 +39,7 @@ struct Mcp {
   std::vector<std::string> protocol_versions{"2026-07-28"};
   LegacyMode legacy = LegacyMode::kReject;
   bool verify_body = false;
-  std::vector<std::string> allowed_origins;  // exact match on the Origin value
+  std::vector<std::string> allowed_origins;           // exact match on the Origin value
   Duration sse_keepalive = std::chrono::seconds(15);  // 0 = off
 };
 
@@ -50,9 +50,9 @@ struct Upstream {
   std::vector<Address> endpoints;
   std::string path = "/mcp";  // request path sent upstream
   Duration connect_timeout = std::chrono::seconds(5);
-  Duration response_timeout = std::chrono::seconds(60);      // until the response head
-  Duration stream_idle_timeout = std::chrono::minutes(5);    // between response bytes
-  Duration max_duration = std::chrono::minutes(30);          // whole exchange
+  Duration response_timeout = std::chrono::seconds(60);    // until the response head
+  Duration stream_idle_timeout = std::chrono::minutes(5);  // between response bytes
+  Duration max_duration = std::chrono::minutes(30);        // whole exchange
   Balance balance = Balance::kRoundRobin;
   uint32_t max_idle_connections = 64;  // per worker, per endpoint
 };
@@ -96,7 +96,7 @@ struct Settings {
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);
   bool rate_limit_headers = false;  // RateLimit-Policy / RateLimit on admitted answers too
-  std::string source_file;  // the config file this came from (absolute)
+  std::string source_file;          // the config file this came from (absolute)
 
   // Index of the upstream with this name, or -1.
   int upstreamIndex(std::string_view name) const noexcept;

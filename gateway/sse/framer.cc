@@ -160,9 +160,9 @@ void Framer::endBlock() noexcept {
       if (skip_event_) {
         ++oversized_;
       } else {
-        sink_->onEvent(event_type_.empty() ? std::string_view("message")
-                                           : std::string_view(event_type_),
-                       data_);
+        sink_->onEvent(
+            event_type_.empty() ? std::string_view("message") : std::string_view(event_type_),
+            data_);
       }
     }
   }

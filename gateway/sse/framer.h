@@ -37,9 +37,9 @@ class Framer {
   // block; false in the middle of a line or of an event.
   bool atBoundary() const noexcept;
 
-  uint64_t events() const noexcept { return events_; }          // events completed
-  uint64_t comments() const noexcept { return comments_; }      // comment lines seen
-  uint64_t oversized() const noexcept { return oversized_; }    // captures skipped
+  uint64_t events() const noexcept { return events_; }        // events completed
+  uint64_t comments() const noexcept { return comments_; }    // comment lines seen
+  uint64_t oversized() const noexcept { return oversized_; }  // captures skipped
 
  private:
   // What the current line is, decided by its first bytes (the field name).

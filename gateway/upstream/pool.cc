@@ -13,9 +13,8 @@ namespace gw::upstream {
 
 bool resolveEndpoint(const settings::Address& a, Endpoint& out) {
   out = Endpoint{};
-  out.text = a.host.find(':') != std::string::npos
-                 ? "[" + a.host + "]:" + std::to_string(a.port)
-                 : a.host + ":" + std::to_string(a.port);
+  out.text = a.host.find(':') != std::string::npos ? "[" + a.host + "]:" + std::to_string(a.port)
+                                                   : a.host + ":" + std::to_string(a.port);
   std::string host = a.host == "localhost" ? "127.0.0.1" : a.host;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&out.addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&out.addr);
@@ -38,7 +37,9 @@ void setNoDelay(evutil_socket_t fd) noexcept {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-Pools::~Pools() { closeIdle(); }
+Pools::~Pools() {
+  closeIdle();
+}
 
 Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstream_name) {
   std::string key = upstream_name;
@@ -105,8 +106,7 @@ Lease Pools::acquire(const settings::Upstream& up) {
     lease.error = ENOMEM;
     return lease;
   }
-  if (bufferevent_socket_connect(lease.bev.get(),
-                                 reinterpret_cast<sockaddr*>(&pool.endpoint.addr),
+  if (bufferevent_socket_connect(lease.bev.get(), reinterpret_cast<sockaddr*>(&pool.endpoint.addr),
                                  static_cast<int>(pool.endpoint.addr_len)) != 0) {
     lease.error = errno ? errno : ECONNREFUSED;
     lease.bev.reset();

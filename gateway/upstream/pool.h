@@ -74,7 +74,7 @@ class Pools {
   struct Pool {
     Endpoint endpoint;
     std::chrono::steady_clock::time_point failed_until{};
-    std::string source;  // the address as configured
+    std::string source;                     // the address as configured
     std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
   };
   struct Cluster {

@@ -20,8 +20,7 @@ void check(bool ok) {
 }
 
 bool inside(std::string_view v, std::string_view data) {
-  return v.empty() ||
-         (v.data() >= data.data() && v.data() + v.size() <= data.data() + data.size());
+  return v.empty() || (v.data() >= data.data() && v.data() + v.size() <= data.data() + data.size());
 }
 
 // Drives the decoder the way a connection does (consume exactly step.length) over `body`,
@@ -122,8 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     }
     // Parsing again gives the same head.
     gw::http::RequestHead again;
-    check(parser->parseRequest(data, limits, again).status ==
-          gw::http::ParseStatus::kComplete);
+    check(parser->parseRequest(data, limits, again).status == gw::http::ParseStatus::kComplete);
     check(again.head_bytes == head.head_bytes && again.fields.size() == head.fields.size());
     fuzzChunked(data.substr(head.head_bytes));
   } else {

@@ -18,8 +18,7 @@ void check(bool ok) {
 }
 
 bool inside(std::string_view v, std::string_view data) {
-  return v.empty() ||
-         (v.data() >= data.data() && v.data() + v.size() <= data.data() + data.size());
+  return v.empty() || (v.data() >= data.data() && v.data() + v.size() <= data.data() + data.size());
 }
 
 void decodeChunked(std::string_view body) {

@@ -183,8 +183,8 @@ long long durationMs(const std::string& s) {
 
 std::string nginxConf(const GatewayConfig& cfg, const std::string& dir, uint16_t port,
                       const std::string& access_log) {
-  long long read_ms = std::min(durationMs(cfg.response_timeout),
-                               durationMs(cfg.stream_idle_timeout));
+  long long read_ms =
+      std::min(durationMs(cfg.response_timeout), durationMs(cfg.stream_idle_timeout));
   std::ostringstream o;
   o << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
     << "pid " << dir << "/nginx.pid;\nerror_log " << dir << "/nginx-error.log info;\n"
@@ -323,10 +323,8 @@ Process::Process(std::vector<std::string> argv, const std::string& dir, std::str
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<std::string> env_store;
   for (char** e = environ; *e != nullptr; ++e) {
     env_store.emplace_back(*e);
@@ -374,7 +372,9 @@ bool Process::waitForOutput(std::string_view needle, Ms timeout, bool in_stdout,
   }
 }
 
-bool Process::running() { return !wait(Ms(0)).has_value(); }
+bool Process::running() {
+  return !wait(Ms(0)).has_value();
+}
 
 std::optional<int> Process::wait(Ms timeout) {
   if (status_) {
@@ -463,8 +463,8 @@ Gateway::Gateway(const GatewayConfig& cfg) {
     start({"nginx", "-c", file, "-p", dir_.path(), "-e", dir_.file("nginx-error.log")});
     return;
   }
-  config_text_ = expand(gatewayYaml(cfg),
-                        {{"PORT", std::to_string(port_)}, {"ACCESS_LOG", access_log_}});
+  config_text_ =
+      expand(gatewayYaml(cfg), {{"PORT", std::to_string(port_)}, {"ACCESS_LOG", access_log_}});
   std::string file = dir_.file("gateway.yaml");
   writeFile(file, config_text_);
   start({gatewayBinary(), "run", "-c", file});
@@ -530,14 +530,20 @@ std::optional<std::string> RecordedRequest::header(std::string_view name) const 
   return v.front();
 }
 
-std::string RecordedRequest::requestLine() const { return head.substr(0, head.find("\r\n")); }
+std::string RecordedRequest::requestLine() const {
+  return head.substr(0, head.find("\r\n"));
+}
 
 // ---------------------------------------------------------------------------------------------
 // UpstreamConn
 
-bool UpstreamConn::stopping() const { return owner_->stop_.load(); }
+bool UpstreamConn::stopping() const {
+  return owner_->stop_.load();
+}
 
-void UpstreamConn::mark(const std::string& name) { owner_->mark(name); }
+void UpstreamConn::mark(const std::string& name) {
+  owner_->mark(name);
+}
 
 bool UpstreamConn::fill(Clock::time_point deadline) {
   char tmp[65536];
@@ -635,8 +641,8 @@ bool UpstreamConn::send(std::string_view bytes, Ms timeout) {
 void UpstreamConn::sleep(Ms ms) {
   auto deadline = Clock::now() + ms;
   while (!stopping() && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::min(Ms(10), std::chrono::duration_cast<Ms>(
-                                                     deadline - Clock::now() + Ms(1))));
+    std::this_thread::sleep_for(
+        std::min(Ms(10), std::chrono::duration_cast<Ms>(deadline - Clock::now() + Ms(1))));
   }
 }
 
@@ -719,7 +725,9 @@ RawUpstream::RawUpstream(UpstreamScript script) : script_(std::move(script)) {
   acceptor_ = std::thread([this] { acceptLoop(); });
 }
 
-RawUpstream::~RawUpstream() { stop(); }
+RawUpstream::~RawUpstream() {
+  stop();
+}
 
 void RawUpstream::stop() {
   if (stop_.exchange(true)) {
@@ -829,9 +837,10 @@ UpstreamScript RawUpstream::respond(int status, std::string body, std::string co
                                     std::string extra_headers) {
   return [=](UpstreamConn& c) {
     while (c.readRequest(Ms(15000))) {
-      std::string resp = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " +
-                         content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
-                         "\r\n" + extra_headers + "\r\n" + body;
+      std::string resp = "HTTP/1.1 " + std::to_string(status) +
+                         " X\r\nContent-Type: " + content_type +
+                         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+                         extra_headers + "\r\n" + body;
       if (!c.send(resp)) {
         return;
       }
@@ -874,7 +883,9 @@ Client::Client(uint16_t port, Ms connect_timeout, int rcvbuf) {
   fd_ = connectLoopback(port, connect_timeout, rcvbuf);
 }
 
-Client::~Client() { close(); }
+Client::~Client() {
+  close();
+}
 
 void Client::close() {
   if (fd_ >= 0) {
@@ -1185,11 +1196,12 @@ std::string toolsCallBody(std::string_view tool, int id) {
 
 std::string mcpPost(std::string_view body, std::string_view extra_headers, std::string_view tool,
                     bool content_length) {
-  std::string r = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Content-Type: application/json\r\n"
-                  "Accept: application/json, text/event-stream\r\n"
-                  "MCP-Protocol-Version: 2026-07-28\r\n"
-                  "Mcp-Method: tools/call\r\nMcp-Name: ";
+  std::string r =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\n"
+      "MCP-Protocol-Version: 2026-07-28\r\n"
+      "Mcp-Method: tools/call\r\nMcp-Name: ";
   r += tool;
   r += "\r\n";
   if (content_length) {
@@ -1211,8 +1223,9 @@ std::string chunk(std::string_view data) {
 }
 
 std::string sseHead(std::string_view extra_headers) {
-  std::string h = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                  "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+  std::string h =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+      "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
   h += extra_headers;
   h += "\r\n";
   return h;

@@ -167,9 +167,9 @@ class UpstreamConn {
   std::optional<RecordedRequest> readRequest(Ms timeout = Ms(5000));
   bool send(std::string_view bytes, Ms timeout = Ms(10000));
   void sleep(Ms ms);
-  void close();   // FIN
-  void reset();   // RST: SO_LINGER 0 then close
-  void stall();   // hold the connection, never answer, until the upstream stops or peer closes
+  void close();  // FIN
+  void reset();  // RST: SO_LINGER 0 then close
+  void stall();  // hold the connection, never answer, until the upstream stops or peer closes
   // Waits for the peer to close (EOF or error on read); records and returns when it did.
   std::optional<Clock::time_point> waitPeerClose(Ms timeout);
   // When the last send() completed.
@@ -297,8 +297,8 @@ class Client {
 
  private:
   bool recvSome(Clock::time_point deadline);  // appends to raw_ and pending_
-  bool parseHead();                            // from pending_ into current_
-  void decodeBody();                           // moves pending_ into current_.body
+  bool parseHead();                           // from pending_ into current_
+  void decodeBody();                          // moves pending_ into current_.body
   void keep(size_t n);  // first n bytes of pending_ → body (or discarded), erased
 
   int fd_ = -1;
@@ -311,7 +311,7 @@ class Client {
   long long chunk_left_ = 0;  // bytes left in current chunk (chunked)
   bool chunk_need_crlf_ = false;
   bool chunk_trailers_ = false;
-  bool discard_ = false;   // drainBody in progress: count body bytes, keep none
+  bool discard_ = false;  // drainBody in progress: count body bytes, keep none
   size_t discarded_ = 0;
 };
 

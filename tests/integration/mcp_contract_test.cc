@@ -93,8 +93,7 @@ std::string rpc(std::string_view method, std::string_view id, std::string_view m
   if (!members.empty()) {
     b += std::string(members) + ",";
   }
-  b += R"("_meta":{"io.modelcontextprotocol/protocolVersion":")" + std::string(version) +
-       "\"}}}";
+  b += R"("_meta":{"io.modelcontextprotocol/protocolVersion":")" + std::string(version) + "\"}}}";
   return b;
 }
 
@@ -102,9 +101,10 @@ std::string rpc(std::string_view method, std::string_view id, std::string_view m
 // (when not empty), then `extra` ("Name: value\r\n" lines).
 std::string mcpHeaders(std::string_view method, std::string_view name = "",
                        std::string_view extra = "") {
-  std::string h = "Content-Type: application/json\r\n"
-                  "Accept: application/json, text/event-stream\r\n"
-                  "MCP-Protocol-Version: 2026-07-28\r\n";
+  std::string h =
+      "Content-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\n"
+      "MCP-Protocol-Version: 2026-07-28\r\n";
   if (!method.empty()) {
     h += "Mcp-Method: " + std::string(method) + "\r\n";
   }
@@ -118,8 +118,8 @@ std::string mcpHeaders(std::string_view method, std::string_view name = "",
 // A request on /mcp: `verb`, Host, `headers`, and Content-Length when there is a body or the
 // verb is POST.
 std::string request(std::string_view verb, std::string_view headers, std::string_view body) {
-  std::string r = std::string(verb) + " /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                  std::string(headers);
+  std::string r =
+      std::string(verb) + " /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + std::string(headers);
   if (!body.empty() || verb == "POST") {
     r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   }
@@ -212,12 +212,11 @@ TEST_CASE("mcp: routes by method glob / decoded Mcp-Name / decoded param / heade
       {"base64 Mcp-Name decoding to weather_get", "tools/call", "=?base64?d2VhdGhlcl9nZXQ=?=", "",
        "a", "by-name"},
       {"plain Mcp-Name weather_get", "tools/call", "weather_get", "", "a", "by-name"},
-      {"base64 Mcp-Name decoding to echo", "tools/call", "=?base64?ZWNobw==?=", "", "b",
-       "default"},
+      {"base64 Mcp-Name decoding to echo", "tools/call", "=?base64?ZWNobw==?=", "", "b", "default"},
       {"Mcp-Param-Region eu-west1 (config says `region`)", "tools/call", "echo",
        "Mcp-Param-Region: eu-west1\r\n", "a", "by-param"},
-      {"param name in another case", "tools/call", "echo", "mcp-param-REGION: eu-central2\r\n",
-       "a", "by-param"},
+      {"param name in another case", "tools/call", "echo", "mcp-param-REGION: eu-central2\r\n", "a",
+       "by-param"},
       {"base64 param decoding to eu-north1", "tools/call", "echo",
        "Mcp-Param-Region: =?base64?ZXUtbm9ydGgx?=\r\n", "a", "by-param"},
       {"param outside the glob", "tools/call", "echo", "Mcp-Param-Region: us-east1\r\n", "b",
@@ -270,12 +269,11 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
   SECTION("GET and DELETE get 405, Allow: POST and a -31002 body") {
     for (const char* verb : {"GET", "DELETE"}) {
       INFO("verb: " << verb);
-      Response r = exchange(gw.port(),
-                            request(verb,
-                                    "Accept: text/event-stream\r\n"
-                                    "MCP-Protocol-Version: 2026-07-28\r\n"
-                                    "Mcp-Session-Id: s-1\r\n",
-                                    ""));
+      Response r = exchange(gw.port(), request(verb,
+                                               "Accept: text/event-stream\r\n"
+                                               "MCP-Protocol-Version: 2026-07-28\r\n"
+                                               "Mcp-Session-Id: s-1\r\n",
+                                               ""));
       INFO(r.head << r.body);
       CHECK(r.status == 405);
       CHECK(r.header("Allow") == "POST");
@@ -308,10 +306,11 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
 
   SECTION("Content-Type text/plain gets 415 -31007 with the id") {
     std::string body = rpc("tools/list", "4");
-    std::string headers = "Content-Type: text/plain\r\n"
-                          "Accept: application/json, text/event-stream\r\n"
-                          "MCP-Protocol-Version: 2026-07-28\r\n"
-                          "Mcp-Method: tools/list\r\n";
+    std::string headers =
+        "Content-Type: text/plain\r\n"
+        "Accept: application/json, text/event-stream\r\n"
+        "MCP-Protocol-Version: 2026-07-28\r\n"
+        "Mcp-Method: tools/list\r\n";
     Response r = exchange(gw.port(), post(headers, body));
     INFO(r.head << r.body);
     CHECK(r.status == 415);
@@ -329,9 +328,10 @@ TEST_CASE("mcp: version gate rejects missing and unsupported versions with the r
   Gateway gw(gatewayConfig("", oneUpstream(up.address()), kDefaultRoute));
   LogReader log(gw);
 
-  std::string no_version = "Content-Type: application/json\r\n"
-                           "Accept: application/json, text/event-stream\r\n"
-                           "Mcp-Method: tools/list\r\n";
+  std::string no_version =
+      "Content-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\n"
+      "Mcp-Method: tools/list\r\n";
   Response missing = exchange(gw.port(), post(no_version, rpc("tools/list", "7")));
   INFO(missing.head << missing.body);
   CHECK(missing.status == 400);
@@ -339,9 +339,8 @@ TEST_CASE("mcp: version gate rejects missing and unsupported versions with the r
   CHECK(token(missing, "id") == "7");
   CHECK(field(log.next(), "outcome") == "\"version_missing\"");
 
-  Response old = exchange(
-      gw.port(), post(no_version + "MCP-Protocol-Version: 1900-01-01\r\n",
-                      rpc("tools/list", "\"req-8\"", "", "1900-01-01")));
+  Response old = exchange(gw.port(), post(no_version + "MCP-Protocol-Version: 1900-01-01\r\n",
+                                          rpc("tools/list", "\"req-8\"", "", "1900-01-01")));
   INFO(old.head << old.body);
   CHECK(old.status == 400);
   CHECK(token(old, "code") == "-32022");
@@ -362,9 +361,10 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
   std::string upstreams = "  - name: modern\n    endpoints: [" + modern.address() +
                           "]\n  - name: old\n    endpoints: [" + old.address() + "]\n";
   // The legacy route's match is for trusted traffic; untrusted traffic lands there anyway.
-  std::string routes = "  - name: legacy\n    match: { headers: { X-Old: \"1\" } }\n"
-                       "    upstream: old\n    legacy: true\n"
-                       "  - name: default\n    upstream: modern\n";
+  std::string routes =
+      "  - name: legacy\n    match: { headers: { X-Old: \"1\" } }\n"
+      "    upstream: old\n    legacy: true\n"
+      "  - name: default\n    upstream: modern\n";
   Gateway gw(gatewayConfig("  legacy: passthrough\n", upstreams, routes));
   LogReader log(gw);
 
@@ -403,10 +403,10 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
   log.next();
 
   // An untrusted version's Mcp-* headers are not used for routing.
-  Response u = exchange(gw.port(),
-                        post("Content-Type: application/json\r\n"
-                             "MCP-Protocol-Version: 2025-06-18\r\nMcp-Method: tools/list\r\n",
-                             body));
+  Response u =
+      exchange(gw.port(), post("Content-Type: application/json\r\n"
+                               "MCP-Protocol-Version: 2025-06-18\r\nMcp-Method: tools/list\r\n",
+                               body));
   CHECK(u.status == 200);
   CHECK(u.body.find("\"up\":\"old\"") != std::string::npos);
   log.next();
@@ -444,8 +444,8 @@ TEST_CASE("mcp: header contract violations get 400 -32020 and never reach the up
        rpc("tools/call", "\"t-13\"", R"("name":"echo")"), "\"t-13\""},
       {"prompts/get without Mcp-Name", mcpHeaders("prompts/get"),
        rpc("prompts/get", "14", R"("name":"greet")"), "14"},
-      {"comma list in Mcp-Method", mcpHeaders("tools/list, tools/call"),
-       rpc("tools/list", "15"), "15"},
+      {"comma list in Mcp-Method", mcpHeaders("tools/list, tools/call"), rpc("tools/list", "15"),
+       "15"},
   };
   for (const Case& c : cases) {
     INFO("case: " << c.what);
@@ -458,11 +458,11 @@ TEST_CASE("mcp: header contract violations get 400 -32020 and never reach the up
   CHECK(up.requestCount() == 0);
 
   SECTION("an unknown Mcp-Param-* header is forwarded byte-exact") {
-    std::string extra = "mcp-param-FOO: x/y; z, w\r\n"
-                        "Mcp-Param-Bar: =?base64?SGVsbG8=?=\r\n";
-    Response r = exchange(
-        gw.port(), post(mcpHeaders("tools/call", "echo", extra),
-                        rpc("tools/call", "16", R"("name":"echo")")));
+    std::string extra =
+        "mcp-param-FOO: x/y; z, w\r\n"
+        "Mcp-Param-Bar: =?base64?SGVsbG8=?=\r\n";
+    Response r = exchange(gw.port(), post(mcpHeaders("tools/call", "echo", extra),
+                                          rpc("tools/call", "16", R"("name":"echo")")));
     CHECK(r.status == 200);
     REQUIRE(up.waitForRequests(1, Ms(2000)));
     RecordedRequest got = up.requests().at(0);
@@ -542,8 +542,7 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   requireFixtures();
   TempDir dir;
   NodeServer server(dir, "raw-mcp-server.mjs");
-  Gateway gw(gatewayConfig("  verify_body: true\n", oneUpstream(server.address()),
-                           kDefaultRoute));
+  Gateway gw(gatewayConfig("  verify_body: true\n", oneUpstream(server.address()), kDefaultRoute));
   LogReader log(gw);
 
   struct Case {
@@ -580,9 +579,9 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   }
 
   auto sqlCall = [&](int id, const std::string& args, const std::string& param_headers) {
-    return post(mcpHeaders("tools/call", "execute_sql", param_headers),
-                rpc("tools/call", std::to_string(id),
-                    R"("name":"execute_sql","arguments":)" + args));
+    return post(
+        mcpHeaders("tools/call", "execute_sql", param_headers),
+        rpc("tools/call", std::to_string(id), R"("name":"execute_sql","arguments":)" + args));
   };
   const std::string args = R"({"region":"eu-west1","query":"select 1"})";
 
@@ -622,17 +621,17 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   CHECK(field(line, "params") == "\"verified\"");
   CHECK(field(line, "upstream") == "\"" + server.address() + "\"");
 
-  Response count = exchange(
-      gw.port(), sqlCall(45, R"({"region":"eu-west1","count":42,"query":"select 2"})",
-                         "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 42.0\r\n"));
+  Response count =
+      exchange(gw.port(), sqlCall(45, R"({"region":"eu-west1","count":42,"query":"select 2"})",
+                                  "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 42.0\r\n"));
   INFO(count.head << count.body);
   CHECK(count.status == 200);
   CHECK(count.body.find("ran select 2 in eu-west1") != std::string::npos);
   CHECK(field(log.next(), "params") == "\"verified\"");
 
-  Response count_bad = exchange(
-      gw.port(), sqlCall(46, R"({"region":"eu-west1","count":42,"query":"select 3"})",
-                         "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 43\r\n"));
+  Response count_bad =
+      exchange(gw.port(), sqlCall(46, R"({"region":"eu-west1","count":42,"query":"select 3"})",
+                                  "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 43\r\n"));
   INFO(count_bad.head << count_bad.body);
   CHECK(count_bad.status == 400);
   CHECK(token(count_bad, "code") == "-32020");
@@ -646,18 +645,16 @@ TEST_CASE("mcp: verify mode in front of the SDK server passes valid traffic and 
   requireFixtures();
   TempDir dir;
   NodeServer server(dir, "mcp-server.mjs", {"MCP_RESPONSE_MODE=json"});
-  Gateway gw(gatewayConfig("  verify_body: true\n", oneUpstream(server.address()),
-                           kDefaultRoute));
+  Gateway gw(gatewayConfig("  verify_body: true\n", oneUpstream(server.address()), kDefaultRoute));
   LogReader log(gw);
 
   auto call = [](int id, const std::string& header_name, const std::string& body_name) {
-    std::string body =
-        R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-        R"(,"method":"tools/call","params":{"name":")" + body_name +
-        R"(","arguments":{"message":"hi via gateway"},)"
-        R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
-        R"("io.modelcontextprotocol/clientInfo":{"name":"itest","version":"1"},)"
-        R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
+    std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                       R"(,"method":"tools/call","params":{"name":")" + body_name +
+                       R"(","arguments":{"message":"hi via gateway"},)"
+                       R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                       R"("io.modelcontextprotocol/clientInfo":{"name":"itest","version":"1"},)"
+                       R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
     return post(mcpHeaders("tools/call", header_name), body);
   };
 
@@ -687,15 +684,16 @@ TEST_CASE("mcp: the SDK v2 client completes through the gateway in header and ve
   NodeServer server(dir, "mcp-server.mjs");
   for (bool verify : {false, true}) {
     INFO("verify_body: " << verify);
-    Gateway gw(gatewayConfig(verify ? "  verify_body: true\n" : "",
-                             oneUpstream(server.address()), kDefaultRoute));
+    Gateway gw(gatewayConfig(verify ? "  verify_body: true\n" : "", oneUpstream(server.address()),
+                             kDefaultRoute));
     Process client({"node", kFixtures + "/mcp-client.mjs",
                     "http://127.0.0.1:" + std::to_string(gw.port()) + "/mcp", "basic"},
                    dir.path(), verify ? "client-verify" : "client-header");
     auto code = client.wait(Ms(12000));
     std::string out = client.stdoutText();
     INFO("client stdout: " << out << "\nclient stderr: " << client.stderrText()
-                           << "\ngateway access log:\n" << readFile(gw.accessLogPath()));
+                           << "\ngateway access log:\n"
+                           << readFile(gw.accessLogPath()));
     CHECK(code == std::optional<int>(0));
     CHECK(out.find("\"ok\":true") != std::string::npos);
     CHECK(out.find("\"progress\":3") != std::string::npos);

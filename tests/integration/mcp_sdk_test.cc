@@ -97,12 +97,13 @@ TEST_CASE("sdk: a notification POST without Mcp-Method gets 202 through the gate
       R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
       R"("io.modelcontextprotocol/clientInfo":{"name":"itest","version":"1"},)"
       R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
-  std::string req = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    "Content-Type: application/json\r\n"
-                    "Accept: application/json, text/event-stream\r\n"
-                    "MCP-Protocol-Version: 2026-07-28\r\n"
-                    "Content-Length: " +
-                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string req =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\n"
+      "MCP-Protocol-Version: 2026-07-28\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   Client c(gw.port());
   REQUIRE(c.send(req));
   auto r = c.readResponse();

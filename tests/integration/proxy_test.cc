@@ -77,25 +77,23 @@ TEST_CASE("proxy: POST /mcp JSON round trip canonicalises the head and keeps Mcp
   CHECK(got.headerValues("Content-Length") ==
         std::vector<std::string>{std::to_string(body.size())});
   CHECK_FALSE(got.hasHeader("Transfer-Encoding"));
-  for (const char* hop : {"Connection", "Keep-Alive", "TE", "Trailer", "Upgrade",
-                          "Proxy-Connection", "X-Drop-Me"}) {
+  for (const char* hop :
+       {"Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Proxy-Connection", "X-Drop-Me"}) {
     INFO("hop-by-hop header " << hop);
     CHECK_FALSE(got.hasHeader(hop));
   }
   CHECK(got.headerValues("X-Forwarded-For") == std::vector<std::string>{"1.2.3.4, 127.0.0.1"});
-  for (const char* line : {"\r\nMCP-Protocol-Version: 2026-07-28\r\n",
-                           "\r\nMcp-Method: tools/call\r\n", "\r\nmcp-name: echo\r\n",
-                           "\r\nmCp-pArAm-Region: eu-west-1\r\n",
-                           "\r\nMcp-Param-Foo: =?base64?SGVsbG8=?=\r\n",
-                           "\r\nX-Custom: kept as is\r\n"}) {
+  for (const char* line :
+       {"\r\nMCP-Protocol-Version: 2026-07-28\r\n", "\r\nMcp-Method: tools/call\r\n",
+        "\r\nmcp-name: echo\r\n", "\r\nmCp-pArAm-Region: eu-west-1\r\n",
+        "\r\nMcp-Param-Foo: =?base64?SGVsbG8=?=\r\n", "\r\nX-Custom: kept as is\r\n"}) {
     INFO("expected byte-exact line " << line);
     CHECK(got.head.find(line) != std::string::npos);
   }
   CHECK(got.body == body);
 }
 
-TEST_CASE("proxy: chunked request body reaches the upstream with one Content-Length",
-          "[proxy]") {
+TEST_CASE("proxy: chunked request body reaches the upstream with one Content-Length", "[proxy]") {
   RawUpstream up(RawUpstream::respond(200, kUpstreamJson));
   Gateway gw(configFor(up));
   std::string body = toolsCallBody("echo", 7);
@@ -182,8 +180,7 @@ TEST_CASE("proxy: malformed or oversized requests are answered locally, never fo
   CHECK(up.requestCount() == 0);
 }
 
-TEST_CASE("proxy: keep-alive client requests share one pooled upstream connection",
-          "[proxy]") {
+TEST_CASE("proxy: keep-alive client requests share one pooled upstream connection", "[proxy]") {
   RawUpstream up(echoBody());
   Gateway gw(configFor(up));
   Client c(gw.port());
@@ -234,8 +231,7 @@ TEST_CASE("proxy: a bad request followed by a good one in one write: 400, close,
   CHECK(up.acceptCount() == 0);
 }
 
-TEST_CASE("proxy: upstream failures map to 502 / 504 with JSON-RPC bodies, no retry",
-          "[proxy]") {
+TEST_CASE("proxy: upstream failures map to 502 / 504 with JSON-RPC bodies, no retry", "[proxy]") {
   std::string body = toolsCallBody();
   SECTION("connection refused: 502") {
     GatewayConfig cfg;

@@ -52,8 +52,7 @@ bool streamEnds(Client& c, Ms timeout) {
 
 }  // namespace
 
-TEST_CASE("sse: events are relayed as they arrive, chunked, with X-Accel-Buffering once",
-          "[sse]") {
+TEST_CASE("sse: events are relayed as they arrive, chunked, with X-Accel-Buffering once", "[sse]") {
   bool upstream_sends_xab = GENERATE(false, true);
   INFO("upstream sends X-Accel-Buffering: " << upstream_sends_xab);
   const std::string e1 = "event: message\ndata: {\"n\":1}\n\n";
@@ -167,8 +166,7 @@ TEST_CASE("sse: a client that stops reading does not make the gateway buffer the
   REQUIRE(base > 0);
   std::this_thread::sleep_for(Ms(3000));
   long grown = rssKb(gw.pid()) - base;
-  INFO("gateway RSS growth " << grown << " KiB; upstream sent " << (sent.load() >> 20)
-                             << " MiB");
+  INFO("gateway RSS growth " << grown << " KiB; upstream sent " << (sent.load() >> 20) << " MiB");
   CHECK(grown < 64 * 1024);
   CHECK(sent.load() < kTotal);
   // Reading resumes the flow: another 16 MiB arrive promptly.

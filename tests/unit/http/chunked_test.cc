@@ -81,12 +81,10 @@ struct ValidCase {
 const ValidCase kValid[] = {
     {"one chunk", "5\r\nhello\r\n0\r\n\r\n", "hello"},
     {"two chunks", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", "hello world"},
-    {"hex sizes", "a\r\n0123456789\r\nA\r\nabcdefghij\r\n0\r\n\r\n",
-     "0123456789abcdefghij"},
+    {"hex sizes", "a\r\n0123456789\r\nA\r\nabcdefghij\r\n0\r\n\r\n", "0123456789abcdefghij"},
     {"leading zeros", "0005\r\nhello\r\n000\r\n\r\n", "hello"},
     {"empty body", "0\r\n\r\n", ""},
-    {"extensions", "5;name=value\r\nhello\r\n3 ; a=\"q s\";b\r\nabc\r\n0;last\r\n\r\n",
-     "helloabc"},
+    {"extensions", "5;name=value\r\nhello\r\n3 ; a=\"q s\";b\r\nabc\r\n0;last\r\n\r\n", "helloabc"},
     {"trailers", "5\r\nhello\r\n0\r\nX-Trailer: 1\r\nChecksum: abc\r\n\r\n", "hello"},
     {"payload with CRLF inside", "4\r\n\r\n\r\n\r\n0\r\n\r\n", "\r\n\r\n"},
 };

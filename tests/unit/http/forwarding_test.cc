@@ -12,14 +12,14 @@ namespace gw::http {
 namespace {
 
 TEST_CASE("isHopByHop knows the fixed set, case-insensitively", "[http][forwarding]") {
-  for (std::string_view n : {"Connection", "keep-alive", "Proxy-Connection", "TE", "Trailer",
-                             "TRANSFER-ENCODING", "Upgrade", "Proxy-Authenticate",
-                             "proxy-authorization"}) {
+  for (std::string_view n :
+       {"Connection", "keep-alive", "Proxy-Connection", "TE", "Trailer", "TRANSFER-ENCODING",
+        "Upgrade", "Proxy-Authenticate", "proxy-authorization"}) {
     INFO(n);
     CHECK(isHopByHop(n));
   }
-  for (std::string_view n : {"Host", "Content-Type", "Mcp-Method", "Authorization", "Trailers",
-                             "T", "Connections", "X-Forwarded-For", ""}) {
+  for (std::string_view n : {"Host", "Content-Type", "Mcp-Method", "Authorization", "Trailers", "T",
+                             "Connections", "X-Forwarded-For", ""}) {
     INFO(n);
     CHECK_FALSE(isHopByHop(n));
   }
@@ -68,8 +68,7 @@ TEST_CASE("request and response fields: hop-by-hop and Connection-named dropped"
     }
   }
   // Expect is a request-only concern; Content-Length is rewritten on both sides.
-  CHECK(kept == std::vector<std::string_view>{"Host", "Expect", "Mcp-Method",
-                                              "X-Forwarded-For"});
+  CHECK(kept == std::vector<std::string_view>{"Host", "Expect", "Mcp-Method", "X-Forwarded-For"});
 
   conn.clear();
   CHECK_FALSE(conn.contains("x-secret"));
@@ -81,8 +80,7 @@ TEST_CASE("response framing fields are never forwarded as-is", "[http][forwardin
       "Connection: close\r\n\r\n";
   auto parser = makeHttp1Parser();
   ResponseHead head;
-  REQUIRE(parser->parseResponse(data, HeadLimits{}, "POST", head).status ==
-          ParseStatus::kComplete);
+  REQUIRE(parser->parseResponse(data, HeadLimits{}, "POST", head).status == ParseStatus::kComplete);
   ConnectionTokens conn;
   conn.collect(head.fields);
   std::vector<std::string_view> kept;

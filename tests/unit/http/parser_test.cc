@@ -25,14 +25,22 @@ struct RejectCase {
 
 TEST_CASE("request heads that must be rejected", "[http][parser]") {
   const RejectCase cases[] = {
-      {"CL and TE", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-                    "Transfer-Encoding: chunked\r\n\r\n"sv, ParseError::kBadRequest},
-      {"TE and CL", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-                    "Content-Length: 5\r\n\r\n"sv, ParseError::kBadRequest},
-      {"duplicate CL equal", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-                             "Content-Length: 5\r\n\r\n"sv, ParseError::kBadRequest},
-      {"duplicate CL differing", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-                                 "content-length: 6\r\n\r\n"sv, ParseError::kBadRequest},
+      {"CL and TE",
+       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n"sv,
+       ParseError::kBadRequest},
+      {"TE and CL",
+       "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+       "Content-Length: 5\r\n\r\n"sv,
+       ParseError::kBadRequest},
+      {"duplicate CL equal",
+       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+       "Content-Length: 5\r\n\r\n"sv,
+       ParseError::kBadRequest},
+      {"duplicate CL differing",
+       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+       "content-length: 6\r\n\r\n"sv,
+       ParseError::kBadRequest},
       {"CL plus sign", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n"sv,
        ParseError::kBadRequest},
       {"CL list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1,1\r\n\r\n"sv,
@@ -47,8 +55,9 @@ TEST_CASE("request heads that must be rejected", "[http][parser]") {
        ParseError::kBadRequest},
       {"CL 2^63", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775808\r\n\r\n"sv,
        ParseError::kBadRequest},
-      {"CL overflow", "POST / HTTP/1.1\r\nHost: a\r\n"
-                      "Content-Length: 99999999999999999999999\r\n\r\n"sv,
+      {"CL overflow",
+       "POST / HTTP/1.1\r\nHost: a\r\n"
+       "Content-Length: 99999999999999999999999\r\n\r\n"sv,
        ParseError::kBadRequest},
       {"TE unknown", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"sv,
        ParseError::kNotImplemented},
@@ -56,11 +65,14 @@ TEST_CASE("request heads that must be rejected", "[http][parser]") {
        ParseError::kNotImplemented},
       {"TE list", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"sv,
        ParseError::kBadRequest},
-      {"TE chunked twice in list", "POST / HTTP/1.1\r\nHost: a\r\n"
-                                   "Transfer-Encoding: chunked, chunked\r\n\r\n"sv,
+      {"TE chunked twice in list",
+       "POST / HTTP/1.1\r\nHost: a\r\n"
+       "Transfer-Encoding: chunked, chunked\r\n\r\n"sv,
        ParseError::kBadRequest},
-      {"TE repeated", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-                      "Transfer-Encoding: chunked\r\n\r\n"sv, ParseError::kBadRequest},
+      {"TE repeated",
+       "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n"sv,
+       ParseError::kBadRequest},
       {"TE with parameter",
        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;x=1\r\n\r\n"sv,
        ParseError::kBadRequest},
@@ -68,8 +80,7 @@ TEST_CASE("request heads that must be rejected", "[http][parser]") {
        ParseError::kBadRequest},
       {"HTTP/1.0 chunked", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"sv,
        ParseError::kBadRequest},
-      {"obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n"sv, ParseError::kBadRequest},
       {"obs-fold tab", "GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n"sv,
        ParseError::kBadRequest},
       {"space before colon", "GET / HTTP/1.1\r\nHost: a\r\nX-A : b\r\n\r\n"sv,
@@ -83,23 +94,18 @@ TEST_CASE("request heads that must be rejected", "[http][parser]") {
       {"bare LF terminator", "GET / HTTP/1.1\r\nHost: a\r\n\n"sv, ParseError::kBadRequest},
       {"bare CR in value", "GET / HTTP/1.1\r\nHost: a\r\nX: b\rc\r\n\r\n"sv,
        ParseError::kBadRequest},
-      {"bare CR in name", "GET / HTTP/1.1\r\nHost: a\r\nX\r: b\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"bare CR in name", "GET / HTTP/1.1\r\nHost: a\r\nX\r: b\r\n\r\n"sv, ParseError::kBadRequest},
       {"bare CR request line", "GET /\r HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
       {"NUL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: b\0c\r\n\r\n"sv, ParseError::kBadRequest},
-      {"CTL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: b\x01\r\n\r\n"sv,
-       ParseError::kBadRequest},
-      {"DEL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: b\x7f\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"CTL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: b\x01\r\n\r\n"sv, ParseError::kBadRequest},
+      {"DEL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: b\x7f\r\n\r\n"sv, ParseError::kBadRequest},
       {"empty name", "GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n"sv, ParseError::kBadRequest},
-      {"non-token name", "GET / HTTP/1.1\r\nHost: a\r\nX(y): b\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"non-token name", "GET / HTTP/1.1\r\nHost: a\r\nX(y): b\r\n\r\n"sv, ParseError::kBadRequest},
       {"non-ascii name", "GET / HTTP/1.1\r\nHost: a\r\nX\xc3\xa9: b\r\n\r\n"sv,
        ParseError::kBadRequest},
       {"no colon", "GET / HTTP/1.1\r\nHost: a\r\nXY\r\n\r\n"sv, ParseError::kBadRequest},
       {"missing Host", "GET / HTTP/1.1\r\n\r\n"sv, ParseError::kBadRequest},
-      {"duplicate Host", "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"duplicate Host", "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
       {"duplicate Host 1.0", "GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n"sv,
        ParseError::kBadRequest},
       {"method not token", "G(T / HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
@@ -116,8 +122,7 @@ TEST_CASE("request heads that must be rejected", "[http][parser]") {
       {"CTL in target", "GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
       {"DEL in target", "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
       {"leading empty line", "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
-      {"unknown method (llhttp)", "FROB / HTTP/1.1\r\nHost: a\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"unknown method (llhttp)", "FROB / HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
   };
   auto parser = makeHttp1Parser();
   RequestHead head;
@@ -157,54 +162,53 @@ TEST_CASE("valid request heads", "[http][parser]") {
   using V = Version;
   using F = BodyFraming;
   const AcceptCase cases[] = {
-      {"simple GET", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"sv, "GET", "/", "/",
-       V::kHttp11, F::kNone, 0, true, false, "example.com", 1},
-      {"POST with CL", "POST /mcp HTTP/1.1\r\nHost: a:8080\r\nContent-Length: 42\r\n\r\n"sv,
-       "POST", "/mcp", "/mcp", V::kHttp11, F::kContentLength, 42, true, false, "a:8080", 2},
-      {"CL zero", "POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"sv, "POST",
-       "/mcp", "/mcp", V::kHttp11, F::kContentLength, 0, true, false, "a", 2},
+      {"simple GET", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"sv, "GET", "/", "/", V::kHttp11,
+       F::kNone, 0, true, false, "example.com", 1},
+      {"POST with CL", "POST /mcp HTTP/1.1\r\nHost: a:8080\r\nContent-Length: 42\r\n\r\n"sv, "POST",
+       "/mcp", "/mcp", V::kHttp11, F::kContentLength, 42, true, false, "a:8080", 2},
+      {"CL zero", "POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"sv, "POST", "/mcp",
+       "/mcp", V::kHttp11, F::kContentLength, 0, true, false, "a", 2},
       {"CL max", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9223372036854775807\r\n\r\n"sv,
-       "POST", "/", "/", V::kHttp11, F::kContentLength, 9223372036854775807ULL, true, false,
-       "a", 2},
-      {"CL leading zeros", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n"sv,
-       "POST", "/", "/", V::kHttp11, F::kContentLength, 7, true, false, "a", 2},
-      {"chunked", "POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"sv,
-       "POST", "/mcp", "/mcp", V::kHttp11, F::kChunked, 0, true, false, "a", 2},
+       "POST", "/", "/", V::kHttp11, F::kContentLength, 9223372036854775807ULL, true, false, "a",
+       2},
+      {"CL leading zeros", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n"sv, "POST",
+       "/", "/", V::kHttp11, F::kContentLength, 7, true, false, "a", 2},
+      {"chunked", "POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"sv, "POST",
+       "/mcp", "/mcp", V::kHttp11, F::kChunked, 0, true, false, "a", 2},
       {"chunked mixed case",
-       "POST /mcp HTTP/1.1\r\nhost: a\r\ntransfer-encoding: ChUnKeD\r\n\r\n"sv,
-       "POST", "/mcp", "/mcp", V::kHttp11, F::kChunked, 0, true, false, "a", 2},
+       "POST /mcp HTTP/1.1\r\nhost: a\r\ntransfer-encoding: ChUnKeD\r\n\r\n"sv, "POST", "/mcp",
+       "/mcp", V::kHttp11, F::kChunked, 0, true, false, "a", 2},
       {"1.1 close", "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"sv, "GET", "/", "/",
        V::kHttp11, F::kNone, 0, false, false, "a", 2},
       {"1.1 close in list", "GET / HTTP/1.1\r\nHost: a\r\nConnection: x-foo ,  CLOSE\r\n\r\n"sv,
        "GET", "/", "/", V::kHttp11, F::kNone, 0, false, false, "a", 2},
       {"1.1 keep-alive", "GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n"sv, "GET",
        "/", "/", V::kHttp11, F::kNone, 0, true, false, "a", 2},
-      {"1.0 default close", "GET / HTTP/1.0\r\n\r\n"sv, "GET", "/", "/", V::kHttp10, F::kNone,
-       0, false, false, "", 0},
+      {"1.0 default close", "GET / HTTP/1.0\r\n\r\n"sv, "GET", "/", "/", V::kHttp10, F::kNone, 0,
+       false, false, "", 0},
       {"1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"sv, "GET", "/", "/",
        V::kHttp10, F::kNone, 0, true, false, "", 1},
       {"1.0 keep-alive and close", "GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n"sv,
        "GET", "/", "/", V::kHttp10, F::kNone, 0, false, false, "", 1},
       {"1.0 POST CL", "POST /x HTTP/1.0\r\nHost: h\r\nContent-Length: 3\r\n\r\n"sv, "POST", "/x",
        "/x", V::kHttp10, F::kContentLength, 3, false, false, "h", 2},
-      {"absolute-form", "GET http://example.com:80/mcp/a?x=1 HTTP/1.1\r\nHost: e\r\n\r\n"sv,
-       "GET", "http://example.com:80/mcp/a?x=1", "/mcp/a", V::kHttp11, F::kNone, 0, true, false,
-       "e", 1},
+      {"absolute-form", "GET http://example.com:80/mcp/a?x=1 HTTP/1.1\r\nHost: e\r\n\r\n"sv, "GET",
+       "http://example.com:80/mcp/a?x=1", "/mcp/a", V::kHttp11, F::kNone, 0, true, false, "e", 1},
       {"absolute-form no path", "GET http://example.com HTTP/1.1\r\nHost: e\r\n\r\n"sv, "GET",
        "http://example.com", "", V::kHttp11, F::kNone, 0, true, false, "e", 1},
       {"query string", "POST /mcp?session=1&b=%20 HTTP/1.1\r\nHost: a\r\n\r\n"sv, "POST",
        "/mcp?session=1&b=%20", "/mcp", V::kHttp11, F::kNone, 0, true, false, "a", 1},
-      {"asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"sv, "OPTIONS", "*", "*",
-       V::kHttp11, F::kNone, 0, true, false, "a", 1},
+      {"asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"sv, "OPTIONS", "*", "*", V::kHttp11,
+       F::kNone, 0, true, false, "a", 1},
       {"expect",
-       "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n"sv,
-       "POST", "/", "/", V::kHttp11, F::kContentLength, 1, true, true, "a", 3},
+       "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n"sv, "POST",
+       "/", "/", V::kHttp11, F::kContentLength, 1, true, true, "a", 3},
       {"empty values and OWS", "GET / HTTP/1.1\r\nHost:a\r\nX-Empty:\r\nX-Ows: \t \r\n\r\n"sv,
        "GET", "/", "/", V::kHttp11, F::kNone, 0, true, false, "a", 3},
-      {"empty Host", "GET / HTTP/1.1\r\nHost: \r\n\r\n"sv, "GET", "/", "/", V::kHttp11,
-       F::kNone, 0, true, false, "", 1},
-      {"obs-text value", "GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n"sv, "GET", "/",
-       "/", V::kHttp11, F::kNone, 0, true, false, "a", 2},
+      {"empty Host", "GET / HTTP/1.1\r\nHost: \r\n\r\n"sv, "GET", "/", "/", V::kHttp11, F::kNone, 0,
+       true, false, "", 1},
+      {"obs-text value", "GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n"sv, "GET", "/", "/",
+       V::kHttp11, F::kNone, 0, true, false, "a", 2},
   };
   auto parser = makeHttp1Parser();
   RequestHead head;
@@ -297,8 +301,7 @@ TEST_CASE("every prefix of a valid head is incomplete", "[http][parser]") {
   }
 }
 
-TEST_CASE("request line limit: exactly at the limit passes, one more is 414",
-          "[http][parser]") {
+TEST_CASE("request line limit: exactly at the limit passes, one more is 414", "[http][parser]") {
   HeadLimits limits;
   limits.max_request_line = 64;
   auto parser = makeHttp1Parser();
@@ -340,16 +343,14 @@ TEST_CASE("head size limit: exactly at the limit passes, one more is 431", "[htt
   CHECK(r.status == ParseStatus::kError);
   CHECK(r.error == ParseError::kHeadTooLarge);
   // Not decidable until max_head_bytes + 1 bytes have arrived.
-  r = parser->parseRequest(std::string_view(over).substr(0, limits.max_head_bytes), limits,
-                           head);
+  r = parser->parseRequest(std::string_view(over).substr(0, limits.max_head_bytes), limits, head);
   CHECK(r.status == ParseStatus::kIncomplete);
   r = parser->parseRequest(std::string_view(over).substr(0, limits.max_head_bytes + 1), limits,
                            head);
   CHECK(r.error == ParseError::kHeadTooLarge);
 }
 
-TEST_CASE("field count limit: exactly at the limit passes, one more is 431",
-          "[http][parser]") {
+TEST_CASE("field count limit: exactly at the limit passes, one more is 431", "[http][parser]") {
   HeadLimits limits;
   limits.max_fields = 5;
   std::string ok = "GET / HTTP/1.1\r\nHost: a\r\n";
@@ -369,11 +370,11 @@ TEST_CASE("field count limit: exactly at the limit passes, one more is 431",
 TEST_CASE("a parser is reusable after an error", "[http][parser]") {
   auto parser = makeHttp1Parser();
   RequestHead head;
-  CHECK(parser->parseRequest("GET / HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n"sv, HeadLimits{},
-                             head)
+  CHECK(parser->parseRequest("GET / HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\n"sv, HeadLimits{}, head)
             .status == ParseStatus::kError);
-  REQUIRE(parser->parseRequest("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"sv, HeadLimits{}, head)
-              .status == ParseStatus::kComplete);
+  REQUIRE(
+      parser->parseRequest("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"sv, HeadLimits{}, head).status ==
+      ParseStatus::kComplete);
   CHECK(head.target == "/ok");
   CHECK(head.fields.size() == 1);
 }
@@ -396,30 +397,29 @@ TEST_CASE("valid response heads and their framing", "[http][parser]") {
   const ResponseCase cases[] = {
       {"200 CL", "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n"sv, "POST", 200, "OK",
        F::kContentLength, 12, true},
-      {"200 chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-                      "Content-Type: text/event-stream\r\n\r\n"sv, "POST", 200, "OK",
-       F::kChunked, 0, true},
-      {"until close", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"sv, "POST",
-       200, "OK", F::kUntilClose, 0, false},
-      {"1.0 until close", "HTTP/1.0 200 OK\r\n\r\n"sv, "GET", 200, "OK", F::kUntilClose, 0,
-       false},
+      {"200 chunked",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+       "Content-Type: text/event-stream\r\n\r\n"sv,
+       "POST", 200, "OK", F::kChunked, 0, true},
+      {"until close", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"sv, "POST", 200,
+       "OK", F::kUntilClose, 0, false},
+      {"1.0 until close", "HTTP/1.0 200 OK\r\n\r\n"sv, "GET", 200, "OK", F::kUntilClose, 0, false},
       {"1.0 CL keep-alive",
-       "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n"sv,
-       "GET", 200, "OK", F::kContentLength, 1, true},
+       "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n"sv, "GET", 200, "OK",
+       F::kContentLength, 1, true},
       {"1.0 CL", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n"sv, "GET", 200, "OK",
        F::kContentLength, 1, false},
-      {"close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n"sv, "POST",
-       200, "OK", F::kContentLength, 2, false},
-      {"204", "HTTP/1.1 204 No Content\r\n\r\n"sv, "DELETE", 204, "No Content", F::kNone, 0,
-       true},
+      {"close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n"sv, "POST", 200,
+       "OK", F::kContentLength, 2, false},
+      {"204", "HTTP/1.1 204 No Content\r\n\r\n"sv, "DELETE", 204, "No Content", F::kNone, 0, true},
       {"304 with CL", "HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n"sv, "GET", 304,
        "Not Modified", F::kNone, 0, true},
       {"HEAD with CL", "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"sv, "HEAD", 200, "OK",
        F::kNone, 0, true},
-      {"HEAD chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"sv, "HEAD", 200,
-       "OK", F::kNone, 0, true},
-      {"202 CL 0", "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"sv, "POST", 202,
-       "Accepted", F::kContentLength, 0, true},
+      {"HEAD chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"sv, "HEAD", 200, "OK",
+       F::kNone, 0, true},
+      {"202 CL 0", "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"sv, "POST", 202, "Accepted",
+       F::kContentLength, 0, true},
       {"100 continue", "HTTP/1.1 100 Continue\r\n\r\n"sv, "POST", 100, "Continue", F::kNone, 0,
        true},
       {"no reason", "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n"sv, "POST", 200, "",
@@ -454,13 +454,11 @@ TEST_CASE("100 Continue interim head, then the final head", "[http][parser]") {
       "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
   auto parser = makeHttp1Parser();
   ResponseHead head;
-  REQUIRE(parser->parseResponse(data, HeadLimits{}, "POST", head).status ==
-          ParseStatus::kComplete);
+  REQUIRE(parser->parseResponse(data, HeadLimits{}, "POST", head).status == ParseStatus::kComplete);
   CHECK(head.status == 100);
   CHECK(head.framing == BodyFraming::kNone);
   const std::string_view rest = std::string_view(data).substr(head.head_bytes);
-  REQUIRE(parser->parseResponse(rest, HeadLimits{}, "POST", head).status ==
-          ParseStatus::kComplete);
+  REQUIRE(parser->parseResponse(rest, HeadLimits{}, "POST", head).status == ParseStatus::kComplete);
   CHECK(head.status == 200);
   CHECK(head.framing == BodyFraming::kContentLength);
   CHECK(rest.substr(head.head_bytes) == "ok");
@@ -472,8 +470,7 @@ TEST_CASE("response heads that must be rejected", "[http][parser]") {
        ParseError::kBadRequest},
       {"duplicate CL", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"sv,
        ParseError::kBadRequest},
-      {"CL malformed", "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n"sv,
-       ParseError::kBadRequest},
+      {"CL malformed", "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n"sv, ParseError::kBadRequest},
       {"TE unknown", "HTTP/1.1 200 OK\r\nTransfer-Encoding: br\r\n\r\n"sv,
        ParseError::kNotImplemented},
       {"1.0 chunked", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"sv,

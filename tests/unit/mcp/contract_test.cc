@@ -11,8 +11,8 @@ namespace {
 
 using http::HeaderField;
 
-std::vector<HeaderField> fieldsOf(std::initializer_list<std::pair<std::string_view,
-                                                                  std::string_view>> kv) {
+std::vector<HeaderField> fieldsOf(
+    std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
   std::vector<HeaderField> out;
   for (const auto& [n, v] : kv) {
     out.push_back(HeaderField{n, v, {}});
@@ -99,46 +99,87 @@ struct RejectCase {
 TEST_CASE("contract: rejections", "[mcp][contract]") {
   const std::vector<RejectCase> cases = {
       {{{"Mcp-Method", "tools/call"}, {"mcp-method", "tools/list"}},
-       ContractError::kDuplicate, "mcp-method", "duplicate Mcp-Method in different case"},
+       ContractError::kDuplicate,
+       "mcp-method",
+       "duplicate Mcp-Method in different case"},
       {{{"Mcp-Method", "tools/call"}, {"Mcp-Method", "tools/call"}},
-       ContractError::kDuplicate, "Mcp-Method", "duplicate Mcp-Method, same value"},
+       ContractError::kDuplicate,
+       "Mcp-Method",
+       "duplicate Mcp-Method, same value"},
       {{{"MCP-Protocol-Version", "2026-07-28"}, {"mcp-protocol-version", "2026-07-28"}},
-       ContractError::kDuplicate, "mcp-protocol-version", "duplicate version"},
+       ContractError::kDuplicate,
+       "mcp-protocol-version",
+       "duplicate version"},
       {{{"Mcp-Name", "a"}, {"MCP-NAME", "b"}},
-       ContractError::kDuplicate, "MCP-NAME", "duplicate Mcp-Name"},
+       ContractError::kDuplicate,
+       "MCP-NAME",
+       "duplicate Mcp-Name"},
       {{{"Mcp-Param-Region", "eu"}, {"mcp-param-REGION", "us"}},
-       ContractError::kDuplicate, "mcp-param-REGION", "duplicate param, {Name} case differs"},
+       ContractError::kDuplicate,
+       "mcp-param-REGION",
+       "duplicate param, {Name} case differs"},
       {{{"Mcp-Method", "tools/call, tools/list"}},
-       ContractError::kInvalidValue, "Mcp-Method", "comma list in Mcp-Method"},
+       ContractError::kInvalidValue,
+       "Mcp-Method",
+       "comma list in Mcp-Method"},
       {{{"Mcp-Method", "tools/call,tools/list"}},
-       ContractError::kInvalidValue, "Mcp-Method", "comma list without space"},
+       ContractError::kInvalidValue,
+       "Mcp-Method",
+       "comma list without space"},
       {{{"MCP-Protocol-Version", "2026-07-28, 2025-11-25"}},
-       ContractError::kInvalidValue, "MCP-Protocol-Version", "comma list in version"},
+       ContractError::kInvalidValue,
+       "MCP-Protocol-Version",
+       "comma list in version"},
       {{{"Mcp-Method", ""}}, ContractError::kInvalidValue, "Mcp-Method", "empty method"},
       {{{"MCP-Protocol-Version", ""}},
-       ContractError::kInvalidValue, "MCP-Protocol-Version", "empty version"},
+       ContractError::kInvalidValue,
+       "MCP-Protocol-Version",
+       "empty version"},
       {{{"Mcp-Method", "tools call"}}, ContractError::kInvalidValue, "Mcp-Method", "SP"},
       {{{"Mcp-Method", "tools\tcall"}}, ContractError::kInvalidValue, "Mcp-Method", "HTAB"},
       {{{"Mcp-Method", "tools/c\xc3\xa4ll"}},
-       ContractError::kInvalidValue, "Mcp-Method", "obs-text in method"},
+       ContractError::kInvalidValue,
+       "Mcp-Method",
+       "obs-text in method"},
       {{{"MCP-Protocol-Version", "2026-07-28\x7f"}},
-       ContractError::kInvalidValue, "MCP-Protocol-Version", "DEL in version"},
+       ContractError::kInvalidValue,
+       "MCP-Protocol-Version",
+       "DEL in version"},
       {{{"Mcp-Name", "caf\xc3\xa9"}}, ContractError::kInvalidValue, "Mcp-Name", "obs-text"},
       {{{"Mcp-Name", "a\tb"}}, ContractError::kInvalidValue, "Mcp-Name", "HTAB in name"},
-      {{{"Mcp-Name", "a\x01" "b"}}, ContractError::kInvalidValue, "Mcp-Name", "CTL in name"},
+      {{{"Mcp-Name",
+         "a\x01"
+         "b"}},
+       ContractError::kInvalidValue,
+       "Mcp-Name",
+       "CTL in name"},
       {{{"Mcp-Param-X", "v\x7f"}}, ContractError::kInvalidValue, "Mcp-Param-X", "DEL"},
       {{{"Mcp-Param-X", "\xff"}}, ContractError::kInvalidValue, "Mcp-Param-X", "obs-text"},
       {{{"Mcp-Param-", "v"}}, ContractError::kInvalidValue, "Mcp-Param-", "empty {Name}"},
       {{{"mcp-param-", ""}}, ContractError::kInvalidValue, "mcp-param-", "empty {Name}"},
-      {{{"Mcp-Name", "=?base64?SGVsbG8?=", }},
-       ContractError::kInvalidSentinel, "Mcp-Name", "missing padding"},
+      {{{
+           "Mcp-Name",
+           "=?base64?SGVsbG8?=",
+       }},
+       ContractError::kInvalidSentinel,
+       "Mcp-Name",
+       "missing padding"},
       {{{"Mcp-Param-Q", "=?base64?SGVs!!!bG8=?="}},
-       ContractError::kInvalidSentinel, "Mcp-Param-Q", "bad base64 chars"},
+       ContractError::kInvalidSentinel,
+       "Mcp-Param-Q",
+       "bad base64 chars"},
       {{{"Mcp-Param-Q", "=?base64?/w==?="}},
-       ContractError::kInvalidSentinel, "Mcp-Param-Q", "decodes to non-UTF-8"},
-      {{{"Mcp-Method", "tools/call"}, {"Mcp-Name", "ok"}, {"Mcp-Param-A", "1"},
-        {"Mcp-Param-B", "2"}, {"Mcp-Param-a", "3"}},
-       ContractError::kDuplicate, "Mcp-Param-a", "duplicate after other params"},
+       ContractError::kInvalidSentinel,
+       "Mcp-Param-Q",
+       "decodes to non-UTF-8"},
+      {{{"Mcp-Method", "tools/call"},
+        {"Mcp-Name", "ok"},
+        {"Mcp-Param-A", "1"},
+        {"Mcp-Param-B", "2"},
+        {"Mcp-Param-a", "3"}},
+       ContractError::kDuplicate,
+       "Mcp-Param-a",
+       "duplicate after other params"},
   };
   for (const RejectCase& c : cases) {
     CAPTURE(c.why);
@@ -193,8 +234,10 @@ TEST_CASE("contract: session and Last-Event-ID flags", "[mcp][contract]") {
 TEST_CASE("contract: state is reset between requests", "[mcp][contract]") {
   ValueArena arena(64);
   McpHeaders h;
-  auto first = fieldsOf({{"Mcp-Method", "tools/call"}, {"Mcp-Name", "x"},
-                         {"Mcp-Param-A", "1"}, {"Mcp-Session-Id", "s"}});
+  auto first = fieldsOf({{"Mcp-Method", "tools/call"},
+                         {"Mcp-Name", "x"},
+                         {"Mcp-Param-A", "1"},
+                         {"Mcp-Session-Id", "s"}});
   REQUIRE(readMcpHeaders(first, arena, h).error == ContractError::kNone);
   REQUIRE(h.params.size() == 1);
   arena.reset();
@@ -211,8 +254,8 @@ TEST_CASE("contract: state is reset between requests", "[mcp][contract]") {
 }
 
 TEST_CASE("contract: arena too small for the decoded values", "[mcp][contract]") {
-  const auto fields = fieldsOf({{"Mcp-Param-A", "=?base64?SGVsbG8=?="},
-                                {"Mcp-Param-B", "=?base64?SGVsbG8=?="}});
+  const auto fields =
+      fieldsOf({{"Mcp-Param-A", "=?base64?SGVsbG8=?="}, {"Mcp-Param-B", "=?base64?SGVsbG8=?="}});
   ValueArena arena(8);
   McpHeaders h;
   const ContractResult r = readMcpHeaders(fields, arena, h);

@@ -41,10 +41,10 @@ TEST_CASE("appendJsonEscaped escapes quotes, backslashes, controls and bad UTF-8
       {"Hello, \xe4\xb8\x96\xe7\x95\x8c", "Hello, \xe4\xb8\x96\xe7\x95\x8c"},  // valid UTF-8 kept
       {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},                                // 4-byte kept
       {"a\xffz", "a\\ufffdz"},
-      {"\xc3", "\\ufffd"},                       // truncated sequence at end
-      {"\xc3(", "\\ufffd("},                     // bad continuation
-      {"\xc0\xaf", "\\ufffd\\ufffd"},            // overlong
-      {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},  // surrogate
+      {"\xc3", "\\ufffd"},                                   // truncated sequence at end
+      {"\xc3(", "\\ufffd("},                                 // bad continuation
+      {"\xc0\xaf", "\\ufffd\\ufffd"},                        // overlong
+      {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},             // surrogate
       {"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},  // above U+10FFFF
       {"\x80", "\\ufffd"},
   };
@@ -73,14 +73,14 @@ TEST_CASE("errorBody shapes") {
                   "'bar'") ==
         R"({"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch: )"
         R"(Mcp-Name header value 'foo' does not match body value 'bar'"}})");
-  CHECK(errorBody(RequestId{RequestId::Kind::kJson, R"("a\"b")"},
-                  code::kUnsupportedProtocolVersion, "Unsupported protocol version",
+  CHECK(errorBody(RequestId{RequestId::Kind::kJson, R"("a\"b")"}, code::kUnsupportedProtocolVersion,
+                  "Unsupported protocol version",
                   R"({"supported":["2026-07-28"],"requested":"1900-01-01"})") ==
         R"({"jsonrpc":"2.0","id":"a\"b","error":{"code":-32022,"message":)"
         R"("Unsupported protocol version","data":{"supported":["2026-07-28"],)"
         R"("requested":"1900-01-01"}}})");
-  const std::string nasty = errorBody(RequestId::null(), code::kInvalidRequest,
-                                      std::string_view("q\"\\\n\x01\xff", 6));
+  const std::string nasty =
+      errorBody(RequestId::null(), code::kInvalidRequest, std::string_view("q\"\\\n\x01\xff", 6));
   CHECK(nasty == R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":)"
                  R"("q\"\\\n\u0001\ufffd"}})");
   CHECK(isValidJson(nasty));

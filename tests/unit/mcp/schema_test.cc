@@ -25,8 +25,8 @@ const ToolSchema* findTool(const std::vector<ToolSchema>& tools, std::string_vie
 
 // A tools/list response with the given tool objects (comma-separated JSON).
 std::string toolsList(std::string_view tools, std::string_view extra = R"(,"ttlMs":0)") {
-  return std::string(R"({"jsonrpc":"2.0","id":0,"result":{"tools":[)") + std::string(tools) +
-         "]" + std::string(extra) + "}}";
+  return std::string(R"({"jsonrpc":"2.0","id":0,"result":{"tools":[)") + std::string(tools) + "]" +
+         std::string(extra) + "}}";
 }
 
 std::string tool(std::string_view name, std::string_view properties) {
@@ -125,21 +125,19 @@ TEST_CASE("parseToolsList excludes invalid tools and keeps valid ones") {
        R"({"a":{"type":"string","x-mcp-header":"R"},"o":{"type":"object","properties":)"
        R"({"b":{"type":"string","x-mcp-header":"r"}}}})",
        false},
-      {"under items",
-       R"({"list":{"type":"array","items":{"type":"string","x-mcp-header":"X"}}})", false},
+      {"under items", R"({"list":{"type":"array","items":{"type":"string","x-mcp-header":"X"}}})",
+       false},
       {"under items.properties",
        R"({"list":{"type":"array","items":{"type":"object","properties":{"a":{"type":"string",)"
        R"("x-mcp-header":"X"}}}}})",
        false},
       {"under prefixItems",
-       R"({"list":{"type":"array","prefixItems":[{"type":"string","x-mcp-header":"X"}]}})",
-       false},
+       R"({"list":{"type":"array","prefixItems":[{"type":"string","x-mcp-header":"X"}]}})", false},
       {"under oneOf",
        R"({"x":{"oneOf":[{"type":"string","x-mcp-header":"X"},{"type":"integer"}]}})", false},
       {"under anyOf", R"({"x":{"anyOf":[{"type":"string","x-mcp-header":"X"}]}})", false},
       {"under allOf", R"({"x":{"allOf":[{"type":"string","x-mcp-header":"X"}]}})", false},
-      {"under not", R"({"x":{"type":"string","not":{"type":"string","x-mcp-header":"X"}}})",
-       false},
+      {"under not", R"({"x":{"type":"string","not":{"type":"string","x-mcp-header":"X"}}})", false},
       {"under if/then",
        R"({"x":{"type":"string","if":{"type":"string"},"then":{"type":"string",)"
        R"("x-mcp-header":"X"}}})",
@@ -173,8 +171,7 @@ TEST_CASE("parseToolsList excludes invalid tools and keeps valid ones") {
        R"({"x":{"type":"object","const":{"x-mcp-header":"X"},"enum":[{"x-mcp-header":"X"}],)"
        R"("examples":[{"x-mcp-header":"X"}]}})",
        true},
-      {"token with specials", R"({"x":{"type":"string","x-mcp-header":"!#$%&'*+-.^_`|~9"}})",
-       true},
+      {"token with specials", R"({"x":{"type":"string","x-mcp-header":"!#$%&'*+-.^_`|~9"}})", true},
       {"Method is a fine name", R"({"x":{"type":"string","x-mcp-header":"Method"}})", true},
   };
   for (const Case& c : cases) {
@@ -195,14 +192,14 @@ TEST_CASE("parseToolsList excludes invalid tools and keeps valid ones") {
 }
 
 TEST_CASE("parseToolsList annotation at the schema root or under $defs/$ref is invalid") {
-  const std::string json = toolsList(
-      R"({"name":"root","inputSchema":{"type":"string","x-mcp-header":"X"}},)"
-      R"({"name":"defs","inputSchema":{"type":"object","$defs":{"s":{"type":"string",)"
-      R"("x-mcp-header":"X"}},"properties":{"a":{"$ref":"#/$defs/s"}}}},)"
-      R"({"name":"noschema"},)"
-      R"({"inputSchema":{"type":"object"}},)"
-      R"({"name":"ok","inputSchema":{"type":"object","properties":{"n":{"type":"string",)"
-      R"("x-mcp-header":"N"}}}})");
+  const std::string json =
+      toolsList(R"({"name":"root","inputSchema":{"type":"string","x-mcp-header":"X"}},)"
+                R"({"name":"defs","inputSchema":{"type":"object","$defs":{"s":{"type":"string",)"
+                R"("x-mcp-header":"X"}},"properties":{"a":{"$ref":"#/$defs/s"}}}},)"
+                R"({"name":"noschema"},)"
+                R"({"inputSchema":{"type":"object"}},)"
+                R"({"name":"ok","inputSchema":{"type":"object","properties":{"n":{"type":"string",)"
+                R"("x-mcp-header":"N"}}}})");
   std::vector<ToolSchema> tools;
   uint64_t ttl = 0;
   REQUIRE(parseToolsList(json, tools, ttl));

@@ -24,7 +24,9 @@ constexpr RoundTrip kSpecExamples[] = {
     {"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
     {"日本語", "=?base64?5pel5pys6Kqe?="},
     {"\tindented", "=?base64?CWluZGVudGVk?="},
-    {"", "=?base64?" "?="},
+    {"",
+     "=?base64?"
+     "?="},
     {"a", "=?base64?YQ==?="},
     {"ab", "=?base64?YWI=?="},
     {"abc", "=?base64?YWJj?="},
@@ -125,7 +127,10 @@ TEST_CASE("sentinel: arena full is reported as invalid", "[mcp][sentinel]") {
   REQUIRE(ok.status == SentinelStatus::kDecoded);
   CHECK(ok.value == "Hello");
   ValueArena none(0);
-  CHECK(decodeSentinel("=?base64?" "?=", none).status == SentinelStatus::kDecoded);
+  CHECK(decodeSentinel("=?base64?"
+                       "?=",
+                       none)
+            .status == SentinelStatus::kDecoded);
   CHECK(decodeSentinel("=?base64?YQ==?=", none).status == SentinelStatus::kInvalid);
 }
 
@@ -157,8 +162,7 @@ TEST_CASE("sentinel: every canonical 1- and 2-byte value round-trips", "[mcp][se
   }
 }
 
-TEST_CASE("sentinel: only the zero-bit variant of the last symbol is accepted",
-          "[mcp][sentinel]") {
+TEST_CASE("sentinel: only the zero-bit variant of the last symbol is accepted", "[mcp][sentinel]") {
   // "Y?==" decodes one byte from 12 bits: the low 4 bits of the second symbol are unused
   // and must be zero, so of all 64 symbols only A, Q, g, w (0x60-0x63) are accepted.
   constexpr std::string_view kAlphabet =
@@ -202,7 +206,9 @@ constexpr NeedsCase kNeedsCases[] = {
     {"Hello, 世界", true},
     {"caf\xc3\xa9", true},
     {"=?base64?literal?=", true},
-    {"=?base64?" "?=", true},
+    {"=?base64?"
+     "?=",
+     true},
     {"=?base64?=", true},  // item 50 read literally: starts with prefix, ends with suffix
 };
 
@@ -236,30 +242,30 @@ constexpr Utf8Case kUtf8Cases[] = {
     {"", true},
     {"plain ascii", true},
     {"\x7f", true},
-    {"\xc2\x80", true},              // U+0080
-    {"\xdf\xbf", true},              // U+07FF
-    {"\xe0\xa0\x80", true},          // U+0800
-    {"\xed\x9f\xbf", true},          // U+D7FF
-    {"\xee\x80\x80", true},          // U+E000
-    {"\xef\xbf\xbf", true},          // U+FFFF
-    {"\xf0\x90\x80\x80", true},      // U+10000
-    {"\xf4\x8f\xbf\xbf", true},      // U+10FFFF
-    {"\x80", false},                 // lone continuation
+    {"\xc2\x80", true},          // U+0080
+    {"\xdf\xbf", true},          // U+07FF
+    {"\xe0\xa0\x80", true},      // U+0800
+    {"\xed\x9f\xbf", true},      // U+D7FF
+    {"\xee\x80\x80", true},      // U+E000
+    {"\xef\xbf\xbf", true},      // U+FFFF
+    {"\xf0\x90\x80\x80", true},  // U+10000
+    {"\xf4\x8f\xbf\xbf", true},  // U+10FFFF
+    {"\x80", false},             // lone continuation
     {"\xbf", false},
-    {"\xc0\x80", false},             // overlong NUL
-    {"\xc1\xbf", false},             // overlong
-    {"\xe0\x9f\xbf", false},         // overlong 3-byte
-    {"\xf0\x8f\xbf\xbf", false},     // overlong 4-byte
-    {"\xed\xa0\x80", false},         // U+D800
-    {"\xed\xbf\xbf", false},         // U+DFFF
-    {"\xf4\x90\x80\x80", false},     // U+110000
+    {"\xc0\x80", false},          // overlong NUL
+    {"\xc1\xbf", false},          // overlong
+    {"\xe0\x9f\xbf", false},      // overlong 3-byte
+    {"\xf0\x8f\xbf\xbf", false},  // overlong 4-byte
+    {"\xed\xa0\x80", false},      // U+D800
+    {"\xed\xbf\xbf", false},      // U+DFFF
+    {"\xf4\x90\x80\x80", false},  // U+110000
     {"\xf5\x80\x80\x80", false},
     {"\xff", false},
-    {"\xc2", false},                 // truncated
-    {"\xe2\x82", false},             // truncated
-    {"\xf0\x9f\x98", false},         // truncated
-    {"\xe2\x28\xa1", false},         // bad continuation
-    {"\xf0\x9f\x98\x28", false},     // bad last continuation
+    {"\xc2", false},              // truncated
+    {"\xe2\x82", false},          // truncated
+    {"\xf0\x9f\x98", false},      // truncated
+    {"\xe2\x28\xa1", false},      // bad continuation
+    {"\xf0\x9f\x98\x28", false},  // bad last continuation
     {"a\xc3\xa9z", true},
 };
 

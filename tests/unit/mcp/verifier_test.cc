@@ -44,8 +44,8 @@ constexpr std::string_view kMeta =
 
 std::string callBody(std::string_view args, std::string_view name = "execute_sql") {
   return std::string(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":")") +
-         std::string(name) + R"(","arguments":)" + std::string(args) + "," +
-         std::string(kMeta) + "}}";
+         std::string(name) + R"(","arguments":)" + std::string(args) + "," + std::string(kMeta) +
+         "}}";
 }
 
 const std::string kFullArgs =
@@ -113,8 +113,7 @@ TEST_CASE("verifyBody syntax rejects") {
       {"empty", "", code::kParseError, "Parse error"},
       {"whitespace only", "  \r\n", code::kParseError, "Parse error"},
       {"truncated", R"({"jsonrpc":"2.0","method":"x")", code::kParseError, "Parse error"},
-      {"trailing garbage", R"({"jsonrpc":"2.0","method":"x"} x)", code::kParseError,
-       "Parse error"},
+      {"trailing garbage", R"({"jsonrpc":"2.0","method":"x"} x)", code::kParseError, "Parse error"},
       {"second value", R"({"jsonrpc":"2.0","method":"x"}{})", code::kParseError, "Parse error"},
       {"trailing comma", R"({"jsonrpc":"2.0","method":"x",})", code::kParseError, "Parse error"},
       {"invalid UTF-8 in string", "{\"jsonrpc\":\"2.0\",\"method\":\"a\xff\"}", code::kParseError,
@@ -209,8 +208,8 @@ TEST_CASE("verifyBody classification and ids") {
        "-3", "a"},
       {R"({"jsonrpc":"2.0","id":2.5,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson,
        "2.5", "a"},
-      {R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen"})",
-       BodyKind::kRequest, RequestId::Kind::kJson, R"("listen:0")", "subscriptions/listen"},
+      {R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen"})", BodyKind::kRequest,
+       RequestId::Kind::kJson, R"("listen:0")", "subscriptions/listen"},
       {R"({"jsonrpc":"2.0","id":"q\"\\\u0041\n","method":"a"})", BodyKind::kRequest,
        RequestId::Kind::kJson, R"("q\"\\A\n")", "a"},
       {R"({"jsonrpc":"2.0","id":null,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kNull,
@@ -219,8 +218,8 @@ TEST_CASE("verifyBody classification and ids") {
        BodyKind::kNotification, RequestId::Kind::kAbsent, "", "notifications/cancelled"},
       {R"({"jsonrpc":"2.0","method":"tools\/c\u0061ll"})", BodyKind::kNotification,
        RequestId::Kind::kAbsent, "", "tools/call"},
-      {R"({"jsonrpc":"2.0","id":1,"result":{}})", BodyKind::kResponse, RequestId::Kind::kJson,
-       "1", ""},
+      {R"({"jsonrpc":"2.0","id":1,"result":{}})", BodyKind::kResponse, RequestId::Kind::kJson, "1",
+       ""},
       {R"({"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"x"}})", BodyKind::kResponse,
        RequestId::Kind::kNull, "", ""},
       {" \r\n\t{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"} \r\n\t ", BodyKind::kRequest,
@@ -324,9 +323,7 @@ std::string request(std::string_view method, std::string_view params_members) {
 
 TEST_CASE("verifyBody standard header checks") {
   const std::string meta(kMeta);
-  auto setMethod = [](std::string_view m) {
-    return [m](McpHeaders& h) { h.method = m; };
-  };
+  auto setMethod = [](std::string_view m) { return [m](McpHeaders& h) { h.method = m; }; };
   auto setName = [](std::string_view n) {
     return [n](McpHeaders& h) { h.name = McpValue{n, n, false}; };
   };
@@ -350,10 +347,14 @@ TEST_CASE("verifyBody standard header checks") {
        "Mcp-Name header value 'foo' does not match body value 'execute_sql'"},
       {"name missing", noName, callBody(kFullArgs), false, "missing Mcp-Name"},
       {"name decoded value compared",
-       [](McpHeaders& h) { h.name = McpValue{"=?base64?ZXhlY3V0ZV9zcWw=?=", "execute_sql", true}; },
+       [](McpHeaders& h) {
+         h.name = McpValue{"=?base64?ZXhlY3V0ZV9zcWw=?=", "execute_sql", true};
+       },
        callBody(kFullArgs), true, ""},
       {"raw sentinel text is not the value",
-       [](McpHeaders& h) { h.name = McpValue{"execute_sql", "=?base64?x?=", true}; },
+       [](McpHeaders& h) {
+         h.name = McpValue{"execute_sql", "=?base64?x?=", true};
+       },
        callBody(kFullArgs), false, "Mcp-Name header value '=?base64?x?='"},
       {"mismatch values escaped", setName("a'\"\n"), callBody(kFullArgs), false,
        R"(Mcp-Name header value 'a'\"\n')"},
@@ -364,8 +365,8 @@ TEST_CASE("verifyBody standard header checks") {
        "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"},
       {"name with header but no params.name", nullptr,
        request("tools/call", R"("arguments":{},)" + meta), false, "no string params.name"},
-      {"params.name not a string", nullptr,
-       request("tools/call", R"("name":5,)" + meta), false, "no string params.name"},
+      {"params.name not a string", nullptr, request("tools/call", R"("name":5,)" + meta), false,
+       "no string params.name"},
       {"prompts/get ok", setMethod("prompts/get"),
        request("prompts/get", R"("name":"execute_sql",)" + meta), true, ""},
       {"prompts/get name differs",
@@ -425,8 +426,7 @@ TEST_CASE("verifyBody standard header checks") {
          noName(h);
        },
        request("tools/list", meta), true, ""},
-      {"Mcp-Name on tools/list ignored",
-       [](McpHeaders& h) { h.method = "tools/list"; },
+      {"Mcp-Name on tools/list ignored", [](McpHeaders& h) { h.method = "tools/list"; },
        request("tools/list", meta), true, ""},
       {"version differs", [](McpHeaders& h) { h.version = "2025-11-25"; }, callBody(kFullArgs),
        false,
@@ -450,9 +450,7 @@ TEST_CASE("verifyBody Mcp-Param checks against the tool schema") {
   auto param = [](std::string_view name, std::string_view value) {
     return [name, value](McpHeaders& h) { setParam(h, name, value); };
   };
-  auto drop = [](std::string_view name) {
-    return [name](McpHeaders& h) { dropParam(h, name); };
-  };
+  auto drop = [](std::string_view name) { return [name](McpHeaders& h) { dropParam(h, name); }; };
   auto args = [](std::string_view region, std::string_view count, std::string_view dry,
                  std::string_view opts) {
     return callBody(std::string(R"({"region":)") + std::string(region) + R"(,"count":)" +
@@ -488,23 +486,20 @@ TEST_CASE("verifyBody Mcp-Param checks against the tool schema") {
       {"int body 42.0", nullptr, args(R"("us-west1")", "42.0", "true", tenant), true, ""},
       {"int body 4.2e1 header 42", nullptr, args(R"("us-west1")", "4.2e1", "true", tenant), true,
        ""},
-      {"negative int", param("Count", "-7"), args(R"("us-west1")", "-7", "true", tenant), true,
-       ""},
+      {"negative int", param("Count", "-7"), args(R"("us-west1")", "-7", "true", tenant), true, ""},
       {"negative int differs", param("Count", "7"), args(R"("us-west1")", "-7", "true", tenant),
        false, "'7' does not match body value '-7'"},
       {"int header not a number", param("Count", "forty-two"), callBody(kFullArgs), false,
        "'forty-two' does not match body value '42'"},
       {"int header with plus", param("Count", "+42"), callBody(kFullArgs), false, "'+42'"},
-      {"int header with leading zero", param("Count", "042"), callBody(kFullArgs), false,
-       "'042'"},
+      {"int header with leading zero", param("Count", "042"), callBody(kFullArgs), false, "'042'"},
       {"int header with spaces", param("Count", "4 2"), callBody(kFullArgs), false, "'4 2'"},
       {"int header empty", param("Count", ""), callBody(kFullArgs), false, "''"},
       {"int header overflow", param("Count", "1e999"), callBody(kFullArgs), false, "'1e999'"},
       {"int body is a string", param("Count", "42"),
        args(R"("us-west1")", R"("42")", "true", tenant), false,
        "Mcp-Param-Count argument is not a number"},
-      {"int header missing", drop("Count"), callBody(kFullArgs), false,
-       "missing Mcp-Param-Count"},
+      {"int header missing", drop("Count"), callBody(kFullArgs), false, "missing Mcp-Param-Count"},
       {"large int exact", param("Count", "9007199254740993"),
        args(R"("us-west1")", "9007199254740993", "true", tenant), true, ""},
       {"large int off by one", param("Count", "9007199254740992"),
@@ -533,8 +528,7 @@ TEST_CASE("verifyBody Mcp-Param checks against the tool schema") {
        args(R"("us-west1")", "42", "true", R"("flat")"), true, ""},
       {"nested parent null, no header", drop("Tenant"), args(R"("us-west1")", "42", "true", "null"),
        true, ""},
-      {"no arguments at all, no headers",
-       [](McpHeaders& h) { h.params.clear(); },
+      {"no arguments at all, no headers", [](McpHeaders& h) { h.params.clear(); },
        request("tools/call", R"("name":"execute_sql",)" + std::string(kMeta)), true, ""},
       {"undeclared header ignored", param("Unknown", "whatever"), callBody(kFullArgs), true, ""},
       {"Mcp-Param-Method is unrelated to Mcp-Method", param("Method", "x"), callBody(kFullArgs),

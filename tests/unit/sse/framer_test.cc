@@ -55,8 +55,8 @@ Sample sample() {
 }
 
 const std::vector<Captured> kSampleEvents = {
-    {"progress", "a\nb"}, {"message", "x"}, {"message", "y"}, {"message", ""},
-    {"message", " spaced "},
+    {"progress", "a\nb"}, {"message", "x"},        {"message", "y"},
+    {"message", ""},      {"message", " spaced "},
 };
 
 TEST_CASE("framer: boundaries after every prefix, byte by byte", "[sse][framer]") {
@@ -98,8 +98,7 @@ TEST_CASE("framer: every split point gives the same result", "[sse][framer]") {
   }
 }
 
-TEST_CASE("framer: CR at the end of a feed and LF in the next is one line end",
-          "[sse][framer]") {
+TEST_CASE("framer: CR at the end of a feed and LF in the next is one line end", "[sse][framer]") {
   Recorder rec;
   Framer f(&rec);
   f.feed("data: a\r");
@@ -177,18 +176,18 @@ TEST_CASE("framer: mid-line and mid-event are not boundaries", "[sse][framer]") 
 TEST_CASE("framer: field parsing", "[sse][framer]") {
   Recorder rec;
   Framer f(&rec);
-  f.feed("data:x\n\n");            // no space after the colon
-  f.feed("data:  two\n\n");        // only one space is dropped
-  f.feed("data\n\n");              // bare name: empty value
+  f.feed("data:x\n\n");                       // no space after the colon
+  f.feed("data:  two\n\n");                   // only one space is dropped
+  f.feed("data\n\n");                         // bare name: empty value
   f.feed("event: a\nevent: b\ndata: d\n\n");  // the last event line wins
-  f.feed("event: lone\n\n");       // no data: not an event, and the type is reset
+  f.feed("event: lone\n\n");                  // no data: not an event, and the type is reset
   f.feed("data: after\n\n");
   f.feed("dataX: no\nDATA: no\nid: 1\nretry: 5\n\n");  // not data fields
-  f.feed("event\ndata: e\n\n");    // empty event type → "message"
-  f.feed("data: a:b: c\n\n");      // only the first colon separates
+  f.feed("event\ndata: e\n\n");                        // empty event type → "message"
+  f.feed("data: a:b: c\n\n");                          // only the first colon separates
   const std::vector<Captured> want = {
-      {"message", "x"}, {"message", " two"}, {"message", ""}, {"b", "d"},
-      {"message", "after"}, {"message", "e"}, {"message", "a:b: c"},
+      {"message", "x"},     {"message", " two"}, {"message", ""},       {"b", "d"},
+      {"message", "after"}, {"message", "e"},    {"message", "a:b: c"},
   };
   CHECK(rec.events == want);
   CHECK(f.events() == want.size());
@@ -203,8 +202,8 @@ TEST_CASE("framer: oversized events are skipped and counted", "[sse][framer]") {
   CHECK(f.oversized() == 1);
   CHECK(f.events() == 1);
   CHECK(f.atBoundary());
-  f.feed("data: 0123\ndata: 567\n\n");  // "0123\n567" = 8 bytes: fits exactly
-  f.feed("data: 0123\ndata: 5678\n\n");  // 9 bytes across lines: skipped
+  f.feed("data: 0123\ndata: 567\n\n");      // "0123\n567" = 8 bytes: fits exactly
+  f.feed("data: 0123\ndata: 5678\n\n");     // 9 bytes across lines: skipped
   f.feed("event: 123456789\ndata: x\n\n");  // the event type counts too
   f.feed("data: ok\n\n");
   const std::vector<Captured> want = {{"message", "0123\n567"}, {"message", "ok"}};
@@ -229,7 +228,9 @@ TEST_CASE("framer: leading BOM", "[sse][framer]") {
   {
     Recorder rec;
     Framer f(&rec);
-    f.feed("\xef\xbb\xbf" "data: x\n\n");
+    f.feed(
+        "\xef\xbb\xbf"
+        "data: x\n\n");
     REQUIRE(rec.events.size() == 1);
     CHECK(rec.events[0].data == "x");
   }
@@ -261,7 +262,9 @@ TEST_CASE("framer: leading BOM", "[sse][framer]") {
     // Only a leading BOM is skipped.
     Recorder rec;
     Framer f(&rec);
-    f.feed("data: a\n\n\xef\xbb\xbf" "data: b\n\n");
+    f.feed(
+        "data: a\n\n\xef\xbb\xbf"
+        "data: b\n\n");
     REQUIRE(rec.events.size() == 1);
     CHECK(rec.events[0].data == "a");
   }
