@@ -704,3 +704,49 @@ TEST_CASE("mcp: the SDK v2 client completes through the gateway in header and ve
     }
   }
 }
+
+// ---- 9. schemas learned from a tools/list answered as SSE -------------------------------------
+
+TEST_CASE("mcp: verify mode learns x-mcp-header schemas from a tools/list streamed as SSE",
+          "[mcp][verify][sdk]") {
+  requireFixtures();
+  TempDir dir;
+  NodeServer server(dir, "mcp-server.mjs", {"MCP_RESPONSE_MODE=sse"});
+  Gateway gw(gatewayConfig("  verify_body: true\n", oneUpstream(server.address()), kDefaultRoute));
+  LogReader log(gw);
+  const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                           R"("io.modelcontextprotocol/clientCapabilities":{}})";
+  auto sql = [&](int id, const std::string& region_header) {
+    std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                       R"(,"method":"tools/call","params":{"name":"execute_sql",)"
+                       R"("arguments":{"region":"eu-west1","query":"select 1"},)" +
+                       meta + "}}";
+    return post(mcpHeaders("tools/call", "execute_sql", region_header), body);
+  };
+
+  Response list = exchange(
+      gw.port(), post(mcpHeaders("tools/list"), R"({"jsonrpc":"2.0","id":60,"method":"tools/list",)"
+                                                R"("params":{)" +
+                                                    meta + "}}"));
+  INFO(list.head << list.body << "\nserver stderr: " << server.process().stderrText());
+  REQUIRE(list.status == 200);
+  CHECK(list.header("content-type").value_or("").find("text/event-stream") != std::string::npos);
+  CHECK(list.body.find("x-mcp-header") != std::string::npos);
+  log.next();
+
+  // Known now: the gateway itself rejects the mismatching param, before the upstream.
+  Response bad = exchange(gw.port(), sql(61, "Mcp-Param-Region: us-east1\r\n"));
+  INFO(bad.head << bad.body);
+  CHECK(bad.status == 400);
+  CHECK(token(bad, "code") == "-32020");
+  CHECK(bad.body.find("Mcp-Param-Region") != std::string::npos);
+  std::string line = log.next();
+  INFO("access log: " << line);
+  CHECK(field(line, "upstream") == "null");
+
+  Response good = exchange(gw.port(), sql(62, "Mcp-Param-Region: eu-west1\r\n"));
+  INFO(good.head << good.body);
+  CHECK(good.status == 200);
+  CHECK(good.body.find("ran select 1 in eu-west1") != std::string::npos);
+  CHECK(field(log.next(), "params") == "\"verified\"");
+}
