@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 if [ "${SKIP_SETUP:-0}" != 1 ]; then
   bash scripts/setup.sh
 fi
-bash scripts/build.sh build
+cmake -S . -B build -G Ninja >/dev/null
+ninja -C build mcp-gateway
 node tests/fixtures/mcp-server.mjs 3000 > /tmp/mcp-gateway-demo-server.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
