@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""Benchmark driver behind bench/run.sh (never part of the test suite).
+
+Starts one nginx upstream and four proxies in front of it on 127.0.0.1 (ports picked at run
+time), runs wrk round-robin across the setups, and writes a Markdown report plus a gnuplot PNG
+to bench/results/. Every child is started in its own process group and killed + reaped on exit.
+
+Usage: bench.py GATEWAY_BINARY RESULTS_DIR
+Environment: BENCH_SECONDS (capacity run length, default 10), BENCH_RUNS (default 3, min 3),
+BENCH_LATENCY_SECONDS (default = BENCH_SECONDS), BENCH_IDLE_CONNS (default 10000).
+"""
+
+import datetime
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+kHere = os.path.dirname(os.path.abspath(__file__))
+kProxyCpu = "0"
+kLoadCpu = "1"
+kResponseBytes = 300
+kSetups = ["direct", "gateway-header", "gateway-verify", "nginx", "haproxy"]
+kProxies = kSetups[1:]
+kGateways = ["gateway-header", "gateway-verify"]
+kNames = ["tool_a", "tool_b", "tool_c"]
+
+children = []  # Popen objects, each the leader of its own process group
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def freePort():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(argv, logfile, cpu, stdin=subprocess.DEVNULL, stdout=None):
+    out = open(logfile, "ab")
+    p = subprocess.Popen(["taskset", "-c", cpu] + argv, stdin=stdin,
+                         stdout=stdout if stdout is not None else out, stderr=out,
+                         start_new_session=True)
+    children.append(p)
+    return p
+
+
+def stopAll():
+    for p in children:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + 5
+    for p in children:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+    children.clear()
+
+
+def waitPort(port, proc, what, seconds=15):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on {port}")
+
+
+def processTree(pid):
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def cpuTicks(pid):
+    total = 0
+    for p in processTree(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+        except OSError:
+            pass
+    return total
+
+
+def rssKiB(pid):
+    total = 0
+    for p in processTree(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def responseBody():
+    head = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"'
+    tail = '"}],"isError":false}}'
+    return head + "y" * (kResponseBytes - len(head) - len(tail)) + tail
+
+
+def writeConfigs(tmp, ports, fdLimit, idleConns):
+    conns = max(1024, fdLimit - 64)
+    common = f"""daemon off;
+worker_processes 1;
+worker_rlimit_nofile {fdLimit};
+events {{ worker_connections {conns}; }}
+"""
+    temps = f"""client_body_temp_path {tmp}/body; proxy_temp_path {tmp}/proxy;
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 300s;
+"""
+    with open(f"{tmp}/upstream.conf", "w") as f:
+        f.write(common.replace(f"worker_connections {conns}", "worker_connections 4096") + f"""
+pid {tmp}/upstream.pid;
+error_log {tmp}/upstream-error.log warn;
+http {{
+    {temps}
+    server {{
+        listen 127.0.0.1:{ports['direct']} backlog=4096;
+        location / {{
+            default_type application/json;
+            return 200 '{responseBody()}';
+        }}
+    }}
+}}
+""")
+    ups = "\n".join(f"""    upstream {n} {{ server 127.0.0.1:{ports['direct']}; keepalive 64; }}"""
+                    for n in ["up_a", "up_b", "up_c"])
+    with open(f"{tmp}/nginx.conf", "w") as f:
+        f.write(common + f"""
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+http {{
+    {temps}
+{ups}
+    map $http_mcp_name $mcp_backend {{
+        tool_a up_a;
+        tool_b up_b;
+        tool_c up_c;
+        default up_c;
+    }}
+    server {{
+        listen 127.0.0.1:{ports['nginx']} backlog=4096;
+        location / {{
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering on;
+            proxy_pass http://$mcp_backend;
+        }}
+    }}
+}}
+""")
+    # Idle client connections hold one descriptor each; HAProxy warns when 2 x maxconn exceeds
+    # the limit but serves.
+    maxconn = max(1000, idleConns + 100)
+    with open(f"{tmp}/haproxy.cfg", "w") as f:
+        f.write(f"""global
+    nbthread 1
+    maxconn {maxconn}
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 300s
+    timeout server 60s
+    timeout http-keep-alive 300s
+    http-reuse always
+
+frontend fe
+    bind 127.0.0.1:{ports['haproxy']}
+    acl name_a req.hdr(mcp-name) -m str tool_a
+    acl name_b req.hdr(mcp-name) -m str tool_b
+    acl name_c req.hdr(mcp-name) -m str tool_c
+    use_backend be_a if name_a
+    use_backend be_b if name_b
+    use_backend be_c if name_c
+    default_backend be_c
+
+backend be_a
+    server s1 127.0.0.1:{ports['direct']}
+backend be_b
+    server s1 127.0.0.1:{ports['direct']}
+backend be_c
+    server s1 127.0.0.1:{ports['direct']}
+""")
+    for setup, verify in (("gateway-header", "false"), ("gateway-verify", "true")):
+        upstreams = "\n".join(f"""  - name: up_{c}
+    endpoints: [127.0.0.1:{ports['direct']}]
+    max_idle_connections: 64""" for c in "abc")
+        routes = "\n".join(f"""  - name: route_{c}
+    match: {{ method: tools/call, name: tool_{c} }}
+    upstream: up_{c}""" for c in "abc")
+        with open(f"{tmp}/{setup}.yaml", "w") as f:
+            f.write(f"""listen: 127.0.0.1:{ports[setup]}
+endpoint: /mcp
+workers: 1
+limits:
+  max_connections: {max(4096, fdLimit - 100)}
+  keepalive_timeout: 300s
+mcp:
+  protocol_versions: [2026-07-28]
+  verify_body: {verify}
+upstreams:
+{upstreams}
+routes:
+{routes}
+access_log:
+  path: "off"
+log_level: warn
+drain_timeout: 1s
+""")
+
+
+def probe(port):
+    """One request per route name; returns a list of problems (empty when all answered 200 with
+    the 300-byte body)."""
+    problems = []
+    for name in kNames:
+        head = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' + name +
+                '","arguments":{"q":"')
+        tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+        body = (head + "x" * (250 - len(head) - len(tail)) + tail).encode()
+        req = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Accept: application/json, text/event-stream\r\n"
+               f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\n"
+               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(req)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        status = data.split(b"\r\n", 1)[0].decode(errors="replace")
+        payload = data.split(b"\r\n\r\n", 1)[-1]
+        if " 200 " not in status + " " or len(payload) != kResponseBytes:
+            problems.append(f"{name}: {status!r}, body {len(payload)} bytes: {payload[:160]!r}")
+    return problems
+
+
+def runWrk(port, seconds, conns, latency):
+    argv = ["taskset", "-c", kLoadCpu, "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
+            "-s", os.path.join(kHere, "mcp_call.lua")]
+    if latency:
+        argv.append("--latency")
+    argv.append(f"http://127.0.0.1:{port}/mcp")
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60).stdout
+    m = re.search(r"^BENCH (.*)$", out, re.M)
+    if not m:
+        raise RuntimeError(f"wrk printed no BENCH line:\n{out}")
+    r = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+    r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+    r["errors"] = r["connect"] + r["read"] + r["write"] + r["status"] + r["timeout"]
+    return r
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "—"
+    return f"{v:,.{digits}f}"
+
+
+def rotated(items, run):
+    k = run % len(items)
+    return items[k:] + items[:k]
+
+
+def main():
+    gateway, resultsDir = sys.argv[1], sys.argv[2]
+    seconds = int(os.environ.get("BENCH_SECONDS", "10"))
+    latSeconds = int(os.environ.get("BENCH_LATENCY_SECONDS", str(seconds)))
+    runs = max(3, int(os.environ.get("BENCH_RUNS", "3")))
+    idleConns = int(os.environ.get("BENCH_IDLE_CONNS", "10000"))
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    fdLimit = soft
+    idleNote = ""
+    # HAProxy reserves two descriptors per connection in maxconn and refuses to start when that
+    # exceeds the limit, so the idle-connection count is what HAProxy can hold; all proxies are
+    # measured at the same count.
+    haproxyMax = (fdLimit - 300) // 2
+    if idleConns > haproxyMax >= 1000:
+        idleNote = (f"{idleConns} idle connections were asked for, but with an open-files limit "
+                    f"of {fdLimit} HAProxy (2 descriptors per connection in maxconn) can hold "
+                    f"at most {haproxyMax}; every proxy was measured at {haproxyMax}.")
+        idleConns = haproxyMax
+    tmp = tempfile.mkdtemp(prefix="mcp-bench-")
+    ports = {s: freePort() for s in kSetups}
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
+    load0 = open("/proc/loadavg").read().split()[:3]
+    log(f"work dir {tmp}; ports {ports}; fd limit {soft}/{hard}")
+
+    writeConfigs(tmp, ports, fdLimit, idleConns)
+    for setup in kGateways:
+        chk = subprocess.run([gateway, "check", "-c", f"{tmp}/{setup}.yaml"],
+                             capture_output=True, text=True)
+        if chk.returncode != 0:
+            raise RuntimeError(f"gateway check failed for {setup}:\n{chk.stdout}{chk.stderr}")
+
+    procs = {}
+    procs["direct"] = spawn(["nginx", "-p", tmp, "-e", f"{tmp}/upstream-error.log",
+                             "-c", f"{tmp}/upstream.conf"], f"{tmp}/upstream.out", kLoadCpu)
+    waitPort(ports["direct"], procs["direct"], "upstream nginx")
+    for setup in kGateways:
+        procs[setup] = spawn([gateway, "run", "-c", f"{tmp}/{setup}.yaml"],
+                             f"{tmp}/{setup}.log", kProxyCpu)
+    procs["nginx"] = spawn(["nginx", "-p", tmp, "-e", f"{tmp}/nginx-error.log",
+                            "-c", f"{tmp}/nginx.conf"], f"{tmp}/nginx.out", kProxyCpu)
+    procs["haproxy"] = spawn(["haproxy", "-db", "-f", f"{tmp}/haproxy.cfg"],
+                             f"{tmp}/haproxy.log", kProxyCpu)
+    for setup in kProxies:
+        waitPort(ports[setup], procs[setup], setup)
+    for setup in kSetups:
+        problems = probe(ports[setup])
+        if problems:
+            raise RuntimeError(f"{setup} does not answer the benchmark request:\n"
+                               + "\n".join(problems))
+    log("all setups answer 200 with the 300-byte body on all three routes")
+
+    log("warm-up")
+    for setup in kSetups:
+        runWrk(ports[setup], 1, 50, False)
+
+    cap = {s: [] for s in kSetups}   # per run: wrk result + cpu
+    for run in range(runs):
+        for setup in rotated(kSetups, run):
+            pid = procs[setup].pid
+            t0 = cpuTicks(pid)
+            r = runWrk(ports[setup], seconds, 50, False)
+            t1 = cpuTicks(pid)
+            r["cpu_s"] = (t1 - t0) / os.sysconf("SC_CLK_TCK")
+            r["cpu_per_10k"] = r["cpu_s"] / r["requests"] * 10000 if r["requests"] else None
+            r["busy_pct"] = 100 * r["cpu_s"] / (r["duration_us"] / 1e6)
+            cap[setup].append(r)
+            log(f"capacity run {run + 1} {setup}: {r['rps']:,.0f} req/s, errors {r['errors']:.0f},"
+                f" cpu {r['cpu_s']:.2f}s")
+
+    lat = {s: [] for s in kSetups}
+    for run in range(runs):
+        for setup in rotated(kSetups, run):
+            r = runWrk(ports[setup], latSeconds, 1, True)
+            lat[setup].append(r)
+            log(f"latency run {run + 1} {setup}: p50 {r['p50_us']:.0f}us p99 {r['p99_us']:.0f}us")
+
+    scale = {}
+    scaleNote = None
+    need = idleConns + 256
+    if soft < need or idleConns < 1000:
+        scaleNote = (f"skipped: the open-files limit is {soft} (hard {hard}) and could not be "
+                     f"raised to {need} for {idleConns} idle connections")
+    else:
+        for setup in kProxies:
+            pid = procs[setup].pid
+            before = rssKiB(pid)
+            client = spawn([sys.executable, os.path.join(kHere, "idle_conns.py"), "127.0.0.1",
+                            str(ports[setup]), str(idleConns)], f"{tmp}/idle-{setup}.log",
+                           kLoadCpu, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            line = client.stdout.readline().decode().strip()
+            time.sleep(1.0)
+            after = rssKiB(pid)
+            m = re.match(r"READY ok=(\d+) failed=(\d+)", line)
+            ok = int(m.group(1)) if m else 0
+            failed = int(m.group(2)) if m else idleConns
+            client.stdin.close()
+            client.wait(timeout=60)
+            children.remove(client)
+            scale[setup] = {"before": before, "after": after, "ok": ok, "failed": failed}
+            log(f"scale {setup}: {ok} idle conns ({failed} failed), RSS {before} -> {after} KiB")
+            time.sleep(1.0)
+
+    load1 = open("/proc/loadavg").read().split()[:3]
+    stopAll()
+
+    os.makedirs(resultsDir, exist_ok=True)
+    report = os.path.join(resultsDir, f"{stamp}.md")
+    chart = os.path.join(resultsDir, f"{stamp}.png")
+    writeChart(tmp, chart, cap, lat)
+    writeReport(report, os.path.basename(chart), gateway, seconds, latSeconds, runs, idleConns,
+                cap, lat, scale, scaleNote, idleNote, load0, load1)
+    shutil.rmtree(tmp, ignore_errors=True)
+    log(f"report: {report}")
+    log(f"chart:  {chart}")
+
+
+def perRunRatio(data, key, a, b):
+    out = []
+    for ra, rb in zip(data[a], data[b]):
+        if ra.get(key) and rb.get(key):
+            out.append(ra[key] / rb[key])
+        else:
+            out.append(None)
+    return out
+
+
+def versions(gateway):
+    def first(argv):
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            return (p.stdout + p.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "?"
+    git = first(["git", "-C", os.path.dirname(kHere), "rev-parse", "--short", "HEAD"])
+    return {
+        "mcp-gateway": first([gateway, "version"]) + f" (git {git}, RelWithDebInfo)",
+        "nginx": first(["nginx", "-v"]),
+        "haproxy": first(["haproxy", "-v"]),
+        "wrk": first(["wrk", "-v"]),
+    }
+
+
+def writeChart(tmp, chart, cap, lat):
+    dat = f"{tmp}/chart.dat"
+    with open(dat, "w") as f:
+        f.write("setup rps cpu p50\n")
+        for s in kSetups:
+            cpu = med([r["cpu_per_10k"] for r in cap[s]]) if s != "direct" else 0
+            f.write(f"{s} {med([r['rps'] for r in cap[s]]):.1f} {cpu or 0:.4f} "
+                    f"{med([r['p50_us'] for r in lat[s]]):.1f}\n")
+    script = f"""set terminal pngcairo size 1500,500 font ",10"
+set output '{chart}'
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.8
+set grid ytics
+set key off
+set xtics rotate by -30
+set yrange [0:*]
+set multiplot layout 1,3 title "mcp-gateway benchmark (medians; proxy pinned to CPU 0)"
+set title "capacity (req/s, wrk -c50)"
+plot '{dat}' using 2:xtic(1) every ::1 lc rgb "#4878a8"
+set title "proxy CPU seconds per 10k requests"
+plot '{dat}' using 3:xtic(1) every ::1 lc rgb "#c05040"
+set title "unloaded p50 latency (us, wrk -c1)"
+plot '{dat}' using 4:xtic(1) every ::1 lc rgb "#50a050"
+unset multiplot
+"""
+    with open(f"{tmp}/chart.gp", "w") as f:
+        f.write(script)
+    subprocess.run(["gnuplot", f"{tmp}/chart.gp"], check=True)
+
+
+def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, cap, lat, scale,
+                scaleNote, idleNote, load0, load1):
+    v = versions(gateway)
+    L = []
+    w = L.append
+    w(f"# mcp-gateway benchmark — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n")
+    w(f"![chart]({chartName})\n")
+    w("## Environment\n")
+    w(f"- host: {platform.node()}, {os.cpu_count()} CPUs, kernel {platform.release()}")
+    w(f"- load average at start {' '.join(load0)}, at end {' '.join(load1)} — "
+      "**the machine is shared; other jobs ran during the benchmark, so absolute figures are "
+      "noisy and only same-run ratios are meaningful**")
+    for k, val in v.items():
+        w(f"- {k}: {val}")
+    w(f"- capacity: `wrk -t1 -c50 -d{seconds}s`; latency: `wrk -t1 -c1 -d{latSeconds}s --latency`;"
+      f" {runs} interleaved runs (round-robin over the setups, start rotated each run)")
+    w("- proxies pinned with `taskset -c 0` (one worker / thread each); wrk and the upstream "
+      "nginx on CPU 1")
+    w("- request: 250-byte `tools/call` POST, `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method: "
+      "tools/call`, `Mcp-Name` rotating over tool_a/tool_b/tool_c (three routes, three upstream "
+      "names, one upstream); answer: nginx `return 200` of a 300-byte JSON-RPC result\n")
+    w("Setups: **direct** = wrk → upstream; **gateway-header** = mcp-gateway routing on Mcp-Name; "
+      "**gateway-verify** = the same with `mcp.verify_body: true`; **nginx** = `map "
+      "$http_mcp_name` → 3 upstream blocks (keepalive 64); **haproxy** = ACLs on "
+      "`req.hdr(mcp-name)`, `http-reuse always`.\n")
+
+    def table(title, data, key, digits, unit, skip=()):
+        w(f"### {title}\n")
+        head = "| setup | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median |"
+        w(head)
+        w("|" + "---|" * (runs + 2))
+        for s in kSetups:
+            if s in skip:
+                continue
+            vals = [r.get(key) for r in data[s]]
+            w(f"| {s} | " + " | ".join(fmt(x, digits) for x in vals) + f" | **{fmt(med(vals), digits)}** {unit} |")
+        w("")
+
+    def ratios(title, data, key, digits=2):
+        w(f"### {title}\n")
+        w("| ratio | " + " | ".join(f"run {i + 1}" for i in range(runs)) + " | median |")
+        w("|" + "---|" * (runs + 2))
+        for g in kGateways:
+            for ref in ("nginx", "haproxy"):
+                rs = perRunRatio(data, key, g, ref)
+                w(f"| {g} ÷ {ref} | " + " | ".join(fmt(x, digits) for x in rs)
+                  + f" | **{fmt(med(rs), digits)}** |")
+        w("")
+
+    w("## Capacity\n")
+    table("requests per second (wrk -c50)", cap, "rps", 0, "req/s")
+    ratios("req/s ratios (same run; > 1 = gateway faster)", cap, "rps")
+    errs = {s: sum(r["errors"] for r in cap[s]) for s in kSetups}
+    w("Errors reported by wrk over all capacity runs (connect/read/write/non-2xx/timeout): "
+      + ", ".join(f"{s} {e:.0f}" for s, e in errs.items()) + "\n")
+
+    w("## Proxy CPU per 10k requests\n")
+    w("CPU seconds (utime + stime of the proxy's whole process tree from /proc/PID/stat, before "
+      "and after each capacity run) divided by the requests wrk completed, × 10,000.\n")
+    table("proxy CPU seconds per 10k requests", cap, "cpu_per_10k", 3, "s", skip=("direct",))
+    ratios("CPU-per-request ratios (same run; < 1 = gateway cheaper)", cap, "cpu_per_10k")
+    table("proxy CPU busy during the capacity run (% of one CPU; well below 100 = the proxy was "
+          "not the bottleneck — CPU 1 (wrk + upstream) or the shared host was)", cap, "busy_pct",
+          0, "%", skip=("direct",))
+
+    w("## Unloaded latency (wrk -c1)\n")
+    for key, name in (("p50_us", "p50"), ("p90_us", "p90"), ("p99_us", "p99")):
+        table(f"{name} (µs)", lat, key, 0, "µs")
+    ratios("p50 ratios (same run; < 1 = gateway faster)", lat, "p50_us")
+    ratios("p99 ratios (same run)", lat, "p99_us")
+
+    w("## Scale: RSS with idle keep-alive connections\n")
+    if scaleNote:
+        w(scaleNote + "\n")
+    else:
+        w(f"{idleConns} connections opened by `bench/idle_conns.py` (one request answered on each, "
+          "then idle); RSS = VmRSS summed over the proxy's process tree, measured once (single run "
+          "— memory is not noisy the way time is).\n")
+        if idleNote:
+            w(idleNote + "\n")
+        w("| setup | idle conns held | RSS before (MiB) | RSS with conns (MiB) | KiB per conn |")
+        w("|---|---|---|---|---|")
+        for s in kProxies:
+            x = scale[s]
+            per = (x["after"] - x["before"]) / x["ok"] if x["ok"] else None
+            w(f"| {s} | {x['ok']} ({x['failed']} failed) | {x['before'] / 1024:.1f} | "
+              f"{x['after'] / 1024:.1f} | {fmt(per, 2)} |")
+        w("")
+
+    w("## SSE workloads\n")
+    w("Not yet: gapped-stream first-event time and events/s are not measured by this harness "
+      "yet.\n")
+
+    w("## How to read this\n")
+    w("Each figure is the median of the per-run values shown beside it; ratios are computed per "
+      "run (gateway and reference measured seconds apart in the same round) and then the median "
+      "is taken. The harness pins only the proxy to CPU 0 (other jobs on a shared host may "
+      "still run there); the load generator and the upstream share CPU 1, so a proxy that is cheaper than the upstream+wrk pair is capped by CPU 1 — compare "
+      "the CPU-per-10k-requests figures for efficiency, and req/s for the ceiling. `direct` is "
+      "the ceiling of the load generator and upstream alone.")
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    def onSignal(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, onSignal)
+    signal.signal(signal.SIGINT, onSignal)
+    try:
+        main()
+    finally:
+        stopAll()

@@ -1,0 +1,45 @@
+-- wrk script for the mcp-gateway benchmark (bench/run.sh): a 250-byte JSON-RPC tools/call POST
+-- with the 2026-07-28 mirrored headers, rotating Mcp-Name over tool_a, tool_b, tool_c (the three
+-- routes of every routing setup). The body's params.name always equals Mcp-Name, so verify mode
+-- accepts it. done() prints one machine-readable BENCH line that bench/bench.py parses.
+
+local kBodyBytes = 250
+local names = { "tool_a", "tool_b", "tool_c" }
+local requests = {}
+local next_index = 0
+
+local function makeBody(name)
+  local head = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' .. name
+      .. '","arguments":{"q":"'
+  local tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+  local pad = kBodyBytes - #head - #tail
+  return head .. string.rep("x", pad) .. tail
+end
+
+function init(args)
+  for i, name in ipairs(names) do
+    local body = makeBody(name)
+    assert(#body == kBodyBytes, "body is " .. #body .. " bytes")
+    requests[i] = wrk.format("POST", "/mcp", {
+      ["Content-Type"] = "application/json",
+      ["Accept"] = "application/json, text/event-stream",
+      ["MCP-Protocol-Version"] = "2026-07-28",
+      ["Mcp-Method"] = "tools/call",
+      ["Mcp-Name"] = name,
+    }, body)
+  end
+end
+
+function request()
+  next_index = next_index % #requests + 1
+  return requests[next_index]
+end
+
+function done(summary, latency, reqs)
+  local e = summary.errors
+  io.write(string.format(
+    "BENCH requests=%d duration_us=%d connect=%d read=%d write=%d status=%d timeout=%d " ..
+    "p50_us=%d p90_us=%d p99_us=%d mean_us=%.1f\n",
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.mean))
+end

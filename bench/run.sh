@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# mcp-gateway benchmark: one command, never part of the test suite.
+#   bash bench/run.sh
+# Installs wrk, nginx-light, haproxy and gnuplot-nox when missing (Debian packages), builds the
+# gateway (RelWithDebInfo, build-bench), runs bench/bench.py, which starts the upstream and the
+# proxies on 127.0.0.1 (ports chosen at run time), measures, stops them all, and writes
+# bench/results/<YYYY-MM-DD-HHMM>.md plus a PNG chart beside it.
+# Environment: BENCH_SECONDS, BENCH_LATENCY_SECONDS, BENCH_RUNS, BENCH_IDLE_CONNS (see README.md).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+build="$root/build-bench"
+
+driver_pid=""
+cleanup() {
+  if [[ -n "$driver_pid" ]] && kill -0 "$driver_pid" 2>/dev/null; then
+    kill -TERM "$driver_pid" 2>/dev/null || true
+  fi
+  if [[ -n "$driver_pid" ]]; then
+    wait "$driver_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v nginx >/dev/null || missing+=(nginx-light)
+command -v haproxy >/dev/null || missing+=(haproxy)
+command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
+command -v taskset >/dev/null || missing+=(util-linux)
+command -v python3 >/dev/null || missing+=(python3)
+command -v ninja >/dev/null || missing+=(ninja-build)
+if ((${#missing[@]})); then
+  echo "bench: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}"
+fi
+
+if [[ $(nproc) -lt 2 ]]; then
+  echo "bench: needs at least 2 CPUs (proxy on CPU 0, load on CPU 1)" >&2
+  exit 1
+fi
+
+cmake -S "$root" -B "$build" -G Ninja -DGW_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$build" mcp-gateway
+
+# 10k idle connections need more than the usual 1024 descriptors per process.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+python3 "$here/bench.py" "$build/mcp-gateway" "$here/results" &
+driver_pid=$!
+wait "$driver_pid"
+status=$?
+driver_pid=""
+exit "$status"
