@@ -753,11 +753,9 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
     addStr(out, head_.target.substr(q));
   }
   addStr(out, " HTTP/1.1\r\n");
-  std::string_view xff;
   for (const http::HeaderField& f : head_.fields) {
     if (core::iequals(f.name, "x-forwarded-for")) {
-      xff = f.value;  // the last one wins; all are merged below
-      continue;
+      continue;  // every X-Forwarded-For value is merged into one field below
     }
     if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
@@ -774,7 +772,6 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
       addStr(out, ", ");
     }
   }
-  (void)xff;
   addStr(out, peer_);
   addStr(out, "\r\n");
   if (content_length > 0 || head_.method == "POST" || head_.method == "PUT") {
