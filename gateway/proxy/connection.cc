@@ -127,9 +127,8 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
   up_timer_ = event::makeTimer<Connection, &Connection::onUpTimer>(w_.base, this);
   keepalive_timer_ = event::makeTimer<Connection, &Connection::onKeepaliveTimer>(w_.base, this);
   resume_ = event::makeTimer<Connection, &Connection::onResume>(w_.base, this);
-  head_buf_.reserve(s_->limits.max_header_bytes + 1);
-  head_.fields.reserve(s_->limits.max_headers + 1);
-  ctx_.mcp.params.reserve(16);
+  // Buffers (head copy, field views, decoded values) grow on the first request and keep
+  // their capacity afterwards: an idle connection costs only its bufferevent.
   ++w_.local_connections;
   w_.connections.insert(this);
   w_.shared->connections.fetch_add(1, std::memory_order_relaxed);
