@@ -79,4 +79,15 @@ struct RequestContext {
   }
 };
 
+// What policy rules and rate limits may look at: the decoded Mcp-* values of a trusted
+// request, nothing of an untrusted one.
+inline policy::RequestView policyView(const RequestContext& ctx) noexcept {
+  policy::RequestView view;
+  if (ctx.trusted) {
+    view.method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
+    view.mcp = &ctx.mcp;
+  }
+  return view;
+}
+
 }  // namespace gw::filters

@@ -42,11 +42,7 @@ void appendPart(const RequestContext& ctx, std::string_view part, std::string& k
 }  // namespace
 
 void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out) {
-  policy::RequestView view;
-  if (ctx.trusted) {
-    view.method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
-    view.mcp = &ctx.mcp;
-  }
+  policy::RequestView view = policyView(ctx);
   for (const policy::RateLimitSpec& spec : ctx.snapshot->policy->rateLimits()) {
     if (!spec.match.matches(view, ctx.identity)) {
       continue;

@@ -33,6 +33,15 @@ bool methodNeedsName(std::string_view m) noexcept {
          m == "tasks/update" || m == "tasks/cancel";
 }
 
+// 405 for anything but POST on the MCP endpoint (GET/DELETE belong to legacy servers).
+FilterStatus methodNotAllowed(RequestContext& ctx) {
+  setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.", "method_not_allowed",
+           false);
+  ctx.reply.id = mcp::RequestId::null();
+  ctx.reply.extra_headers = "Allow: POST\r\n";
+  return FilterStatus::kLocalReply;
+}
+
 // ---- stage 1: transport rules (path, Origin) ------------------------------------------
 FilterStatus transportStage(RequestContext& ctx) noexcept {
   const auto& s = *ctx.snapshot->settings;
@@ -81,11 +90,7 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
       return FilterStatus::kContinue;  // headers not trusted for any decision
     }
     if (head.method != "POST") {
-      setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.", "method_not_allowed",
-               false);
-      ctx.reply.id = mcp::RequestId::null();
-      ctx.reply.extra_headers = "Allow: POST\r\n";
-      return FilterStatus::kLocalReply;
+      return methodNotAllowed(ctx);
     }
     if (!ctx.mcp.has_version) {
       setReply(ctx, 400, mcp::code::kHeaderMismatch,
@@ -110,11 +115,7 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
 
   // Modern traffic: POST only; a JSON body.
   if (head.method != "POST") {
-    setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.", "method_not_allowed",
-             false);
-    ctx.reply.id = mcp::RequestId::null();
-    ctx.reply.extra_headers = "Allow: POST\r\n";
-    return FilterStatus::kLocalReply;
+    return methodNotAllowed(ctx);
   }
   const http::HeaderField* ct = http::findField(head.fields, "content-type");
   std::string_view media = ct ? ct->value.substr(0, ct->value.find(';')) : std::string_view{};
@@ -187,12 +188,7 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
 
 // ---- stage 5: per-tool policy ------------------------------------------------------------
 FilterStatus policyStage(RequestContext& ctx) noexcept {
-  policy::RequestView view;
-  if (ctx.trusted) {  // untrusted headers never drive a decision
-    view.method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
-    view.mcp = &ctx.mcp;
-  }
-  policy::Decision d = ctx.snapshot->policy->decide(view, ctx.identity);
+  policy::Decision d = ctx.snapshot->policy->decide(policyView(ctx), ctx.identity);
   ctx.policy_rule = d.rule;
   if (!d.allow) {
     std::string msg = "Forbidden: ";

@@ -1049,21 +1049,26 @@ void Connection::relayData(evbuffer* in, size_t n) {
       evbuffer_ptr_set(in, &pos, seen, EVBUFFER_PTR_SET);
     }
   }
+  writeBody(in, n);
+  if (injectKeepalive()) {
+    timeval tv = toTimeval(s_->mcp.sse_keepalive);
+    evtimer_add(keepalive_timer_.get(), &tv);
+  }
+}
+
+// Moves n body bytes from `src` to the client, in a chunk when the client gets chunks.
+void Connection::writeBody(evbuffer* src, size_t n) {
   evbuffer* out = bufferevent_get_output(down_.get());
   if (client_chunked_) {
     char line[24];
     std::string_view sz = http::chunkSizeLine(n, line);
     addStr(out, sz);
-    evbuffer_remove_buffer(in, out, n);
+    evbuffer_remove_buffer(src, out, n);
     addStr(out, "\r\n");
     bytes_out_ += sz.size() + n + 2;
   } else {
-    evbuffer_remove_buffer(in, out, n);
+    evbuffer_remove_buffer(src, out, n);
     bytes_out_ += n;
-  }
-  if (injectKeepalive()) {
-    timeval tv = toTimeval(s_->mcp.sse_keepalive);
-    evtimer_add(keepalive_timer_.get(), &tv);
   }
 }
 
@@ -1137,18 +1142,9 @@ void Connection::onKeepaliveTimer() {
   }
   if (framer_->atBoundary()) {
     static constexpr std::string_view kComment = ": keepalive\n\n";
-    evbuffer* out = bufferevent_get_output(down_.get());
-    if (client_chunked_) {
-      char line[24];
-      std::string_view sz = http::chunkSizeLine(kComment.size(), line);
-      addStr(out, sz);
-      addStr(out, kComment);
-      addStr(out, "\r\n");
-      bytes_out_ += sz.size() + kComment.size() + 2;
-    } else {
-      addStr(out, kComment);
-      bytes_out_ += kComment.size();
-    }
+    event::EvBufferPtr comment = event::makeBuffer();
+    addStr(comment.get(), kComment);
+    writeBody(comment.get(), kComment.size());
   }
   timeval tv = toTimeval(s_->mcp.sse_keepalive);
   evtimer_add(keepalive_timer_.get(), &tv);
@@ -1210,9 +1206,7 @@ void Connection::upstreamFailed(int status, int code, const char* message, const
 
 // The exchange cannot finish: close the upstream at once (never pooled) and the client.
 void Connection::abortExchange(const char* outcome) {
-  if (*outcome_ == '\0' || std::strcmp(outcome_, "complete") != 0) {
-    outcome_ = outcome;
-  }
+  outcome_ = outcome;
   if (status_ == 0) {
     status_ = 499;
   }

@@ -92,6 +92,7 @@ class Connection final : public sse::EventSink {
   void sendResponseHead();
   void relayBody();
   void relayData(evbuffer* in, size_t n);
+  void writeBody(evbuffer* src, size_t n);
   void responseComplete();
   void upstreamFailed(int status, int code, const char* message, const char* outcome);
   void abortExchange(const char* outcome);
