@@ -307,7 +307,7 @@ TEST_CASE("policy: require param equals the API key's claim (allowed / other / a
 
 // ---- 3. 401 and credential forwarding ----------------------------------------------------------
 
-TEST_CASE("policy: anonymous deny answers 401 -31006; Authorization forwarded only when asked",
+TEST_CASE("policy: anonymous deny answers 401 -31006, Authorization forwarded only when asked",
           "[policy]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   TempDir dir;
@@ -358,7 +358,7 @@ TEST_CASE("policy: anonymous deny answers 401 -31006; Authorization forwarded on
 // ---- 4. JWT HS256
 // --------------------------------------------------------------------------------
 
-TEST_CASE("policy: an HS256 JWT from a JWKS authenticates; the access log names the subject",
+TEST_CASE("policy: an HS256 JWT from a JWKS authenticates, the access log names the subject",
           "[policy]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   TempDir dir;
@@ -486,7 +486,7 @@ TEST_CASE("ratelimit: the third call in a second gets 429 with RateLimit headers
 
 // ---- 6. a limit shared through redis -----------------------------------------------------------
 
-TEST_CASE("ratelimit: two gateways share a redis limit; redis down follows on_error",
+TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_error",
           "[policy][ratelimit][redis]") {
   auto started = Clock::now();
   TempDir dir;

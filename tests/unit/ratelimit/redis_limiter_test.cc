@@ -280,7 +280,7 @@ TEST_CASE("RedisLimiter: two replicas share one limit in a real Redis", "[rateli
   CHECK(ttl->integer <= 100);  // at most burst * interval = 100 ms
 }
 
-TEST_CASE("RedisLimiter: cancel() drops the callback; remaining counts down",
+TEST_CASE("RedisLimiter: cancel() drops the callback, remaining counts down",
           "[ratelimit][redis]") {
   RedisServer server;
   startOrFail(server);
