@@ -3,6 +3,8 @@
 // a Diagnostic. The walk never stops at the first problem; every error is collected with
 // file:line:column (1-based) and the snapshot is only produced when there are none.
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -43,7 +45,10 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "access_log",
                                          "log_level",
                                          "drain_timeout",
-                                         "rate_limit_headers"};
+                                         "rate_limit_headers",
+                                         "metrics",
+                                         "watch_files"};
+constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {
     "max_connections", "max_request_line", "max_header_bytes", "max_headers",
     "max_body_bytes",  "header_timeout",   "body_timeout",     "keepalive_timeout"};
@@ -340,14 +345,45 @@ class Loader {
     Address a;
     if (!parseAddress(text, a)) {
       error(n.Mark(), "'" + path + "': invalid address '" + text +
-                          "' (expected IPv4:port, [IPv6]:port or localhost:port, port 0-65535)");
+                          "' (expected IPv4:port, [IPv6]:port or hostname:port, port 0-65535)");
       return false;
     }
     if (!allow_port0 && a.port == 0) {
       error(n.Mark(), "'" + path + "': port 0 is not a valid destination in '" + text + "'");
       return false;
     }
+    if (a.ip.empty()) {
+      std::string why;
+      if (!resolveHost(a.host, a.ip, why)) {
+        error(n.Mark(), "'" + path + "': cannot resolve '" + a.host + "': " + why);
+        return false;
+      }
+    }
     out = std::move(a);
+    return true;
+  }
+
+  // The first address getaddrinfo gives for `host` (AF_UNSPEC, SOCK_STREAM), in numeric
+  // form. Blocks on the system resolver (/etc/hosts, then DNS): called only while loading,
+  // never on the request path. False with gai_strerror's text in `why` when it fails.
+  static bool resolveHost(const std::string& host, std::string& ip, std::string& why) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    if (rc != 0 || res == nullptr) {
+      why = rc != 0 ? ::gai_strerror(rc) : "no address";
+      return false;
+    }
+    char buf[NI_MAXHOST] = {};
+    rc = ::getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST);
+    ::freeaddrinfo(res);
+    if (rc != 0) {
+      why = ::gai_strerror(rc);
+      return false;
+    }
+    ip = buf;
     return true;
   }
 
@@ -468,12 +504,18 @@ class Loader {
         readEnum(e, kLogLevels, s.log_level);
       } else if (e.key == "drain_timeout") {
         readDuration(e, s.drain_timeout);
+      } else if (e.key == "watch_files") {
+        readBool(e, s.watch_files);
+      } else if (e.key == "metrics") {
+        for (const Entry& m : entries(e.value, e.key_node.Mark(), kMetricsKeys, e.path)) {
+          readUint32(m, s.metrics_max_tool_names);
+        }
       } else if (e.key == "rate_limit_headers") {
         readBool(e, s.rate_limit_headers);
       }
     }
     if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&
-        s.admin->host == s.listen.host) {
+        s.admin->ip == s.listen.ip) {
       error(valueMark(*find(top, "admin")), "'admin' must not use the same address as 'listen'");
     }
     checkRoutes(s);
@@ -613,7 +655,8 @@ class Loader {
             }
             for (size_t j = 0; j < texts.size(); ++j) {
               Address a;
-              if (checkAddress(nodes[j], texts[j], e.path, a, false)) {
+              std::string item = e.path + "[" + std::to_string(j) + "]";
+              if (checkAddress(nodes[j], texts[j], item, a, false)) {
                 u.endpoints.push_back(std::move(a));
               }
             }

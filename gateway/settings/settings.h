@@ -17,9 +17,10 @@ namespace gw::settings {
 using Duration = std::chrono::milliseconds;
 
 struct Address {
-  std::string host;  // numeric IPv4 or IPv6 literal (no brackets), or "localhost"
+  std::string host;  // as written: IPv4 or IPv6 literal (no brackets), or a DNS host name
   uint16_t port = 0;
   std::string text;  // as written, for logs
+  std::string ip;    // numeric form used to connect/bind; a name is resolved once at load
 };
 
 struct Limits {
@@ -83,7 +84,7 @@ struct AccessLog {
 };
 
 struct Settings {
-  Address listen{"127.0.0.1", 8080, "127.0.0.1:8080"};
+  Address listen{"127.0.0.1", 8080, "127.0.0.1:8080", "127.0.0.1"};
   std::string endpoint = "/mcp";
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
@@ -96,6 +97,8 @@ struct Settings {
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);
   bool rate_limit_headers = false;  // RateLimit-Policy / RateLimit on admitted answers too
+  bool watch_files = true;          // reload when the config or a policy file changes
+  uint32_t metrics_max_tool_names = 100;  // distinct gen_ai_tool_name values; then "other"
   std::string source_file;          // the config file this came from (absolute)
 
   // Index of the upstream with this name, or -1.
@@ -126,7 +129,11 @@ LoadResult loadString(std::string_view yaml, const std::string& file);
 bool parseDuration(std::string_view text, Duration& out) noexcept;
 // "512", "8KiB", "4MiB", "1GiB", "10KB"(=10*1000) → bytes; false on anything else.
 bool parseSize(std::string_view text, uint64_t& out) noexcept;
-// "127.0.0.1:8080", "[::1]:8080", "localhost:80" → Address; false on anything else.
+// "127.0.0.1:8080", "[::1]:8080", "mcp-server:3000" → Address; false on anything else. A
+// host name is checked for syntax only (RFC 1123: dot-separated labels of letters, digits and
+// '-', not starting or ending with '-', each 1-63 characters, 253 in all, not a numeric
+// shorthand such as "127.1"). `ip` is set for IP literals and left empty for a name: the
+// settings loader resolves names (getaddrinfo) when it loads the file.
 bool parseAddress(std::string_view text, Address& out);
 
 }  // namespace gw::settings

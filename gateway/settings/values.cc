@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -27,6 +28,46 @@ bool leadingNumber(std::string_view text, uint64_t& value, size_t& digits) noexc
   }
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + digits, value);
   return ec == std::errc() && ptr == text.data() + digits;
+}
+
+// RFC 1123 host name syntax: labels of letters, digits and '-' separated by '.', each 1-63
+// characters and neither starting nor ending with '-', at most 253 characters in all. The
+// last label must not be all digits (no top-level domain is; "1.2.3.4.5" is a typo, not a
+// name), and names that inet_aton would read as an IPv4 address ("127.1", "0x7f000001") are
+// refused: they are numbers that only look like names.
+bool isHostName(std::string_view host) {
+  constexpr size_t kMaxName = 253;
+  constexpr size_t kMaxLabel = 63;
+  if (host.empty() || host.size() > kMaxName) {
+    return false;
+  }
+  size_t label = 0;
+  char prev = '.';
+  for (char c : host) {
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (c == '.') {
+      if (label == 0 || prev == '-') {
+        return false;
+      }
+      label = 0;
+    } else if (alnum || (c == '-' && label > 0)) {
+      if (++label > kMaxLabel) {
+        return false;
+      }
+    } else {
+      return false;
+    }
+    prev = c;
+  }
+  if (label == 0 || prev == '-') {
+    return false;
+  }
+  std::string_view last = host.substr(host.size() - label);
+  if (std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  in_addr a4{};
+  return inet_aton(std::string(host).c_str(), &a4) == 0;
 }
 
 bool multiply(uint64_t a, uint64_t b, uint64_t& out) noexcept {
@@ -124,6 +165,7 @@ bool parseSize(std::string_view text, uint64_t& out) noexcept {
 bool parseAddress(std::string_view text, Address& out) {
   std::string_view host;
   std::string_view port;
+  bool numeric = false;
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
@@ -135,6 +177,7 @@ bool parseAddress(std::string_view text, Address& out) {
     if (!inet_pton(AF_INET6, std::string(host).c_str(), &a6)) {
       return false;
     }
+    numeric = true;
   } else {
     size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) {
@@ -143,8 +186,10 @@ bool parseAddress(std::string_view text, Address& out) {
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
     in_addr a4{};
-    if (host != "localhost" && !inet_pton(AF_INET, std::string(host).c_str(), &a4)) {
-      return false;  // also rejects unbracketed IPv6 ("::1:80") and other host names
+    if (inet_pton(AF_INET, std::string(host).c_str(), &a4) == 1) {
+      numeric = true;
+    } else if (!isHostName(host)) {
+      return false;  // also rejects unbracketed IPv6 ("::1:80")
     }
   }
   uint64_t p = 0;
@@ -155,6 +200,7 @@ bool parseAddress(std::string_view text, Address& out) {
   out.host = std::string(host);
   out.port = static_cast<uint16_t>(p);
   out.text = std::string(text);
+  out.ip = numeric ? out.host : std::string();
   return true;
 }
 

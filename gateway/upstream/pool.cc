@@ -15,7 +15,8 @@ bool resolveEndpoint(const settings::Address& a, Endpoint& out) {
   out = Endpoint{};
   out.text = a.host.find(':') != std::string::npos ? "[" + a.host + "]:" + std::to_string(a.port)
                                                    : a.host + ":" + std::to_string(a.port);
-  std::string host = a.host == "localhost" ? "127.0.0.1" : a.host;
+  // `ip` is numeric: the settings loader resolved any host name when it loaded the file.
+  const std::string& host = a.ip;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&out.addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&out.addr);
   if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
@@ -42,13 +43,18 @@ Pools::~Pools() {
 }
 
 Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstream_name) {
+  // Keyed by the resolved address too: a reload that resolves a name to a new address gets
+  // a new pool rather than the old one's connections.
   std::string key = upstream_name;
   key += '|';
   key += a.text;
+  key += '|';
+  key += a.ip;
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     auto p = std::make_unique<Pool>();
     p->source = a.text;
+    p->ip = a.ip;
     resolveEndpoint(a, p->endpoint);
     it = pools_.emplace(std::move(key), std::move(p)).first;
   }
@@ -59,7 +65,7 @@ Lease Pools::acquire(const settings::Upstream& up) {
   Cluster& c = clusters_[up.name];
   bool same = c.pools.size() == up.endpoints.size();
   for (size_t i = 0; same && i < c.pools.size(); ++i) {
-    same = c.pools[i]->source == up.endpoints[i].text;
+    same = c.pools[i]->source == up.endpoints[i].text && c.pools[i]->ip == up.endpoints[i].ip;
   }
   if (!same) {  // first use, or a reload changed the endpoints
     c.pools.clear();

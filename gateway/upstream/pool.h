@@ -75,6 +75,7 @@ class Pools {
     Endpoint endpoint;
     std::chrono::steady_clock::time_point failed_until{};
     std::string source;                     // the address as configured
+    std::string ip;                         // what `source` resolved to at load
     std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
   };
   struct Cluster {
@@ -95,7 +96,8 @@ class Pools {
   size_t idle_total_ = 0;
 };
 
-// Resolves "host:port" (numeric or localhost) into a sockaddr. False when it cannot.
+// Builds the sockaddr for `a` from its numeric `ip` (no name lookup here). False when `ip` is
+// not an IPv4 or IPv6 literal (e.g. an Address that did not come from the settings loader).
 bool resolveEndpoint(const settings::Address& a, Endpoint& out);
 
 // Sets TCP_NODELAY on a connected or connecting socket.

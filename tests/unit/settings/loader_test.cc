@@ -241,7 +241,8 @@ TEST_CASE("each validation rule produces an error", "[settings]") {
   const Case cases[] = {
       {"listen: 127.0.0.1\n", "invalid address '127.0.0.1'"},
       {"listen: 127.0.0.1:70000\n", "invalid address"},
-      {"listen: example.com:80\n", "invalid address"},
+      {"listen: exa_mple.com:80\n", "invalid address 'exa_mple.com:80'"},
+      {"listen: 127.1:80\n", "invalid address"},
       {"listen: [a, b]\n", "'listen' must be an address"},
       {"admin: nonsense\n", "invalid address 'nonsense'"},
       {"admin:\n", "'admin' must be an address"},
@@ -331,6 +332,58 @@ TEST_CASE("boundary values are accepted", "[settings]") {
     INFO(dump(r));
     CHECK(r.settings);
   }
+}
+
+TEST_CASE("IP literals are used as they are, host names are resolved at load", "[settings]") {
+  LoadResult r = loadString(
+      "listen: \"[::1]:8443\"\n"
+      "admin: localhost:9901\n"
+      "upstreams:\n"
+      "  - name: main\n"
+      "    endpoints: [127.0.0.1:9000, localhost:9001]\n",
+      "gw.yaml");
+  INFO(dump(r));
+  REQUIRE(r.settings);
+  const Settings& s = *r.settings;
+  CHECK(s.listen.ip == "::1");
+  REQUIRE(s.upstreams.size() == 1);
+  REQUIRE(s.upstreams[0].endpoints.size() == 2);
+  CHECK(s.upstreams[0].endpoints[0].ip == "127.0.0.1");
+  // `localhost` comes from /etc/hosts: 127.0.0.1 or ::1 depending on the machine.
+  const Address& named = s.upstreams[0].endpoints[1];
+  CHECK(named.host == "localhost");
+  CHECK(named.text == "localhost:9001");
+  CHECK((named.ip == "127.0.0.1" || named.ip == "::1"));
+  REQUIRE(s.admin);
+  CHECK((s.admin->ip == "127.0.0.1" || s.admin->ip == "::1"));
+  // The default listen address needs no lookup either.
+  LoadResult d = loadString(withBase(""), "gw.yaml");
+  REQUIRE(d.settings);
+  CHECK(d.settings->listen.ip == "127.0.0.1");
+}
+
+TEST_CASE("a host name that does not resolve is a load error at its position", "[settings]") {
+  // .invalid never resolves (RFC 6761). Bound the lookup should DNS be unreachable: one try,
+  // one second (read by glibc when its resolver starts; measured here at ~20 ms).
+  ::setenv("RES_OPTIONS", "timeout:1 attempts:1", 0);
+  auto start = std::chrono::steady_clock::now();
+  LoadResult r = loadString(
+      "upstreams:\n"                                             // 1
+      "  - name: x\n"                                            // 2
+      "    endpoints: [127.0.0.1:1, mcp-server.invalid:3000]\n"  // 3
+      "admin: gw-admin.invalid:9901\n",                          // 4
+      "gw.yaml");
+  auto took = std::chrono::steady_clock::now() - start;
+  INFO(dump(r));
+  CHECK_FALSE(r.settings);
+  REQUIRE(r.errors.size() == 2);
+  const std::string prefix =
+      "gw.yaml:3:30: 'upstreams[0].endpoints[1]': cannot resolve 'mcp-server.invalid': ";
+  std::string first = r.errors[0].str();
+  CHECK(first.rfind(prefix, 0) == 0);
+  CHECK(first.size() > prefix.size());  // gai_strerror's text follows
+  CHECK(hasError(r, 4, 8, "'admin': cannot resolve 'gw-admin.invalid': "));
+  CHECK(took < 10s);
 }
 
 TEST_CASE("errors point at the offending value", "[settings]") {

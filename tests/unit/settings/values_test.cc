@@ -99,16 +99,24 @@ TEST_CASE("parseSize rejects everything else", "[settings]") {
   }
 }
 
-TEST_CASE("parseAddress accepts IPv4, bracketed IPv6 and localhost", "[settings]") {
+TEST_CASE("parseAddress accepts IPv4, bracketed IPv6 and host names", "[settings]") {
   struct Case {
     const char* text;
     const char* host;
     uint16_t port;
+    const char* ip;  // "" for a name: the loader resolves it
   };
   const Case cases[] = {
-      {"127.0.0.1:8080", "127.0.0.1", 8080}, {"0.0.0.0:0", "0.0.0.0", 0},
-      {"[::1]:8080", "::1", 8080},           {"[::]:65535", "::", 65535},
-      {"localhost:80", "localhost", 80},     {"[fe80::1:2]:9", "fe80::1:2", 9},
+      {"127.0.0.1:8080", "127.0.0.1", 8080, "127.0.0.1"},
+      {"0.0.0.0:0", "0.0.0.0", 0, "0.0.0.0"},
+      {"[::1]:8080", "::1", 8080, "::1"},
+      {"[::]:65535", "::", 65535, "::"},
+      {"[fe80::1:2]:9", "fe80::1:2", 9, "fe80::1:2"},
+      {"localhost:80", "localhost", 80, ""},
+      {"mcp-server:3000", "mcp-server", 3000, ""},
+      {"Redis.Cache-1.svc.cluster.local:6379", "Redis.Cache-1.svc.cluster.local", 6379, ""},
+      {"3com.example:1", "3com.example", 1, ""},
+      {"a:1", "a", 1, ""},
   };
   for (const Case& c : cases) {
     INFO(c.text);
@@ -117,7 +125,22 @@ TEST_CASE("parseAddress accepts IPv4, bracketed IPv6 and localhost", "[settings]
     CHECK(a.host == c.host);
     CHECK(a.port == c.port);
     CHECK(a.text == c.text);
+    CHECK(a.ip == c.ip);
   }
+}
+
+TEST_CASE("parseAddress host names: label and total length limits", "[settings]") {
+  std::string label63(63, 'a');
+  std::string label64(64, 'a');
+  Address a;
+  CHECK(parseAddress(label63 + ".example:80", a));
+  CHECK_FALSE(parseAddress(label64 + ".example:80", a));
+  // 4 labels of 63 + 3 dots = 255 characters; trimmed to exactly 253 and to 254.
+  std::string name = label63 + "." + label63 + "." + label63 + "." + label63;
+  CHECK_FALSE(parseAddress(name + ":80", a));
+  CHECK(parseAddress(name.substr(0, 253) + ":80", a));
+  CHECK(a.host.size() == 253);
+  CHECK_FALSE(parseAddress(name.substr(0, 254) + ":80", a));
 }
 
 TEST_CASE("parseAddress rejects bad hosts and ports", "[settings]") {
@@ -136,9 +159,23 @@ TEST_CASE("parseAddress rejects bad hosts and ports", "[settings]") {
                        "[::1]80",
                        "[::1:80",
                        "[127.0.0.1]:80",
-                       "example.com:80",
                        "localhost",
-                       "garbage"};
+                       "garbage",
+                       "-mcp:80",
+                       "mcp-:80",
+                       "mcp-.example:80",
+                       "a..b:80",
+                       ".example:80",
+                       "example.:80",
+                       "mcp_server:80",
+                       "mcp server:80",
+                       "xn--caf\xc3\xa9:80",
+                       "host/path:80",
+                       "127.1:80",
+                       "0x7f000001:80",
+                       "2130706433:80",
+                       "1.2.3.4.5:80",
+                       ":80"};
   for (const char* text : bad) {
     INFO(text);
     Address a;
