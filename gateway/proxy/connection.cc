@@ -132,6 +132,7 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
   ++w_.local_connections;
   w_.connections.insert(this);
   w_.shared->connections.fetch_add(1, std::memory_order_relaxed);
+  w_.metrics->connections_accepted.add(1);
 }
 
 Connection::~Connection() {
@@ -141,6 +142,7 @@ Connection::~Connection() {
   if (lease_.bev) {
     w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
   }
+  countSse(false);
   if (down_) {
     w_.connections.erase(this);
     --w_.local_connections;
@@ -608,7 +610,7 @@ void Connection::sendPlainError(int status, const char* reason_phrase, const cha
 // the output is flushed. Bytes after a request that ends the connection are never parsed.
 void Connection::finishRequest(bool keep_alive) {
   if (head_.head_bytes > 0 || status_ != 0) {
-    logAccess();
+    endRequest();
   }
   releaseUpstream(false);
   evtimer_del(keepalive_timer_.get());
@@ -673,6 +675,7 @@ bool Connection::attachUpstream() {
     return false;
   }
   w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
+  attempt_started_ = Clock::now();
   up_connected_ = lease_.reused;
   bufferevent* ub = lease_.bev.get();
   bufferevent_setcb(ub, &Connection::onUpRead, &Connection::onUpWrite, &Connection::onUpEvent,
@@ -707,6 +710,7 @@ bool Connection::retryConnect() {
     return false;
   }
   w_.pools->markFailed(lease_);
+  recordAttempt("connect_failed");
   upstream::Lease failed = std::move(lease_);
   lease_ = upstream::Lease{};
   w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
@@ -936,6 +940,7 @@ void Connection::sendResponseHead() {
   resp_started_ = true;
   status_ = resp_.status;
   resp_sse_ = isEventStream(resp_);
+  countSse(resp_sse_);
   http::ConnectionTokens conn;
   conn.collect(resp_.fields);
   evbuffer* out = bufferevent_get_output(down_.get());
@@ -1177,6 +1182,8 @@ void Connection::releaseUpstream(bool reusable) {
     return;
   }
   w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
+  countSse(false);
+  recordAttempt(std::string_view(outcome_) == "complete" ? "" : outcome_);
   bufferevent_setcb(lease_.bev.get(), nullptr, nullptr, nullptr, nullptr);
   if (reusable) {
     const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
@@ -1211,7 +1218,7 @@ void Connection::abortExchange(const char* outcome) {
     status_ = 499;
   }
   releaseUpstream(false);
-  logAccess();
+  endRequest();
   closeNow();
 }
 
@@ -1230,7 +1237,65 @@ void Connection::learnTools(std::string_view json) noexcept {
   }
 }
 
-// ---- access log -------------------------------------------------------------------------
+// ---- metrics and access log ------------------------------------------------------------
+
+namespace {
+
+// The tool-name label of a trusted tools/call (capped, see metrics::ToolNames), else "".
+std::string_view toolLabel(WorkerContext& w, const filters::RequestContext& ctx,
+                           const settings::Settings& s) {
+  if (!ctx.trusted || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" ||
+      !ctx.mcp.has_name) {
+    return {};
+  }
+  return w.shared->metrics.toolNames().label(ctx.mcp.name.value, s.metrics_max_tool_names);
+}
+
+std::string_view methodLabel(const filters::RequestContext& ctx) {
+  return ctx.mcp.has_method ? metrics::methodLabel(ctx.mcp.method) : std::string_view{};
+}
+
+}  // namespace
+
+// One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
+void Connection::recordAttempt(const char* error_type) {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  w_.metrics->client_ops
+      .at({up.name, methodLabel(ctx_), toolLabel(w_, ctx_, *s_), error_type})
+      .observe(Clock::now() - attempt_started_);
+}
+
+void Connection::countSse(bool open) {
+  if (open != sse_counted_) {
+    sse_counted_ = open;
+    auto& g = w_.metrics->sse_streams;
+    g.store(g.load(std::memory_order_relaxed) + (open ? 1 : -1), std::memory_order_relaxed);
+  }
+}
+
+void Connection::endRequest() {
+  metrics::WorkerMetrics& m = *w_.metrics;
+  std::string_view outcome = outcome_;
+  bool failed = !outcome.empty() && outcome != "complete";
+  char status[8];
+  int n = std::snprintf(status, sizeof(status), "%d", status_);
+  std::string_view error_type = failed ? outcome : std::string_view{};
+  if (!failed && status_ >= 500) {
+    error_type = std::string_view(status, static_cast<size_t>(n));
+  }
+  m.server_ops
+      .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{},
+           methodLabel(ctx_), toolLabel(w_, ctx_, *s_), std::string_view(status, static_cast<size_t>(n)),
+           error_type})
+      .observe(Clock::now() - started_);
+  if (failed) {
+    m.rejections.at({outcome}).add(1);
+  }
+  m.bytes_in.add(bytes_in_);
+  m.bytes_out.add(bytes_out_);
+  logAccess();
+}
+
 
 void Connection::logAccess() {
   auto& log = w_.shared->access_log;

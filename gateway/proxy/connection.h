@@ -98,6 +98,9 @@ class Connection final : public sse::EventSink {
   void abortExchange(const char* outcome);
   void releaseUpstream(bool reusable);
   void learnTools(std::string_view json) noexcept;
+  void endRequest();  // metrics, then the access-log line
+  void recordAttempt(const char* error_type);
+  void countSse(bool open);
   void logAccess();
 
   WorkerContext& w_;
@@ -140,6 +143,7 @@ class Connection final : public sse::EventSink {
   std::chrono::steady_clock::time_point started_{};
   std::chrono::steady_clock::time_point head_deadline_{};
   std::chrono::steady_clock::time_point last_up_byte_{};
+  std::chrono::steady_clock::time_point attempt_started_{};
   bool request_sent_ = false;  // every request byte handed to the upstream socket
   bool up_connected_ = false;
   size_t connect_attempts_ = 0;
@@ -147,6 +151,7 @@ class Connection final : public sse::EventSink {
   http::ResponseHead resp_;
   bool resp_started_ = false;  // response head written to the client
   bool resp_sse_ = false;
+  bool sse_counted_ = false;  // counted in the worker's active SSE streams
   bool client_chunked_ = false;
   uint64_t resp_remaining_ = 0;
   http::ChunkedDecoder resp_chunked_;

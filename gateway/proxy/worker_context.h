@@ -12,6 +12,7 @@
 
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
+#include "gateway/metrics/metrics.h"
 #include "gateway/policy/policy.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
@@ -49,12 +50,14 @@ struct Shared {
   std::atomic<bool> draining{false};
   // Local rate-limit buckets, shared by every worker; they survive reloads.
   std::unique_ptr<ratelimit::LocalLimiter> limiter;
+  metrics::Registry metrics;
 };
 
 struct WorkerContext {
   int id = 0;
   event_base* base = nullptr;
   Shared* shared = nullptr;
+  metrics::WorkerMetrics* metrics = nullptr;  // this worker's, in shared->metrics
   std::unique_ptr<http::Http1Parser> parser;
   std::unique_ptr<upstream::Pools> pools;
   int64_t local_connections = 0;                   // this worker's open downstream connections

@@ -1,0 +1,290 @@
+// Per-worker recording and the merged scrape (see metrics.h).
+
+#include "gateway/metrics/metrics.h"
+
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <map>
+
+namespace gw::metrics {
+
+namespace {
+
+constexpr char kSep = '\0';
+
+// Every method of the MCP 2026-07-28 schema (requests and notifications).
+constexpr std::string_view kMethods[] = {
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "sampling/createMessage",
+    "elicitation/create",
+    "roots/list",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/update",
+    "tasks/cancel",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/message",
+    "notifications/resources/updated",
+    "notifications/resources/list_changed",
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/roots/list_changed",
+    "notifications/tasks/status",
+    "notifications/elicitation/complete",
+};
+
+struct Merged {
+  const std::vector<std::string>* labels = nullptr;
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  std::array<uint64_t, kDurationBounds.size() + 1> buckets{};
+};
+using MergedMap = std::map<std::string, Merged>;
+
+std::string keyOf(const std::vector<std::string>& labels) {
+  std::string k;
+  for (const auto& l : labels) {
+    k += l;
+    k += kSep;
+  }
+  return k;
+}
+
+void merge(const Cell& c, MergedMap& into) {
+  Merged& m = into[keyOf(c.labels)];
+  m.labels = &c.labels;
+  m.count += c.count.load(Cell::kRelaxed);
+  m.sum_ns += c.sum_ns.load(Cell::kRelaxed);
+  for (size_t i = 0; i < m.buckets.size(); ++i) {
+    m.buckets[i] += c.buckets[i].load(Cell::kRelaxed);
+  }
+}
+
+prometheus::MetricFamily family(std::string name, std::string help, prometheus::MetricType t) {
+  prometheus::MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = t;
+  return f;
+}
+
+std::vector<prometheus::ClientMetric::Label> labelsOf(const std::vector<const char*>& names,
+                                                      const std::vector<std::string>& values) {
+  std::vector<prometheus::ClientMetric::Label> out;
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    out.push_back({names[i], values[i]});
+  }
+  return out;
+}
+
+prometheus::MetricFamily histogramFamily(std::string name, std::string help,
+                                         const std::vector<const char*>& label_names,
+                                         const MergedMap& merged) {
+  auto f = family(std::move(name), std::move(help), prometheus::MetricType::Histogram);
+  for (const auto& [key, m] : merged) {
+    prometheus::ClientMetric cm;
+    cm.label = labelsOf(label_names, *m.labels);
+    cm.histogram.sample_count = m.count;
+    cm.histogram.sample_sum = static_cast<double>(m.sum_ns) / 1e9;
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kDurationBounds.size(); ++i) {
+      cumulative += m.buckets[i];
+      cm.histogram.bucket.push_back({cumulative, kDurationBounds[i]});
+    }
+    cm.histogram.bucket.push_back({m.count, std::numeric_limits<double>::infinity()});
+    f.metric.push_back(std::move(cm));
+  }
+  return f;
+}
+
+prometheus::MetricFamily counterFamily(std::string name, std::string help,
+                                       const std::vector<const char*>& label_names,
+                                       const MergedMap& merged) {
+  auto f = family(std::move(name), std::move(help), prometheus::MetricType::Counter);
+  for (const auto& [key, m] : merged) {
+    prometheus::ClientMetric cm;
+    cm.label = labelsOf(label_names, *m.labels);
+    cm.counter.value = static_cast<double>(m.count);
+    f.metric.push_back(std::move(cm));
+  }
+  return f;
+}
+
+prometheus::MetricFamily scalar(std::string name, std::string help, prometheus::MetricType t,
+                                double v) {
+  auto f = family(std::move(name), std::move(help), t);
+  prometheus::ClientMetric cm;
+  if (t == prometheus::MetricType::Counter) {
+    cm.counter.value = v;
+  } else {
+    cm.gauge.value = v;
+  }
+  f.metric.push_back(std::move(cm));
+  return f;
+}
+
+}  // namespace
+
+void Cell::observe(std::chrono::nanoseconds d) noexcept {
+  double seconds = std::chrono::duration<double>(d).count();
+  size_t i = static_cast<size_t>(
+      std::lower_bound(kDurationBounds.begin(), kDurationBounds.end(), seconds) -
+      kDurationBounds.begin());
+  buckets[i].store(buckets[i].load(kRelaxed) + 1, kRelaxed);
+  uint64_t ns = d.count() > 0 ? static_cast<uint64_t>(d.count()) : 0;
+  sum_ns.store(sum_ns.load(kRelaxed) + ns, kRelaxed);
+  add(1);
+}
+
+Cell& Family::at(std::initializer_list<std::string_view> values) {
+  scratch_.clear();
+  for (std::string_view v : values) {
+    scratch_ += v;
+    scratch_ += kSep;
+  }
+  if (auto it = cells_.find(std::string_view(scratch_)); it != cells_.end()) {
+    return *it->second;
+  }
+  auto cell = std::make_unique<Cell>();
+  for (std::string_view v : values) {
+    cell->labels.emplace_back(v);
+  }
+  cell->labels.resize(label_count_);
+  std::lock_guard lock(insert_mu_);
+  return *cells_.emplace(scratch_, std::move(cell)).first->second;
+}
+
+void Family::forEach(const std::function<void(const Cell&)>& f) const {
+  std::lock_guard lock(insert_mu_);
+  for (const auto& [key, cell] : cells_) {
+    f(*cell);
+  }
+}
+
+std::string_view ToolNames::label(std::string_view name, size_t cap) {
+  if (!validToolName(name)) {
+    return "other";
+  }
+  if (full_.load(std::memory_order_acquire)) {
+    auto it = names_.find(name);
+    return it != names_.end() ? std::string_view(*it) : "other";
+  }
+  std::lock_guard lock(mu_);
+  if (auto it = names_.find(name); it != names_.end()) {
+    return *it;
+  }
+  if (names_.size() >= cap) {
+    full_.store(true, std::memory_order_release);
+    return "other";
+  }
+  return *names_.emplace(name).first;
+}
+
+std::string_view methodLabel(std::string_view method) noexcept {
+  if (method.empty()) {
+    return "";
+  }
+  for (std::string_view m : kMethods) {
+    if (m == method) {
+      return m;
+    }
+  }
+  return "other";
+}
+
+bool validToolName(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 128) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+  });
+}
+
+WorkerMetrics& Registry::addWorker() {
+  std::lock_guard lock(workers_mu_);
+  workers_.push_back(std::make_unique<WorkerMetrics>());
+  return *workers_.back();
+}
+
+std::string Registry::scrape(const Gauges& g) const {
+  using prometheus::MetricType;
+  MergedMap server;
+  MergedMap client;
+  MergedMap rejections;
+  Merged in;
+  Merged out;
+  Merged accepted;
+  int64_t sse = 0;
+  {
+    std::lock_guard lock(workers_mu_);
+    for (const auto& w : workers_) {
+      w->server_ops.forEach([&](const Cell& c) { merge(c, server); });
+      w->client_ops.forEach([&](const Cell& c) { merge(c, client); });
+      w->rejections.forEach([&](const Cell& c) { merge(c, rejections); });
+      in.count += w->bytes_in.count.load(Cell::kRelaxed);
+      out.count += w->bytes_out.count.load(Cell::kRelaxed);
+      accepted.count += w->connections_accepted.count.load(Cell::kRelaxed);
+      sse += w->sse_streams.load(Cell::kRelaxed);
+    }
+    // The merged maps point to the cells' label vectors: cells are never removed and their
+    // labels never change after insertion.
+  }
+  std::vector<prometheus::MetricFamily> fams;
+  fams.push_back(histogramFamily(
+      "mcp_server_operation_duration_seconds",
+      "MCP request or notification duration as the gateway's clients see it",
+      {"route", "mcp_method_name", "gen_ai_tool_name", "http_response_status_code", "error_type"},
+      server));
+  fams.push_back(histogramFamily("mcp_client_operation_duration_seconds",
+                                 "Duration of one upstream attempt, request sent to answer done",
+                                 {"upstream", "mcp_method_name", "gen_ai_tool_name", "error_type"},
+                                 client));
+  fams.push_back(counterFamily("mcp_gateway_rejections_total",
+                               "Requests the gateway answered itself or could not complete",
+                               {"reason"}, rejections));
+  fams.push_back(scalar("mcp_gateway_received_bytes_total", "Bytes read from clients",
+                        MetricType::Counter, static_cast<double>(in.count)));
+  fams.push_back(scalar("mcp_gateway_sent_bytes_total", "Bytes written to clients",
+                        MetricType::Counter, static_cast<double>(out.count)));
+  fams.push_back(scalar("mcp_gateway_connections_accepted_total", "Client connections accepted",
+                        MetricType::Counter, static_cast<double>(accepted.count)));
+  fams.push_back(scalar("mcp_gateway_active_connections", "Open client connections",
+                        MetricType::Gauge, static_cast<double>(g.connections)));
+  fams.push_back(scalar("mcp_gateway_active_exchanges", "Requests with an upstream in flight",
+                        MetricType::Gauge, static_cast<double>(g.exchanges)));
+  fams.push_back(scalar("mcp_gateway_active_sse_streams", "Event streams being relayed",
+                        MetricType::Gauge, static_cast<double>(sse)));
+  fams.push_back(scalar("mcp_gateway_draining", "1 while draining after SIGTERM/SIGINT",
+                        MetricType::Gauge, g.draining ? 1 : 0));
+  auto reload_family = family("mcp_gateway_config_reloads_total",
+                              "Configuration reloads by result", MetricType::Counter);
+  for (bool ok : {true, false}) {
+    prometheus::ClientMetric cm;
+    cm.label = {{"result", ok ? "success" : "failure"}};
+    cm.counter.value = static_cast<double>(reloads(ok));
+    reload_family.metric.push_back(std::move(cm));
+  }
+  fams.push_back(std::move(reload_family));
+  return prometheus::TextSerializer().Serialize(fams);
+}
+
+}  // namespace gw::metrics

@@ -1,0 +1,139 @@
+#pragma once
+// Metrics: recorded per worker without locks, merged on scrape, exposed as Prometheus text
+// (prometheus-cpp's TextSerializer writes the exposition format). Beside the pipeline: proxy/
+// records, admin/ scrapes; nothing here touches sockets.
+//
+// Recording: every worker owns a WorkerMetrics and is its only writer. A series (one label
+// set) is a node whose counters are relaxed atomics, so a scrape on another thread reads them
+// without stopping the worker. The worker takes its own family's mutex only to insert a label
+// set it has not seen before; scrapes take it to walk the set. Label values are bounded:
+// methods outside the MCP method list fold into "other", tool names beyond the configured cap
+// (process-wide, first come) and names outside the MCP tool-name alphabet into "other".
+//
+// Names follow the OpenTelemetry MCP semantic conventions (mcp.server.operation.duration,
+// mcp.client.operation.duration, unit s, their bucket boundaries), written Prometheus-style.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace gw::metrics {
+
+// The semconv boundaries for MCP operation durations, in seconds.
+inline constexpr std::array<double, 14> kDurationBounds{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1,
+                                                        2,    5,    10,   30,  60,  120, 300};
+
+// One label set's values: a counter (count) or a histogram (all of it).
+struct Cell {
+  std::vector<std::string> labels;
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> sum_ns{0};
+  std::array<std::atomic<uint64_t>, kDurationBounds.size() + 1> buckets{};  // last: +Inf
+
+  // Single writer: plain load + store, no locked read-modify-write.
+  void add(uint64_t n) noexcept { count.store(count.load(kRelaxed) + n, kRelaxed); }
+  void observe(std::chrono::nanoseconds d) noexcept;
+
+  static constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
+};
+
+// A metric's label sets within one worker.
+class Family {
+ public:
+  explicit Family(size_t label_count) : label_count_(label_count) {}
+
+  // The cell for these label values (label_count of them), made on first use. Worker thread.
+  Cell& at(std::initializer_list<std::string_view> values);
+
+  // Calls f(cell) for every cell, under the insert lock. Any thread.
+  void forEach(const std::function<void(const Cell&)>& f) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  size_t label_count_;
+  std::string scratch_;  // the lookup key, reused (worker thread only)
+  mutable std::mutex insert_mu_;
+  std::unordered_map<std::string, std::unique_ptr<Cell>, Hash, std::equal_to<>> cells_;
+};
+
+// Tool names admitted as label values, process-wide: the first `cap` distinct valid names.
+class ToolNames {
+ public:
+  // The label value for `name`: itself when admitted, else "other". Any thread; locks only
+  // until the set is full, then reads it lock-free (it never changes again).
+  std::string_view label(std::string_view name, size_t cap);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::mutex mu_;
+  std::atomic<bool> full_{false};
+  std::unordered_set<std::string, Hash, std::equal_to<>> names_;
+};
+
+// "tools/call" → itself; a method outside the MCP 2026-07-28 method list → "other"; absent
+// (legacy or malformed traffic) → "".
+std::string_view methodLabel(std::string_view method) noexcept;
+// MCP tool names: 1-128 of [A-Za-z0-9_.-] (anything else folds into "other").
+bool validToolName(std::string_view name) noexcept;
+
+// Everything one worker records.
+struct WorkerMetrics {
+  // route, mcp_method_name, gen_ai_tool_name, http_response_status_code, error_type
+  Family server_ops{5};
+  // upstream, mcp_method_name, gen_ai_tool_name, error_type
+  Family client_ops{4};
+  // reason
+  Family rejections{1};
+  Cell bytes_in;   // request bytes read from clients (heads and bodies)
+  Cell bytes_out;  // response bytes written to clients
+  Cell connections_accepted;
+  std::atomic<int64_t> sse_streams{0};  // event streams being relayed now
+};
+
+// Process-wide values the scrape reads besides the workers' (gauges kept elsewhere).
+struct Gauges {
+  int64_t connections = 0;
+  int64_t exchanges = 0;
+  bool draining = false;
+};
+
+class Registry {
+ public:
+  // A new worker's metrics; the reference stays valid for the registry's life.
+  WorkerMetrics& addWorker();
+  ToolNames& toolNames() noexcept { return tools_; }
+
+  void reloaded(bool ok) noexcept { (ok ? reload_ok_ : reload_failed_).fetch_add(1); }
+  uint64_t reloads(bool ok) const noexcept { return (ok ? reload_ok_ : reload_failed_).load(); }
+
+  // Prometheus text exposition (version 0.0.4) of everything, workers merged.
+  std::string scrape(const Gauges& g) const;
+
+ private:
+  mutable std::mutex workers_mu_;
+  std::vector<std::unique_ptr<WorkerMetrics>> workers_;
+  ToolNames tools_;
+  std::atomic<uint64_t> reload_ok_{0};
+  std::atomic<uint64_t> reload_failed_{0};
+};
+
+}  // namespace gw::metrics
