@@ -1,4 +1,4 @@
-// mcp-gateway command line: run | check | version. No logic beyond dispatch.
+// mcp-gateway command line: run | check | explain | version. No logic beyond dispatch.
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/filters/explain.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/server/server.h"
 #include "gateway/settings/settings.h"
@@ -17,6 +18,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: mcp-gateway run -c FILE      run the gateway\n"
     "       mcp-gateway check -c FILE    validate FILE (and the files it names); exit 1 on error\n"
+    "       mcp-gateway explain -c FILE --method M [--name N] [--param Name=value]...\n"
+    "                  [--header 'Name: value']... [--token T] [--version V] [--body JSON]\n"
+    "                                    print what the gateway would do with that request\n"
     "       mcp-gateway version          print the version\n";
 
 int usage() {
@@ -24,16 +28,47 @@ int usage() {
   return 2;
 }
 
-bool configPath(int argc, char** argv, std::string& path) {
+// Reads -c FILE and, for explain, the request's inputs. False on anything else.
+bool parseArgs(int argc, char** argv, std::string& path, gw::filters::ExplainInput* in) {
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
-    if ((a == "-c" || a == "--config") && i + 1 < argc) {
-      path = argv[++i];
+    if (i + 1 >= argc) {
+      return false;
+    }
+    std::string_view v = argv[++i];
+    std::string error;
+    bool ok = true;
+    if (a == "-c" || a == "--config") {
+      path = v;
+    } else if (in == nullptr) {
+      return false;
+    } else if (a == "--param") {
+      size_t eq = v.find('=');
+      ok = eq != std::string_view::npos &&
+           gw::filters::addExplainField("param." + std::string(v.substr(0, eq)),
+                                        v.substr(eq + 1), *in, error);
+    } else if (a == "--header") {
+      size_t colon = v.find(':');
+      std::string_view value = colon == std::string_view::npos ? "" : v.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') {
+        value.remove_prefix(1);
+      }
+      ok = colon != std::string_view::npos &&
+           gw::filters::addExplainField("header." + std::string(v.substr(0, colon)), value,
+                                        *in, error);
+    } else if (a.starts_with("--")) {
+      ok = gw::filters::addExplainField(a.substr(2), v, *in, error);
     } else {
+      ok = false;
+    }
+    if (!ok) {
+      if (!error.empty()) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+      }
       return false;
     }
   }
-  return !path.empty();
+  return !path.empty() && (in == nullptr || !in->method.empty() || in->body);
 }
 
 // The config file and the policy files it names, validated whole; errors go to stderr.
@@ -62,12 +97,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string path;
-  if ((cmd != "run" && cmd != "check") || !configPath(argc, argv, path)) {
+  gw::filters::ExplainInput input;
+  bool is_explain = cmd == "explain";
+  if ((cmd != "run" && cmd != "check" && !is_explain) ||
+      !parseArgs(argc, argv, path, is_explain ? &input : nullptr)) {
     return usage();
   }
   auto snap = load(path);
   if (!snap) {
     return 1;
+  }
+  if (is_explain) {
+    // No bucket state outside a running gateway: local limits answer "allowed": null.
+    std::printf("%s\n", gw::filters::explain(*snap, input, nullptr).c_str());
+    return 0;
   }
   if (cmd == "check") {
     std::printf("%s: ok\n", path.c_str());

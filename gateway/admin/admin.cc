@@ -6,11 +6,18 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include <cinttypes>
 #include <cstring>
 #include <string>
 
+#include "gateway/filters/config_json.h"
+#include "gateway/filters/explain.h"
+#include "gateway/mcp/jsonrpc.h"
+
 namespace gw::admin {
+
+namespace {
+constexpr ev_ssize_t kMaxExplainBody = 64 * 1024;
+}  // namespace
 
 AdminServer::~AdminServer() {
   stop();
@@ -19,15 +26,15 @@ AdminServer::~AdminServer() {
 bool AdminServer::start(const settings::Address& addr, std::string& error) {
   base_.reset(event_base_new());
   http_ = evhttp_new(base_.get());
-  std::string host = addr.host == "localhost" ? "127.0.0.1" : addr.host;
-  if (evhttp_bind_socket(http_, host.c_str(), addr.port) != 0) {
+  if (evhttp_bind_socket(http_, addr.ip.c_str(), addr.port) != 0) {
     error = "cannot bind admin listener " + addr.text + ": " + std::strerror(errno);
     evhttp_free(http_);
     http_ = nullptr;
     base_.reset();
     return false;
   }
-  evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+  evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
+  evhttp_set_max_body_size(http_, kMaxExplainBody);
   evhttp_set_gencb(http_, &AdminServer::onRequest, this);
   thread_ = std::thread([this] { event_base_dispatch(base_.get()); });
   return true;
@@ -48,46 +55,95 @@ void AdminServer::stop() {
   base_.reset();
 }
 
+namespace {
+
+void reply(evhttp_request* req, int code, const char* reason, const char* type,
+           std::string_view body) {
+  event::EvBufferPtr buf = event::makeBuffer();
+  evbuffer_add(buf.get(), body.data(), body.size());
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
+  evhttp_send_reply(req, code, reason, buf.get());
+}
+
+constexpr const char* kJson = "application/json";
+constexpr const char* kText = "text/plain; charset=utf-8";
+
+std::string errorJson(std::string_view message) {
+  std::string out = "{\"error\":\"";
+  mcp::appendJsonEscaped(out, message);
+  out += "\"}\n";
+  return out;
+}
+
+// /explain inputs from the query string (GET) or a JSON object (POST).
+bool explainInput(evhttp_request* req, filters::ExplainInput& in, std::string& error) {
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
+    evbuffer* body = evhttp_request_get_input_buffer(req);
+    std::string json(evbuffer_get_length(body), '\0');
+    evbuffer_copyout(body, json.data(), json.size());
+    return filters::parseExplainJson(json, in, error);
+  }
+  const char* query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+  evkeyvalq q{};
+  if (query != nullptr && evhttp_parse_query_str(query, &q) != 0) {
+    error = "malformed query string";
+    return false;
+  }
+  bool ok = true;
+  for (evkeyval* kv = q.tqh_first; kv != nullptr && ok; kv = kv->next.tqe_next) {
+    ok = filters::addExplainField(kv->key, kv->value, in, error);
+  }
+  evhttp_clear_headers(&q);
+  return ok;
+}
+
+}  // namespace
+
 void AdminServer::onRequest(evhttp_request* req, void* arg) {
   auto* self = static_cast<AdminServer*>(arg);
-  const char* uri = evhttp_request_get_uri(req);
-  std::string path(uri ? uri : "/");
-  path = path.substr(0, path.find('?'));
-  event::EvBufferPtr buf = event::makeBuffer();
-  evbuffer* out = buf.get();
-  evkeyvalq* headers = evhttp_request_get_output_headers(req);
-  int code = 200;
-  const char* reason = "OK";
-  bool draining = self->shared_.draining.load(std::memory_order_relaxed);
+  const proxy::Shared& shared = self->shared_;
+  const char* path_c = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+  std::string_view path = path_c != nullptr ? path_c : "/";
+  bool post = evhttp_request_get_command(req) == EVHTTP_REQ_POST;
+  if (post && path != "/explain") {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+    reply(req, 405, "Method Not Allowed", kText, "method not allowed\n");
+    return;
+  }
+  auto snap = shared.snapshot.load();
   if (path == "/healthz") {
-    evbuffer_add_printf(out, "ok\n");
+    reply(req, 200, "OK", kText, "ok\n");
   } else if (path == "/readyz") {
-    if (draining || !self->shared_.snapshot.load()) {
-      code = 503;
-      reason = "Service Unavailable";
-      evbuffer_add_printf(out, "draining\n");
+    if (shared.draining.load(std::memory_order_relaxed)) {
+      reply(req, 503, "Service Unavailable", kText, "draining\n");
+    } else if (!snap) {
+      reply(req, 503, "Service Unavailable", kText, "no configuration\n");
     } else {
-      evbuffer_add_printf(out, "ready\n");
+      reply(req, 200, "OK", kText, "ready\n");
     }
   } else if (path == "/metrics") {
-    evhttp_add_header(headers, "Content-Type", "text/plain; version=0.0.4");
-    const proxy::Shared& s = self->shared_;
-    evbuffer_add_printf(out,
-                        "# TYPE mcp_gateway_connections gauge\n"
-                        "mcp_gateway_connections %" PRId64
-                        "\n"
-                        "# TYPE mcp_gateway_streams gauge\n"
-                        "mcp_gateway_streams %" PRId64
-                        "\n"
-                        "# TYPE mcp_gateway_requests_total counter\n"
-                        "mcp_gateway_requests_total %" PRIu64 "\n",
-                        s.connections.load(), s.streams.load(), s.requests.load());
+    metrics::Gauges g;
+    g.connections = shared.connections.load(std::memory_order_relaxed);
+    g.exchanges = shared.streams.load(std::memory_order_relaxed);
+    g.draining = shared.draining.load(std::memory_order_relaxed);
+    reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", shared.metrics.scrape(g));
+  } else if (path == "/config") {
+    reply(req, 200, "OK", kJson, filters::configJson(*snap) + "\n");
+  } else if (path == "/explain") {
+    filters::ExplainInput in;
+    std::string error;
+    if (!explainInput(req, in, error)) {
+      reply(req, 400, "Bad Request", kJson, errorJson(error));
+      return;
+    }
+    if (in.method.empty() && !in.body) {
+      reply(req, 400, "Bad Request", kJson, errorJson("'method' is required"));
+      return;
+    }
+    reply(req, 200, "OK", kJson, filters::explain(*snap, in, shared.limiter.get()) + "\n");
   } else {
-    code = 404;
-    reason = "Not Found";
-    evbuffer_add_printf(out, "not found\n");
+    reply(req, 404, "Not Found", kText, "not found\n");
   }
-  evhttp_send_reply(req, code, reason, out);
 }
 
 }  // namespace gw::admin

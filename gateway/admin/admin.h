@@ -1,7 +1,8 @@
 #pragma once
-// The admin listener (loopback by default): /healthz, /readyz, /metrics. It runs on its own
-// thread and event_base with libevent's evhttp (acceptable off the data path) and only reads
-// the process-wide atomics in proxy::Shared.
+// The admin listener (loopback by default): /healthz, /readyz, /metrics, /config, /explain.
+// It runs on its own thread and event_base with libevent's evhttp (acceptable off the data
+// path) and only reads what proxy::Shared publishes: the snapshot, the atomics, the metrics
+// registry and (peeking, never spending) the local rate-limit buckets.
 
 #include <memory>
 #include <thread>

@@ -135,6 +135,11 @@ class PolicySet {
   bool forwardCredentials() const noexcept { return forward_credentials_; }
   bool defaultAllow() const noexcept { return default_allow_; }
 
+  struct ApiKey;
+  struct Jwt;  // jwt.h
+  const std::vector<ApiKey>& apiKeys() const noexcept { return api_keys_; }
+  const Jwt* jwt() const noexcept { return jwt_.get(); }
+
   ~PolicySet();
   PolicySet(const PolicySet&) = delete;
   PolicySet& operator=(const PolicySet&) = delete;
@@ -145,7 +150,6 @@ class PolicySet {
     std::vector<std::string> groups;
     std::vector<std::pair<std::string, std::string>> claims;
   };
-  struct Jwt;  // jwt.h
 
  private:
   friend class Loader;

@@ -59,6 +59,15 @@ Decision LocalLimiter::check(std::string_view key, const Rate& r) noexcept {
   return d;
 }
 
+Decision LocalLimiter::peek(std::string_view key, const Rate& r) const noexcept {
+  const int64_t now = clock_.now().count();
+  const Stripe& s = stripes_[Hash{}(key) % stripe_count_];
+  std::lock_guard lock(s.mu);
+  auto it = s.tat.find(key);
+  int64_t tat = it != s.tat.end() ? it->second : 0;  // a copy: the bucket is not touched
+  return gcra(tat, now, r);
+}
+
 size_t LocalLimiter::size() const {
   size_t n = 0;
   for (size_t i = 0; i < stripe_count_; ++i) {

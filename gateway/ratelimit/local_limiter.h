@@ -37,6 +37,8 @@ class LocalLimiter {
   // is new. The same key must always be checked with the same Rate (keys are the caller's
   // namespace: include the limit's name).
   Decision check(std::string_view key, const Rate& r) noexcept;
+  // What check() would answer now, without spending from the bucket (admin /explain).
+  Decision peek(std::string_view key, const Rate& r) const noexcept;
 
   // Keys currently held (sum over stripes; a snapshot under concurrent checks).
   size_t size() const;

@@ -27,6 +27,8 @@ namespace {
 // http server: 5 s) so a reused connection is rarely one the upstream is closing.
 constexpr std::chrono::milliseconds kPoolIdleTimeout{4000};
 constexpr timeval kListenerRetry{0, 100 * 1000};
+// Changes to watched files are coalesced: one reload this long after the last one.
+constexpr std::chrono::milliseconds kWatchDebounce{150};
 
 std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
   if (cfg.path == "off") {
@@ -68,6 +70,7 @@ class Worker {
   Worker(int id, proxy::Shared& shared) {
     ctx_.id = id;
     ctx_.shared = &shared;
+    ctx_.metrics = &shared.metrics.addWorker();
   }
   ~Worker() {
     if (thread_.joinable()) {
@@ -155,7 +158,7 @@ class Worker {
 
   static void onRetry(evutil_socket_t, short, void* arg) {
     auto* w = static_cast<Worker*>(arg);
-    if (!w->ctx_.shared->draining.load()) {
+    if (w->listener_ && !w->ctx_.shared->draining.load()) {
       evconnlistener_enable(w->listener_.get());
     }
   }
@@ -163,7 +166,9 @@ class Worker {
   static void onControl(evutil_socket_t, short, void* arg) {
     auto* w = static_cast<Worker*>(arg);
     evtimer_del(w->retry_.get());
-    evconnlistener_disable(w->listener_.get());
+    // Closed, not just disabled: new connections are refused at once instead of waiting in
+    // the backlog until the process exits.
+    w->listener_.reset();
     w->ctx_.pools->closeIdle();
     std::vector<proxy::Connection*> all(w->ctx_.connections.begin(), w->ctx_.connections.end());
     for (proxy::Connection* c : all) {
@@ -197,10 +202,38 @@ void Server::reload() {
       spdlog::error("reload: {}", d.str());
     }
     spdlog::error("reload failed; keeping the running configuration");
+    shared_.metrics.reloaded(false);
     return;
   }
   shared_.snapshot.store(std::move(next));
+  shared_.metrics.reloaded(true);
   spdlog::info("reloaded {}", config_path_);
+  watchFiles();
+}
+
+// (Re)arms the file watcher on the running snapshot's config and policy files; a no-op
+// when `watch_files` is off.
+void Server::watchFiles() {
+  auto s = shared_.snapshot.load()->settings;
+  if (!s->watch_files || main_base_ == nullptr) {
+    watcher_.reset();
+    return;
+  }
+  if (!watcher_) {
+    watcher_ = std::make_unique<FileWatcher>(
+        main_base_,
+        [this] {
+          spdlog::info("config files changed; reloading");
+          reload();
+        },
+        kWatchDebounce);
+  }
+  std::vector<std::string> files{s->source_file};
+  files.insert(files.end(), s->policy_files.begin(), s->policy_files.end());
+  std::string error;
+  if (!watcher_->watch(files, error)) {
+    spdlog::warn("{}; reload on SIGHUP only", error);
+  }
 }
 
 void Server::beginDrain() {
@@ -234,6 +267,23 @@ void Server::onDrainTick() {
 int Server::run() {
   evthread_use_pthreads();
   std::signal(SIGPIPE, SIG_IGN);
+  // Signals are caught before the first connection can be accepted.
+  event::BasePtr base(event_base_new());
+  main_base_ = base.get();
+  auto on_signal = [](evutil_socket_t sig, short, void* arg) {
+    auto* self = static_cast<Server*>(arg);
+    if (sig == SIGHUP) {
+      self->reload();
+    } else {
+      self->beginDrain();
+    }
+  };
+  event::EventPtr sigterm(evsignal_new(main_base_, SIGTERM, on_signal, this));
+  event::EventPtr sigint(evsignal_new(main_base_, SIGINT, on_signal, this));
+  event::EventPtr sighup(evsignal_new(main_base_, SIGHUP, on_signal, this));
+  event_add(sigterm.get(), nullptr);
+  event_add(sigint.get(), nullptr);
+  event_add(sighup.get(), nullptr);
   auto snap = shared_.snapshot.load();
   const settings::Settings& s = *snap->settings;
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
@@ -260,27 +310,12 @@ int Server::run() {
   spdlog::info("mcp-gateway listening on {} ({} workers), endpoint {}, admin {}", s.listen.text, n,
                s.endpoint, s.admin ? s.admin->text : "off");
 
-  event::BasePtr base(event_base_new());
-  main_base_ = base.get();
-  auto on_signal = [](evutil_socket_t sig, short, void* arg) {
-    auto* self = static_cast<Server*>(arg);
-    if (sig == SIGHUP) {
-      self->reload();
-    } else {
-      self->beginDrain();
-    }
-  };
-  event::EventPtr sigterm(evsignal_new(main_base_, SIGTERM, on_signal, this));
-  event::EventPtr sigint(evsignal_new(main_base_, SIGINT, on_signal, this));
-  event::EventPtr sighup(evsignal_new(main_base_, SIGHUP, on_signal, this));
-  event_add(sigterm.get(), nullptr);
-  event_add(sigint.get(), nullptr);
-  event_add(sighup.get(), nullptr);
   event::EventPtr tick(event_new(
       main_base_, -1, EV_PERSIST,
       [](evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->onDrainTick(); }, this));
   timeval every{0, 50 * 1000};
   event_add(tick.get(), &every);
+  watchFiles();
 
   event_base_dispatch(main_base_);
 
@@ -293,6 +328,7 @@ int Server::run() {
   sigint.reset();
   sighup.reset();
   tick.reset();
+  watcher_.reset();
   main_base_ = nullptr;
   spdlog::info("stopped");
   return 0;

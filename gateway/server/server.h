@@ -10,6 +10,7 @@
 
 #include "gateway/filters/snapshot.h"
 #include "gateway/proxy/worker_context.h"
+#include "gateway/server/watcher.h"
 #include "gateway/settings/settings.h"
 
 namespace gw::server {
@@ -29,6 +30,7 @@ class Server {
 
  private:
   void reload();
+  void watchFiles();
   void beginDrain();
   void onDrainTick();
 
@@ -36,6 +38,7 @@ class Server {
   proxy::Shared shared_;
   std::vector<std::unique_ptr<Worker>> workers_;
   event_base* main_base_ = nullptr;
+  std::unique_ptr<FileWatcher> watcher_;
   std::chrono::steady_clock::time_point drain_deadline_{};
   bool drain_started_ = false;
 };

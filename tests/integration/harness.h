@@ -133,6 +133,8 @@ class Gateway {
   const std::string& accessLogPath() const { return access_log_; }
   const std::string& configText() const { return config_text_; }
   static bool standIn();  // GW_ITEST_STANDIN=nginx
+  // The config file the proxy was started with (rewrite it, then SIGHUP, to reload).
+  std::string configPath() const { return dir_.file("gateway.yaml"); }
 
  private:
   void start(const std::vector<std::string>& argv);

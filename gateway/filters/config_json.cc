@@ -1,0 +1,244 @@
+// Snapshot → JSON (see config_json.h).
+
+#include "gateway/filters/config_json.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/policy/jwt.h"
+
+namespace gw::filters {
+
+namespace {
+
+constexpr std::string_view kRedacted = "<redacted>";
+
+// A small JSON writer: members and array items get their commas from the nesting state.
+class Json {
+ public:
+  Json& open(char c) {
+    comma();
+    out_ += c;
+    first_ = true;
+    return *this;
+  }
+  Json& close(char c) {
+    out_ += c;
+    first_ = false;
+    return *this;
+  }
+  Json& key(std::string_view k) {
+    comma();
+    quote(k);
+    out_ += ':';
+    first_ = true;  // the value follows without a comma
+    return *this;
+  }
+  Json& str(std::string_view v) {
+    comma();
+    quote(v);
+    return *this;
+  }
+  Json& raw(std::string_view v) {
+    comma();
+    out_ += v;
+    return *this;
+  }
+  Json& num(uint64_t v) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "%" PRIu64, v);
+    return raw(b);
+  }
+  Json& ms(settings::Duration d) { return num(static_cast<uint64_t>(d.count())); }
+  Json& boolean(bool b) { return raw(b ? "true" : "false"); }
+  Json& strings(const std::vector<std::string>& v) {
+    open('[');
+    for (const auto& s : v) {
+      str(s);
+    }
+    return close(']');
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void comma() {
+    if (!first_) {
+      out_ += ',';
+    }
+    first_ = false;
+  }
+  void quote(std::string_view s) {
+    out_ += '"';
+    mcp::appendJsonEscaped(out_, s);
+    out_ += '"';
+  }
+  std::string out_;
+  bool first_ = true;
+};
+
+void globPairs(Json& j, const std::vector<std::pair<std::string, std::string>>& pairs) {
+  j.open('{');
+  for (const auto& [k, v] : pairs) {
+    j.key(k).str(v);
+  }
+  j.close('}');
+}
+
+void settingsJson(Json& j, const settings::Settings& s) {
+  j.key("source_file").str(s.source_file);
+  j.key("listen").str(s.listen.text);
+  j.key("endpoint").str(s.endpoint);
+  j.key("workers").num(s.workers);
+  j.key("admin");
+  if (s.admin) {
+    j.str(s.admin->text);
+  } else {
+    j.raw("null");
+  }
+  const auto& l = s.limits;
+  j.key("limits").open('{');
+  j.key("max_connections").num(l.max_connections);
+  j.key("max_request_line").num(l.max_request_line);
+  j.key("max_header_bytes").num(l.max_header_bytes);
+  j.key("max_headers").num(l.max_headers);
+  j.key("max_body_bytes").num(l.max_body_bytes);
+  j.key("header_timeout_ms").ms(l.header_timeout);
+  j.key("body_timeout_ms").ms(l.body_timeout);
+  j.key("keepalive_timeout_ms").ms(l.keepalive_timeout);
+  j.close('}');
+  j.key("mcp").open('{');
+  j.key("protocol_versions").strings(s.mcp.protocol_versions);
+  j.key("legacy").str(s.mcp.legacy == settings::LegacyMode::kReject ? "reject" : "passthrough");
+  j.key("verify_body").boolean(s.mcp.verify_body);
+  j.key("allowed_origins").strings(s.mcp.allowed_origins);
+  j.key("sse_keepalive_ms").ms(s.mcp.sse_keepalive);
+  j.close('}');
+  j.key("upstreams").open('[');
+  for (const auto& u : s.upstreams) {
+    j.open('{');
+    j.key("name").str(u.name);
+    j.key("endpoints").open('[');
+    for (const auto& e : u.endpoints) {
+      j.open('{').key("address").str(e.text).key("ip").str(e.ip).close('}');
+    }
+    j.close(']');
+    j.key("path").str(u.path);
+    j.key("connect_timeout_ms").ms(u.connect_timeout);
+    j.key("response_timeout_ms").ms(u.response_timeout);
+    j.key("stream_idle_timeout_ms").ms(u.stream_idle_timeout);
+    j.key("max_duration_ms").ms(u.max_duration);
+    j.key("balance").str(u.balance == settings::Balance::kRoundRobin ? "round_robin"
+                                                                      : "first_healthy");
+    j.key("max_idle_connections").num(u.max_idle_connections);
+    j.close('}');
+  }
+  j.close(']');
+  j.key("routes").open('[');
+  for (const auto& r : s.routes) {
+    j.open('{');
+    j.key("name").str(r.name);
+    j.key("match");
+    if (r.has_match) {
+      j.open('{');
+      if (r.match.method) {
+        j.key("method").str(*r.match.method);
+      }
+      if (r.match.name) {
+        j.key("name").str(*r.match.name);
+      }
+      j.key("params");
+      globPairs(j, r.match.params);
+      j.key("headers");
+      globPairs(j, r.match.headers);
+      j.close('}');
+    } else {
+      j.raw("null");
+    }
+    j.key("upstream").str(r.upstream);
+    j.key("legacy").boolean(r.legacy);
+    j.key("verify_body");
+    if (r.verify_body) {
+      j.boolean(*r.verify_body);
+    } else {
+      j.raw("null");
+    }
+    j.key("forward_credentials").boolean(r.forward_credentials);
+    j.close('}');
+  }
+  j.close(']');
+  j.key("policy_files").strings(s.policy_files);
+  j.key("access_log").str(s.access_log.path);
+  j.key("log_level").str(s.log_level);
+  j.key("drain_timeout_ms").ms(s.drain_timeout);
+  j.key("rate_limit_headers").boolean(s.rate_limit_headers);
+  j.key("watch_files").boolean(s.watch_files);
+  j.key("metrics").open('{').key("max_tool_names").num(s.metrics_max_tool_names).close('}');
+}
+
+void policyJson(Json& j, const policy::PolicySet& p) {
+  j.key("policy").open('{');
+  j.key("anonymous").boolean(!p.requiresAuth());
+  j.key("default").str(p.defaultAllow() ? "allow" : "deny");
+  j.key("forward_credentials").boolean(p.forwardCredentials());
+  j.key("api_keys").open('[');
+  for (const auto& k : p.apiKeys()) {
+    j.open('{').key("subject").str(k.subject).key("key").str(kRedacted);
+    j.key("groups").strings(k.groups).close('}');
+  }
+  j.close(']');
+  j.key("jwt");
+  if (const auto* jwt = p.jwt()) {
+    j.open('{');
+    j.key("issuer").str(jwt->issuer);
+    j.key("audiences").strings(jwt->audiences);
+    j.key("groups_claim").str(jwt->groups_claim);
+    j.key("keys_file").str(jwt->keys_file);
+    j.key("keys").num(jwt->keys.size());
+    j.key("key_material").str(kRedacted);
+    j.close('}');
+  } else {
+    j.raw("null");
+  }
+  j.key("rules").open('[');
+  for (const auto& r : p.rules()) {
+    j.open('{').key("name").str(r.name);
+    j.key("action").str(r.action == policy::Rule::Action::kAllow ? "allow" : "deny");
+    j.key("file").str(r.file).key("line").num(static_cast<uint64_t>(r.line)).close('}');
+  }
+  j.close(']');
+  j.key("rate_limits").open('[');
+  for (const auto& r : p.rateLimits()) {
+    j.open('{').key("name").str(r.name).key("rate").str(r.rate_text);
+    j.key("key").strings(r.key);
+    j.key("backend").str(r.backend == policy::RateLimitSpec::Backend::kRedis ? "redis"
+                                                                             : "local");
+    j.key("file").str(r.file).key("line").num(static_cast<uint64_t>(r.line)).close('}');
+  }
+  j.close(']');
+  const auto& rs = p.redis();
+  j.key("redis");
+  if (rs.present) {
+    j.open('{').key("host").str(rs.host).key("port").num(rs.port);
+    j.key("on_error").str(rs.on_error == policy::RedisSettings::OnError::kLocal   ? "local"
+                          : rs.on_error == policy::RedisSettings::OnError::kAllow ? "allow"
+                                                                                  : "deny");
+    j.key("timeout_ms").num(static_cast<uint64_t>(rs.timeout.count())).close('}');
+  } else {
+    j.raw("null");
+  }
+  j.close('}');
+}
+
+}  // namespace
+
+std::string configJson(const Snapshot& snap) {
+  Json j;
+  j.open('{');
+  settingsJson(j, *snap.settings);
+  policyJson(j, *snap.policy);
+  j.close('}');
+  return j.take();
+}
+
+}  // namespace gw::filters

@@ -1,0 +1,43 @@
+#pragma once
+// Explain: what the gateway would do with a request, computed by the stages real requests
+// run (Pipeline::onHeaders / onBody, collectLimits) on a request built from a few inputs.
+// No upstream is contacted and no rate-limit bucket is spent (local buckets are peeked).
+// Used by the admin listener's /explain and by `mcp-gateway explain`.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gateway/filters/snapshot.h"
+#include "gateway/ratelimit/local_limiter.h"
+
+namespace gw::filters {
+
+struct ExplainInput {
+  std::string method;                                       // Mcp-Method and the body's method
+  std::optional<std::string> name;                          // Mcp-Name and params.name
+  std::vector<std::pair<std::string, std::string>> params;  // Mcp-Param-{Name} → plain value
+  std::vector<std::pair<std::string, std::string>> headers;  // extra fields (Authorization…)
+  std::optional<std::string> protocol_version;  // absent: the first trusted version
+  std::optional<std::string> body;              // absent: built from method, name, params
+  std::string client_ip = "127.0.0.1";
+};
+
+// Reads the admin POST body: {"method": "...", "name": "...", "params": {"Region": "..."},
+// "headers": {"Authorization": "..."}, "token": "...", "protocol_version": "...",
+// "body": "..."}. False with `error` on anything else.
+bool parseExplainJson(std::string_view json, ExplainInput& out, std::string& error);
+
+// Adds one `key=value` input as the query string and the CLI spell it: method, name,
+// version, token, param.<Name>, header.<Name>. False with `error` for an unknown key.
+bool addExplainField(std::string_view key, std::string_view value, ExplainInput& out,
+                     std::string& error);
+
+// The decision as a JSON object (one line). `limiter` may be null (no bucket state: every
+// local limit reports "allowed": null).
+std::string explain(const Snapshot& snap, const ExplainInput& in,
+                    const ratelimit::LocalLimiter* limiter);
+
+}  // namespace gw::filters

@@ -1,0 +1,374 @@
+// The admin listener and the explain command of the real mcp-gateway binary (issue 6):
+// /explain and `mcp-gateway explain` against what the same requests really get, /metrics
+// values after a known sequence of requests (counts, buckets, rejection counters, the
+// tool-name cap, reload counters for SIGHUP and for a watched file), /config redaction.
+// Everything on 127.0.0.1, ports chosen at run time.
+
+#include <openssl/sha.h>
+#include <signal.h>
+
+#include <catch.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+namespace {
+
+constexpr char kKey[] = "admin-test-key-alice";
+constexpr char kOkBody[] = R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})";
+
+std::string sha256Hex(std::string_view s) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+std::string policyYaml() {
+  return "identity:\n"
+         "  api_keys:\n"
+         "    - subject: alice\n"
+         "      key_sha256: \"" +
+         sha256Hex(kKey) +
+         "\"\n"
+         "      groups: [dev]\n"
+         "  anonymous: allow\n"
+         "rules:\n"
+         "  - name: no-deletes\n"
+         "    match: { method: tools/call, name: \"delete_*\" }\n"
+         "    action: deny\n"
+         "default: allow\n"
+         "rate_limits:\n"
+         "  - name: scarce\n"
+         "    match: { method: tools/call, name: limited }\n"
+         "    key: [name]\n"
+         "    rate: 2/h\n";
+}
+
+std::string configYaml(const std::string& upstream, const std::string& policy_path,
+                       uint16_t admin_port, const std::string& extra = "") {
+  return "listen: 127.0.0.1:${PORT}\n"
+         "admin: 127.0.0.1:" +
+         std::to_string(admin_port) +
+         "\n"
+         "workers: 2\n"
+         "upstreams:\n"
+         "  - name: backend\n"
+         "    endpoints: [" +
+         upstream +
+         "]\n"
+         "routes:\n"
+         "  - name: weather\n"
+         "    match: { method: tools/call, name: get_weather }\n"
+         "    upstream: backend\n"
+         "  - name: default\n"
+         "    upstream: backend\n"
+         "policies: [" +
+         policy_path +
+         "]\n"
+         "access_log: { path: \"${ACCESS_LOG}\" }\n" + extra;
+}
+
+std::string call(std::string_view tool, std::string_view extra_headers = "") {
+  std::string body = R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":")" +
+                     std::string(tool) + R"(","arguments":{}}})";
+  return mcpPost(body, extra_headers, tool);
+}
+
+std::string bearer(std::string_view token) {
+  return "Authorization: Bearer " + std::string(token) + "\r\n";
+}
+
+Response roundTrip(uint16_t port, const std::string& request) {
+  Client c(port);
+  REQUIRE(c.connected());
+  REQUIRE(c.send(request));
+  auto r = c.readResponse(Ms(5000));
+  REQUIRE(r);
+  return *r;
+}
+
+Response adminGet(uint16_t port, const std::string& target) {
+  return roundTrip(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+}
+
+Response adminPost(uint16_t port, const std::string& target, const std::string& body) {
+  return roundTrip(port, "POST " + target +
+                            " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
+                            "Content-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+std::string field(const std::string& json, std::string_view key) {
+  return jsonToken(json, key).value_or("<absent>");
+}
+
+// The value of the exposition line that starts with `series` ("name{labels}"), or -1.
+double sample(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      return std::stod(text.substr(pos + series.size() + 1));
+    }
+    pos += series.size();
+  }
+  return -1;
+}
+
+// Polls /metrics until `series` has `want` (bounded: ~3 s).
+bool waitForSample(uint16_t admin, const std::string& series, double want) {
+  for (int i = 0; i < 60; ++i) {
+    if (sample(adminGet(admin, "/metrics").body, series) == want) {
+      return true;
+    }
+    std::this_thread::sleep_for(Ms(50));
+  }
+  return false;
+}
+
+std::string runExplainCli(TempDir& dir, const std::string& config,
+                          const std::vector<std::string>& args) {
+  std::vector<std::string> argv{GW_BINARY, "explain", "-c", config};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process p(argv, dir.path(), "explain");
+  auto rc = p.wait(Ms(5000));
+  REQUIRE(rc);
+  CHECK(*rc == 0);
+  return p.stdoutText();
+}
+
+}  // namespace
+
+TEST_CASE("admin: /explain and the explain command answer what real requests get",
+          "[admin][explain]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  writeFile(dir.file("policy.yaml"), policyYaml());
+  uint16_t admin = freePort();
+  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  std::string config_path = dir.file("gateway.yaml");
+  writeFile(config_path, expand(gw.configText(), {}));
+
+  struct Case {
+    const char* what;
+    std::string tool;
+    std::string token;  // "" = anonymous
+    int status;         // what the real request gets
+    const char* route;
+    const char* reason;  // explain's reason (null when forwarded)
+  };
+  std::vector<Case> cases = {
+      {"forwarded on its route", "get_weather", kKey, 200, "\"weather\"", "null"},
+      {"forwarded on the default route", "echo", "", 200, "\"default\"", "null"},
+      {"denied by a rule", "delete_all", kKey, 403, "\"default\"", "\"policy_denied\""},
+      {"bad API key", "echo", "not-the-key", 401, "\"default\"", "\"auth_invalid\""},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      std::string query = "/explain?method=tools/call&name=" + c.tool +
+                          (c.token.empty() ? "" : "&token=" + c.token);
+      Response ex = adminGet(admin, query);
+      REQUIRE(ex.status == 200);
+      CHECK(ex.header("Content-Type").value_or("") == "application/json");
+      Response real = roundTrip(gw.port(), call(c.tool, c.token.empty() ? "" : bearer(c.token)));
+      CHECK(real.status == c.status);
+      CHECK(field(ex.body, "decision") == (c.status == 200 ? "\"forward\"" : "\"reject\""));
+      CHECK(field(ex.body, "status") == (c.status == 200 ? "null" : std::to_string(c.status)));
+      CHECK(field(ex.body, "reason") == c.reason);
+      CHECK(field(ex.body, "route") == c.route);
+      if (c.status != 200) {
+        // The JSON-RPC error code the client got is the one explain names.
+        CHECK(field(ex.body, "code") == field(real.body, "code"));
+      }
+
+      std::vector<std::string> args{"--method", "tools/call", "--name", c.tool};
+      if (!c.token.empty()) {
+        args.insert(args.end(), {"--token", c.token});
+      }
+      std::string cli = runExplainCli(dir, config_path, args);
+      CHECK(field(cli, "decision") == field(ex.body, "decision"));
+      CHECK(field(cli, "status") == field(ex.body, "status"));
+      CHECK(field(cli, "route") == field(ex.body, "route"));
+      CHECK(field(cli, "policy_rule") == field(ex.body, "policy_rule"));
+    }
+  }
+
+  SECTION("explain peeks at rate-limit buckets without spending them") {
+    for (int i = 0; i < 5; ++i) {
+      Response ex = adminPost(admin, "/explain", R"({"method":"tools/call","name":"limited"})");
+      REQUIRE(ex.status == 200);
+      CHECK(field(ex.body, "decision") == "\"forward\"");
+      CHECK(field(ex.body, "allowed") == "true");
+    }
+    CHECK(roundTrip(gw.port(), call("limited")).status == 200);
+    CHECK(roundTrip(gw.port(), call("limited")).status == 200);
+    Response ex = adminPost(admin, "/explain", R"({"method":"tools/call","name":"limited"})");
+    CHECK(field(ex.body, "decision") == "\"reject\"");
+    CHECK(field(ex.body, "status") == "429");
+    CHECK(field(ex.body, "allowed") == "false");
+    CHECK(roundTrip(gw.port(), call("limited")).status == 429);
+    // The command has no bucket state: it says which limit applies, not its verdict.
+    std::string cli = runExplainCli(dir, config_path, {"--method", "tools/call", "--name", "limited"});
+    CHECK(field(cli, "decision") == "\"forward\"");
+    CHECK(field(cli, "allowed") == "null");
+    CHECK(cli.find("\"name\":\"scarce\"") != std::string::npos);
+  }
+
+  SECTION("params and headers reach the stages; bad input gets 400 with a reason") {
+    Response ex = adminPost(admin, "/explain",
+                            R"({"method":"tools/call","name":"get_weather",)"
+                            R"("params":{"Region":"eu-west1"},"headers":{"Origin":"http://x"}})");
+    CHECK(field(ex.body, "status") == "403");
+    CHECK(field(ex.body, "reason") == "\"origin_forbidden\"");
+    Response bad = adminGet(admin, "/explain?colour=blue");
+    CHECK(bad.status == 400);
+    CHECK(bad.body.find("unknown explain input 'colour'") != std::string::npos);
+    CHECK(adminPost(admin, "/explain", "[1,2]").status == 400);
+    CHECK(adminPost(admin, "/explain", "{\"method\":7}").status == 400);
+    CHECK(adminGet(admin, "/explain").status == 400);
+    CHECK(adminPost(admin, "/metrics", "{}").status == 405);
+    CHECK(adminGet(admin, "/nope").status == 404);
+  }
+  CHECK(up.requestCount() <= 5);  // explain never reached the upstream
+}
+
+TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  writeFile(dir.file("policy.yaml"), policyYaml());
+  uint16_t admin = freePort();
+  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin,
+                        "metrics: { max_tool_names: 3 }\nwatch_files: false\n"));
+
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(roundTrip(gw.port(), call("get_weather")).status == 200);
+  }
+  REQUIRE(roundTrip(gw.port(), call("delete_all")).status == 403);
+  REQUIRE(roundTrip(gw.port(), call("echo", bearer("wrong"))).status == 401);
+  // Duplicate Mcp-Name: a header-contract rejection before any route.
+  REQUIRE(roundTrip(gw.port(), call("echo", "Mcp-Name: echo\r\n")).status == 400);
+  // Tool-name cap 3: get_weather, delete_all, echo are in; the rest fold into "other".
+  REQUIRE(roundTrip(gw.port(), call("tool_four")).status == 200);
+  REQUIRE(roundTrip(gw.port(), call("tool_five")).status == 200);
+
+  const std::string ok =
+      "{route=\"weather\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
+      "http_response_status_code=\"200\",error_type=\"\"";
+  REQUIRE(waitForSample(admin, "mcp_server_operation_duration_seconds_count" + ok + "}", 3));
+  Response m = adminGet(admin, "/metrics");
+  REQUIRE(m.status == 200);
+  CHECK(m.header("Content-Type").value_or("").rfind("text/plain; version=0.0.4", 0) == 0);
+  const std::string& t = m.body;
+  // Buckets are cumulative and end in +Inf = count; a loopback answer is under 10 ms... or
+  // at least under 300 s.
+  CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"+Inf\"}") == 3);
+  CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"300\"}") == 3);
+  double low = sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"0.01\"}");
+  CHECK((low >= 0 && low <= 3));
+  CHECK(sample(t, "mcp_server_operation_duration_seconds_sum" + ok + "}") > 0);
+  CHECK(sample(t, "mcp_client_operation_duration_seconds_count{upstream=\"backend\","
+                  "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
+                  "error_type=\"\"}") == 3);
+  CHECK(sample(t, "mcp_server_operation_duration_seconds_count{route=\"default\","
+                  "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"delete_all\","
+                  "http_response_status_code=\"403\",error_type=\"policy_denied\"}") == 1);
+  CHECK(sample(t, "mcp_server_operation_duration_seconds_count{route=\"default\","
+                  "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
+                  "http_response_status_code=\"200\",error_type=\"\"}") == 2);
+  CHECK(t.find("tool_four") == std::string::npos);
+  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"policy_denied\"}") == 1);
+  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"auth_invalid\"}") == 1);
+  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"header_invalid\"}") == 1);
+  CHECK(sample(t, "mcp_gateway_connections_accepted_total") >= 8);  // + the harness's probe
+  CHECK(sample(t, "mcp_gateway_received_bytes_total") > 8 * 200);
+  CHECK(sample(t, "mcp_gateway_sent_bytes_total") > 5 * 100);
+  CHECK(sample(t, "mcp_gateway_active_sse_streams") == 0);
+  CHECK(sample(t, "mcp_gateway_draining") == 0);
+  CHECK(sample(t, "mcp_gateway_config_reloads_total{result=\"success\"}") == 0);
+
+  // SIGHUP reloads are counted; an invalid file is a failure and the old settings stay.
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
+  std::string file = field(adminGet(admin, "/config").body, "source_file");
+  REQUIRE(file.size() > 2);
+  file = file.substr(1, file.size() - 2);
+  REQUIRE(writeFile(file, readFile(file) + "bogus_key: 1\n"));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"failure\"}", 1));
+  CHECK(gw.process().waitForOutput("unknown key 'bogus_key'", Ms(2000)));
+  CHECK(roundTrip(gw.port(), call("get_weather")).status == 200);
+  CHECK(roundTrip(gw.port(), call("delete_all")).status == 403);
+}
+
+TEST_CASE("admin: a watched config file reloads itself, a broken one is counted and ignored",
+          "[admin][reload]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  writeFile(dir.file("policy.yaml"), policyYaml());
+  uint16_t admin = freePort();
+  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  Response cfg = adminGet(admin, "/config");
+  REQUIRE(cfg.status == 200);
+  std::string file = field(cfg.body, "source_file");
+  REQUIRE(file.size() > 2);
+  file = file.substr(1, file.size() - 2);
+
+  SECTION("policy file edits apply without SIGHUP") {
+    REQUIRE(roundTrip(gw.port(), call("delete_all")).status == 403);
+    std::string relaxed = policyYaml();
+    relaxed.replace(relaxed.find("action: deny"), 12, "action: allow");
+    REQUIRE(writeFile(dir.file("policy.yaml"), relaxed));
+    REQUIRE(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
+    CHECK(roundTrip(gw.port(), call("delete_all")).status == 200);
+  }
+
+  SECTION("a broken config is counted as a failure and the old settings keep serving") {
+    REQUIRE(writeFile(file, readFile(file) + "  bogus: [\n"));
+    REQUIRE(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"failure\"}", 1));
+    CHECK(gw.process().waitForOutput("reload failed; keeping the running configuration", Ms(2000)));
+    CHECK(roundTrip(gw.port(), call("get_weather")).status == 200);
+    CHECK(roundTrip(gw.port(), call("delete_all")).status == 403);
+  }
+
+  SECTION("an editor's write-and-rename is seen too") {
+    std::string next = readFile(file);
+    next.replace(next.find("name: get_weather"), 17, "name: get_forecast");
+    REQUIRE(writeFile(file + ".tmp", next));
+    REQUIRE(::rename((file + ".tmp").c_str(), file.c_str()) == 0);
+    REQUIRE(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
+    Response ex = adminGet(admin, "/explain?method=tools/call&name=get_forecast");
+    CHECK(field(ex.body, "route") == "\"weather\"");
+  }
+}
+
+TEST_CASE("admin: /config shows the effective settings with secrets redacted", "[admin][config]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  writeFile(dir.file("policy.yaml"), policyYaml());
+  uint16_t admin = freePort();
+  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  Response cfg = adminGet(admin, "/config");
+  REQUIRE(cfg.status == 200);
+  CHECK(cfg.header("Content-Type").value_or("") == "application/json");
+  const std::string& b = cfg.body;
+  CHECK(field(b, "endpoint") == "\"/mcp\"");
+  CHECK(field(b, "max_body_bytes") == "4194304");  // a default, filled in
+  CHECK(b.find("\"name\":\"weather\"") != std::string::npos);
+  CHECK(b.find("\"subject\":\"alice\"") != std::string::npos);
+  CHECK(b.find("<redacted>") != std::string::npos);
+  CHECK(b.find(kKey) == std::string::npos);
+  CHECK(b.find(sha256Hex(kKey)) == std::string::npos);
+  CHECK(adminGet(admin, "/readyz").status == 200);
+  CHECK(adminGet(admin, "/healthz").body == "ok\n");
+}
