@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Benchmark driver behind bench/run.sh (never part of the test suite).
 
-Starts one nginx upstream and four proxies in front of it on 127.0.0.1 (ports picked at run
-time), runs wrk round-robin across the setups, and writes a Markdown report plus a gnuplot PNG
-to bench/results/. Every child is started in its own process group and killed + reaped on exit.
+Starts one nginx upstream (JSON), one SSE upstream (bench/sse_upstream.c) and four proxies in
+front of them on 127.0.0.1 (ports picked at run time), runs wrk and bench/sse_client.c
+round-robin across the setups, and writes a Markdown report plus a gnuplot PNG to
+bench/results/. Every child is started in its own process group and killed + reaped on exit.
 
-Usage: bench.py GATEWAY_BINARY RESULTS_DIR
+Usage: bench.py GATEWAY_BINARY RESULTS_DIR SSE_UPSTREAM_BINARY SSE_CLIENT_BINARY
 Environment: BENCH_SECONDS (capacity run length, default 10), BENCH_RUNS (default 3, min 3),
-BENCH_LATENCY_SECONDS (default = BENCH_SECONDS), BENCH_IDLE_CONNS (default 10000).
+BENCH_LATENCY_SECONDS (default = BENCH_SECONDS), BENCH_IDLE_CONNS (default 10000),
+BENCH_SSE_STREAMS (gapped streams per setup and round, default 5), BENCH_SSE_EVENTS (events in
+the fast stream, default 100000), BENCH_SSE_SECONDS (minimum length of each fast-stream run,
+default 3).
 """
 
 import datetime
@@ -31,6 +35,12 @@ kSetups = ["direct", "gateway-header", "gateway-verify", "nginx", "haproxy"]
 kProxies = kSetups[1:]
 kGateways = ["gateway-header", "gateway-verify"]
 kNames = ["tool_a", "tool_b", "tool_c"]
+kSseGapped = "tool_sse_gapped"  # Mcp-Name of the 100-events-10-ms-apart stream
+kSseFast = "tool_sse_fast"      # Mcp-Name of the as-fast-as-possible stream
+kGappedEvents = 100
+kGapMs = 10
+kEventBytes = 128
+kFirstEventTargetUs = 1000      # issue #5: gateway SSE first event <= 1 ms (gapped stream)
 
 children = []  # Popen objects, each the leader of its own process group
 
@@ -161,6 +171,7 @@ http {{
 """)
     ups = "\n".join(f"""    upstream {n} {{ server 127.0.0.1:{ports['direct']}; keepalive 64; }}"""
                     for n in ["up_a", "up_b", "up_c"])
+    ups += f"""\n    upstream up_sse {{ server 127.0.0.1:{ports['sse']}; keepalive 64; }}"""
     with open(f"{tmp}/nginx.conf", "w") as f:
         f.write(common + f"""
 pid {tmp}/nginx.pid;
@@ -172,6 +183,8 @@ http {{
         tool_a up_a;
         tool_b up_b;
         tool_c up_c;
+        {kSseGapped} up_sse;
+        {kSseFast} up_sse;
         default up_c;
     }}
     server {{
@@ -180,6 +193,17 @@ http {{
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_buffering on;
+            proxy_pass http://$mcp_backend;
+        }}
+    }}
+    # The SSE phase: same worker, same map, but unbuffered (proxy_buffering takes no variable,
+    # so it gets its own listener; the JSON phase above keeps nginx's default buffering).
+    server {{
+        listen 127.0.0.1:{ports['nginx-sse']} backlog=4096;
+        location / {{
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
             proxy_pass http://$mcp_backend;
         }}
     }}
@@ -209,6 +233,8 @@ frontend fe
     use_backend be_a if name_a
     use_backend be_b if name_b
     use_backend be_c if name_c
+    acl name_sse req.hdr(mcp-name) -m str {kSseGapped} {kSseFast}
+    use_backend be_sse if name_sse
     default_backend be_c
 
 backend be_a
@@ -217,14 +243,27 @@ backend be_b
     server s1 127.0.0.1:{ports['direct']}
 backend be_c
     server s1 127.0.0.1:{ports['direct']}
+# HAProxy sends with MSG_MORE by default, which holds a lone small event in the kernel for up
+# to ~200 ms; http-no-delay is its documented switch for interactive streams (SSE backend only).
+backend be_sse
+    option http-no-delay
+    server s1 127.0.0.1:{ports['sse']}
 """)
     for setup, verify in (("gateway-header", "false"), ("gateway-verify", "true")):
         upstreams = "\n".join(f"""  - name: up_{c}
     endpoints: [127.0.0.1:{ports['direct']}]
     max_idle_connections: 64""" for c in "abc")
+        upstreams += f"""
+  - name: up_sse
+    endpoints: [127.0.0.1:{ports['sse']}]
+    max_idle_connections: 64"""
         routes = "\n".join(f"""  - name: route_{c}
     match: {{ method: tools/call, name: tool_{c} }}
     upstream: up_{c}""" for c in "abc")
+        routes += "".join(f"""
+  - name: route_{n}
+    match: {{ method: tools/call, name: {n} }}
+    upstream: up_sse""" for n in (kSseGapped, kSseFast))
         with open(f"{tmp}/{setup}.yaml", "w") as f:
             f.write(f"""listen: 127.0.0.1:{ports[setup]}
 endpoint: /mcp
@@ -290,6 +329,37 @@ def runWrk(port, seconds, conns, latency):
     return r
 
 
+def runSse(client, port, name, expected, streams, minSeconds):
+    """One sse_client run: returns the per-stream dicts and the SUMMARY dict; raises when the
+    client failed (wrong status, framing or event count)."""
+    argv = ["taskset", "-c", kLoadCpu, client, str(port), name, str(expected), str(streams),
+            str(minSeconds)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=minSeconds + 120)
+    if p.returncode != 0:
+        raise RuntimeError(f"sse_client {name} on port {port} failed ({p.returncode}): "
+                           f"{p.stderr.strip()}")
+
+    def kv(line):
+        return {k: float(v) for k, v in (x.split("=") for x in line.split()[1:])}
+    rows = [kv(l) for l in p.stdout.splitlines() if l.startswith("STREAM ")]
+    summary = [kv(l) for l in p.stdout.splitlines() if l.startswith("SUMMARY ")]
+    if not rows or not summary:
+        raise RuntimeError(f"sse_client printed no STREAM/SUMMARY lines:\n{p.stdout}")
+    return rows, summary[0]
+
+
+def countLines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return 0
+
+
+def loadavg():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
 def med(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -307,7 +377,10 @@ def rotated(items, run):
 
 
 def main():
-    gateway, resultsDir = sys.argv[1], sys.argv[2]
+    gateway, resultsDir, sseUpstream, sseClient = sys.argv[1:5]
+    sseStreams = max(1, int(os.environ.get("BENCH_SSE_STREAMS", "5")))
+    sseEvents = int(os.environ.get("BENCH_SSE_EVENTS", "100000"))
+    sseSeconds = float(os.environ.get("BENCH_SSE_SECONDS", "3"))
     seconds = int(os.environ.get("BENCH_SECONDS", "10"))
     latSeconds = int(os.environ.get("BENCH_LATENCY_SECONDS", str(seconds)))
     runs = max(3, int(os.environ.get("BENCH_RUNS", "3")))
@@ -326,9 +399,15 @@ def main():
                     f"at most {haproxyMax}; every proxy was measured at {haproxyMax}.")
         idleConns = haproxyMax
     tmp = tempfile.mkdtemp(prefix="mcp-bench-")
-    ports = {s: freePort() for s in kSetups}
+    ports = {s: freePort() for s in kSetups + ["sse", "nginx-sse"]}
+    # Where each setup takes the SSE request: nginx's unbuffered listener, the SSE upstream
+    # itself for direct, the same listener for everyone else.
+    ssePorts = {s: ports[s] for s in kSetups}
+    ssePorts["direct"] = ports["sse"]
+    ssePorts["nginx"] = ports["nginx-sse"]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
-    load0 = open("/proc/loadavg").read().split()[:3]
+    load0 = loadavg().split()
+    loads = [("start", loadavg())]
     log(f"work dir {tmp}; ports {ports}; fd limit {soft}/{hard}")
 
     writeConfigs(tmp, ports, fdLimit, idleConns)
@@ -342,6 +421,9 @@ def main():
     procs["direct"] = spawn(["nginx", "-p", tmp, "-e", f"{tmp}/upstream-error.log",
                              "-c", f"{tmp}/upstream.conf"], f"{tmp}/upstream.out", kLoadCpu)
     waitPort(ports["direct"], procs["direct"], "upstream nginx")
+    procs["sse"] = spawn([sseUpstream, str(ports["sse"]), str(kGappedEvents), str(kGapMs),
+                          str(sseEvents), str(kEventBytes)], f"{tmp}/sse-upstream.log", kLoadCpu)
+    waitPort(ports["sse"], procs["sse"], "SSE upstream")
     for setup in kGateways:
         procs[setup] = spawn([gateway, "run", "-c", f"{tmp}/{setup}.yaml"],
                              f"{tmp}/{setup}.log", kProxyCpu)
@@ -351,12 +433,17 @@ def main():
                              f"{tmp}/haproxy.log", kProxyCpu)
     for setup in kProxies:
         waitPort(ports[setup], procs[setup], setup)
+    waitPort(ports["nginx-sse"], procs["nginx"], "nginx (SSE listener)")
     for setup in kSetups:
         problems = probe(ports[setup])
         if problems:
             raise RuntimeError(f"{setup} does not answer the benchmark request:\n"
                                + "\n".join(problems))
     log("all setups answer 200 with the 300-byte body on all three routes")
+    for setup in kSetups:  # also the SSE warm-up: pools and threads exist before measuring
+        runSse(sseClient, ssePorts[setup], kSseGapped, kGappedEvents, 1, 0)
+        runSse(sseClient, ssePorts[setup], kSseFast, sseEvents, 1, 0)
+    log(f"all setups relay both SSE streams whole ({kGappedEvents} and {sseEvents} events)")
 
     log("warm-up")
     for setup in kSetups:
@@ -376,6 +463,7 @@ def main():
             log(f"capacity run {run + 1} {setup}: {r['rps']:,.0f} req/s, errors {r['errors']:.0f},"
                 f" cpu {r['cpu_s']:.2f}s")
 
+    loads.append(("latency", loadavg()))
     lat = {s: [] for s in kSetups}
     for run in range(runs):
         for setup in rotated(kSetups, run):
@@ -383,6 +471,42 @@ def main():
             lat[setup].append(r)
             log(f"latency run {run + 1} {setup}: p50 {r['p50_us']:.0f}us p99 {r['p99_us']:.0f}us")
 
+    loads.append(("SSE gapped", loadavg()))
+    gapped = {s: [] for s in kSetups}  # per run: medians over the run's streams
+    for run in range(runs):
+        for setup in rotated(kSetups, run):
+            a0 = countLines(f"{tmp}/sse-upstream.log")
+            rows, _ = runSse(sseClient, ssePorts[setup], kSseGapped, kGappedEvents, sseStreams, 0)
+            r = {"first_us": med([x["first_us"] for x in rows]),
+                 "first_max_us": max(x["first_us"] for x in rows),
+                 "last_ms": med([x["last_us"] for x in rows]) / 1000,
+                 "streams": len(rows),
+                 "conns": countLines(f"{tmp}/sse-upstream.log") - a0}
+            gapped[setup].append(r)
+            log(f"SSE gapped run {run + 1} {setup}: first event {r['first_us']:.0f}us (max "
+                f"{r['first_max_us']:.0f}), last {r['last_ms']:.2f}ms")
+
+    loads.append(("SSE fast", loadavg()))
+    fast = {s: [] for s in kSetups}
+    for run in range(runs):
+        for setup in rotated(kSetups, run):
+            pid = procs[setup].pid
+            t0 = cpuTicks(pid)
+            w0 = time.monotonic()
+            a0 = countLines(f"{tmp}/sse-upstream.log")
+            rows, summ = runSse(sseClient, ssePorts[setup], kSseFast, sseEvents, 3, sseSeconds)
+            wall = time.monotonic() - w0
+            cpu = (cpuTicks(pid) - t0) / os.sysconf("SC_CLK_TCK")
+            r = {"eps": summ["eps"], "streams": summ["streams"], "events": summ["events"],
+                 "conns": countLines(f"{tmp}/sse-upstream.log") - a0}
+            if setup != "direct":
+                r["cpu_per_1m"] = cpu / summ["events"] * 1e6
+                r["busy_pct"] = 100 * cpu / wall
+            fast[setup].append(r)
+            log(f"SSE fast run {run + 1} {setup}: {r['eps']:,.0f} events/s over "
+                f"{summ['streams']:.0f} streams, cpu {cpu:.2f}s")
+
+    loads.append(("scale", loadavg()))
     scale = {}
     scaleNote = None
     need = idleConns + 256
@@ -409,15 +533,18 @@ def main():
             log(f"scale {setup}: {ok} idle conns ({failed} failed), RSS {before} -> {after} KiB")
             time.sleep(1.0)
 
-    load1 = open("/proc/loadavg").read().split()[:3]
+    load1 = loadavg().split()
+    loads.append(("end", loadavg()))
     stopAll()
 
     os.makedirs(resultsDir, exist_ok=True)
     report = os.path.join(resultsDir, f"{stamp}.md")
     chart = os.path.join(resultsDir, f"{stamp}.png")
-    writeChart(tmp, chart, cap, lat)
+    writeChart(tmp, chart, cap, lat, gapped, fast)
+    sse = {"gapped": gapped, "fast": fast, "streams": sseStreams, "events": sseEvents,
+           "seconds": sseSeconds}
     writeReport(report, os.path.basename(chart), gateway, seconds, latSeconds, runs, idleConns,
-                cap, lat, scale, scaleNote, idleNote, load0, load1)
+                cap, lat, scale, scaleNote, idleNote, load0, load1, sse, loads)
     shutil.rmtree(tmp, ignore_errors=True)
     log(f"report: {report}")
     log(f"chart:  {chart}")
@@ -449,15 +576,18 @@ def versions(gateway):
     }
 
 
-def writeChart(tmp, chart, cap, lat):
+def writeChart(tmp, chart, cap, lat, gapped, fast):
     dat = f"{tmp}/chart.dat"
     with open(dat, "w") as f:
-        f.write("setup rps cpu p50\n")
+        f.write("setup rps cpu p50 first keps ssecpu\n")
         for s in kSetups:
             cpu = med([r["cpu_per_10k"] for r in cap[s]]) if s != "direct" else 0
+            sseCpu = med([r.get("cpu_per_1m") for r in fast[s]]) if s != "direct" else 0
             f.write(f"{s} {med([r['rps'] for r in cap[s]]):.1f} {cpu or 0:.4f} "
-                    f"{med([r['p50_us'] for r in lat[s]]):.1f}\n")
-    script = f"""set terminal pngcairo size 1500,500 font ",10"
+                    f"{med([r['p50_us'] for r in lat[s]]):.1f} "
+                    f"{med([r['first_us'] for r in gapped[s]]):.1f} "
+                    f"{med([r['eps'] for r in fast[s]]) / 1000:.1f} {sseCpu or 0:.4f}\n")
+    script = f"""set terminal pngcairo size 1500,900 font ",10"
 set output '{chart}'
 set style data histograms
 set style fill solid 0.8 border -1
@@ -466,13 +596,19 @@ set grid ytics
 set key off
 set xtics rotate by -30
 set yrange [0:*]
-set multiplot layout 1,3 title "mcp-gateway benchmark (medians; proxy pinned to CPU 0)"
+set multiplot layout 2,3 title "mcp-gateway benchmark (medians; proxy pinned to CPU 0)"
 set title "capacity (req/s, wrk -c50)"
 plot '{dat}' using 2:xtic(1) every ::1 lc rgb "#4878a8"
 set title "proxy CPU seconds per 10k requests"
 plot '{dat}' using 3:xtic(1) every ::1 lc rgb "#c05040"
 set title "unloaded p50 latency (us, wrk -c1)"
 plot '{dat}' using 4:xtic(1) every ::1 lc rgb "#50a050"
+set title "SSE gapped stream: time to first event (us)"
+plot '{dat}' using 5:xtic(1) every ::1 lc rgb "#8060b0"
+set title "SSE fast stream: thousand events/s relayed"
+plot '{dat}' using 6:xtic(1) every ::1 lc rgb "#4878a8"
+set title "SSE fast stream: proxy CPU seconds per 1M events"
+plot '{dat}' using 7:xtic(1) every ::1 lc rgb "#c05040"
 unset multiplot
 """
     with open(f"{tmp}/chart.gp", "w") as f:
@@ -481,7 +617,7 @@ unset multiplot
 
 
 def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, cap, lat, scale,
-                scaleNote, idleNote, load0, load1):
+                scaleNote, idleNote, load0, load1, sse, loads):
     v = versions(gateway)
     L = []
     w = L.append
@@ -492,6 +628,8 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
     w(f"- load average at start {' '.join(load0)}, at end {' '.join(load1)} — "
       "**the machine is shared; other jobs ran during the benchmark, so absolute figures are "
       "noisy and only same-run ratios are meaningful**")
+    w("- load average (1/5/15 min) when each phase began: "
+      + "; ".join(f"{name} {val}" for name, val in loads))
     for k, val in v.items():
         w(f"- {k}: {val}")
     w(f"- capacity: `wrk -t1 -c50 -d{seconds}s`; latency: `wrk -t1 -c1 -d{latSeconds}s --latency`;"
@@ -569,9 +707,60 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
               f"{x['after'] / 1024:.1f} | {fmt(per, 2)} |")
         w("")
 
-    w("## SSE workloads\n")
-    w("Not yet: gapped-stream first-event time and events/s are not measured by this harness "
-      "yet.\n")
+    gapped, fast = sse["gapped"], sse["fast"]
+    w("## SSE\n")
+    w(f"Upstream: `bench/sse_upstream.c` (CPU 1), `Content-Type: text/event-stream`, "
+      f"`Transfer-Encoding: chunked`, one {kEventBytes}-byte `data:` event per chunk, keep-alive; "
+      f"the stream is picked by `Mcp-Name` (`{kSseGapped}`, `{kSseFast}`), which every proxy "
+      "routes to that upstream (a fourth upstream; gateway: two more routes; nginx: two more "
+      "`map` entries; HAProxy: one more ACL/backend). Client: `bench/sse_client.c` (CPU 1), the "
+      "same 250-byte `tools/call` POST on one keep-alive connection; it de-chunks and counts "
+      "complete events, and fails the run unless every stream carries exactly the expected "
+      "number. Buffering is off everywhere: nginx answers the SSE phase from a second `server` "
+      "(same worker, same `map`) with `proxy_buffering off` (default `proxy_buffer_size`, one "
+      "page); HAProxy gets `option http-no-delay` on the SSE backend only (without it HAProxy "
+      "sends with MSG_MORE and the kernel holds a lone event up to ~200 ms); the gateway relays "
+      "SSE as it arrives (default settings; `sse_keepalive` 15 s never fires here).\n")
+    w(f"### Gapped stream: {kGappedEvents} events {kGapMs} ms apart\n")
+    w(f"Each run = {sse['streams']} streams per setup; the run's value is the median over its "
+      "streams. Times from just before the request's `write()` to the `read()` that completed "
+      "the event. The upstream sends the first event right after the head, the last at "
+      f"{(kGappedEvents - 1) * kGapMs} ms.\n")
+    table("time to first event (µs)", gapped, "first_us", 0, "µs")
+    table("worst stream's time to first event in the run (µs)", gapped, "first_max_us", 0, "µs")
+    ratios("first-event ratios (same run; < 1 = gateway faster)", gapped, "first_us")
+    table("time to last event (ms)", gapped, "last_ms", 2, "ms")
+    ratios("last-event ratios (same run)", gapped, "last_ms", 3)
+    w("Upstream connections each setup opened during its measured streams (a proxy that "
+      "reuses its upstream connection opens none; one per stream means a connect per request; "
+      "`direct` counts the client's own connection, one per run):"
+      "\n")
+    w("| setup | gapped: streams / new upstream conns | fast: streams / new upstream conns |")
+    w("|---|---|---|")
+    for s in kSetups:
+        g = f"{sum(r['streams'] for r in gapped[s])} / {sum(r['conns'] for r in gapped[s])}"
+        f_ = f"{sum(r['streams'] for r in fast[s]):.0f} / {sum(r['conns'] for r in fast[s])}"
+        w(f"| {s} | {g} | {f_} |")
+    w("")
+    w("Target (issue #5): gateway SSE first event ≤ 1 ms on the gapped stream.\n")
+    for g in kGateways:
+        m = med([r["first_us"] for r in gapped[g]])
+        worst = max(r["first_max_us"] for r in gapped[g])
+        verdict = "**MET**" if m is not None and m <= kFirstEventTargetUs else "**NOT MET**"
+        w(f"- {g}: median time to first event {fmt(m, 0)} µs → {verdict} "
+          f"(worst single stream {fmt(worst, 0)} µs)")
+    w("")
+    w(f"### Fast stream: {sse['events']:,} events as fast as the sockets take them\n")
+    w(f"Each run repeats the stream on one connection for at least {sse['seconds']:g} s (and 3 "
+      "streams); events/s = events ÷ the sum of the streams' request-to-last-event times. The "
+      "upstream writes its pre-built chunked body in large writes, so the proxy is what is "
+      "measured; `direct` must be far above the proxies for the client not to be the limit.\n")
+    table("events per second", fast, "eps", 0, "events/s")
+    ratios("events/s ratios (same run; > 1 = gateway faster)", fast, "eps")
+    table("proxy CPU seconds per 1M events", fast, "cpu_per_1m", 3, "s", skip=("direct",))
+    ratios("CPU-per-event ratios (same run; < 1 = gateway cheaper)", fast, "cpu_per_1m")
+    table("proxy CPU busy during the fast runs (% of one CPU)", fast, "busy_pct", 0, "%",
+          skip=("direct",))
 
     w("## How to read this\n")
     w("Each figure is the median of the per-run values shown beside it; ratios are computed per "

@@ -2,10 +2,12 @@
 # mcp-gateway benchmark: one command, never part of the test suite.
 #   bash bench/run.sh
 # Installs wrk, nginx-light, haproxy and gnuplot-nox when missing (Debian packages), builds the
-# gateway (RelWithDebInfo, build-bench), runs bench/bench.py, which starts the upstream and the
-# proxies on 127.0.0.1 (ports chosen at run time), measures, stops them all, and writes
+# gateway (RelWithDebInfo, build-bench) and the SSE upstream and client (bench/sse_*.c, plain C,
+# into build-bench), runs bench/bench.py, which starts the upstreams and the proxies on 127.0.0.1
+# (ports chosen at run time), measures, stops them all, and writes
 # bench/results/<YYYY-MM-DD-HHMM>.md plus a PNG chart beside it.
-# Environment: BENCH_SECONDS, BENCH_LATENCY_SECONDS, BENCH_RUNS, BENCH_IDLE_CONNS (see README.md).
+# Environment: BENCH_SECONDS, BENCH_LATENCY_SECONDS, BENCH_RUNS, BENCH_IDLE_CONNS,
+# BENCH_SSE_STREAMS, BENCH_SSE_EVENTS, BENCH_SSE_SECONDS (see README.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,6 +35,7 @@ command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
 command -v taskset >/dev/null || missing+=(util-linux)
 command -v python3 >/dev/null || missing+=(python3)
 command -v ninja >/dev/null || missing+=(ninja-build)
+command -v gcc >/dev/null || missing+=(gcc)
 if ((${#missing[@]})); then
   echo "bench: installing ${missing[*]}"
   sudo_cmd=()
@@ -48,11 +51,14 @@ fi
 
 cmake -S "$root" -B "$build" -G Ninja -DGW_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$build" mcp-gateway
+gcc -O2 -Wall -Wextra -Werror -pthread -o "$build/bench-sse-upstream" "$here/sse_upstream.c"
+gcc -O2 -Wall -Wextra -Werror -o "$build/bench-sse-client" "$here/sse_client.c"
 
 # 10k idle connections need more than the usual 1024 descriptors per process.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-python3 "$here/bench.py" "$build/mcp-gateway" "$here/results" &
+python3 "$here/bench.py" "$build/mcp-gateway" "$here/results" \
+  "$build/bench-sse-upstream" "$build/bench-sse-client" &
 driver_pid=$!
 wait "$driver_pid"
 status=$?
