@@ -6,9 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
@@ -97,6 +99,44 @@ void addStr(evbuffer* b, std::string_view s) {
   evbuffer_add(b, s.data(), s.size());
 }
 
+void appendNumber(std::string& out, uint64_t v) {
+  char digits[24];
+  auto r = std::to_chars(digits, digits + sizeof(digits), v);
+  out.append(digits, r.ptr);
+}
+
+enum class Sent : uint8_t { kNothing, kDrained, kPartial };
+
+// Writes what `bev` has queued straight to its socket, from this stack: when the socket takes
+// it all (the usual case) there is no poll round trip and no epoll_ctl. What it does not
+// take, and any error, is left to the bufferevent's write event (enabled here), which
+// finishes the write or reports the error through the event callback as usual.
+Sent sendNow(bufferevent* bev) {
+  evbuffer* out = bufferevent_get_output(bev);
+  if (evbuffer_get_length(out) == 0) {
+    return Sent::kNothing;
+  }
+  evutil_socket_t fd = bufferevent_getfd(bev);
+  // A socket bufferevent keeps its output's front frozen; libevent's own write callback
+  // thaws it the same way around its write.
+  evbuffer_unfreeze(out, 1);
+  for (int i = 0; i < 16 && evbuffer_get_length(out) > 0; ++i) {
+    if (evbuffer_write(out, fd) <= 0) {
+      break;
+    }
+  }
+  evbuffer_freeze(out, 1);
+  if (evbuffer_get_length(out) == 0) {
+    return Sent::kDrained;
+  }
+  bufferevent_enable(bev, EV_WRITE);
+  return Sent::kPartial;
+}
+
+bool writeEnabled(bufferevent* bev) {
+  return (bufferevent_get_enabled(bev) & EV_WRITE) != 0;
+}
+
 }  // namespace
 
 // ---- lifetime ---------------------------------------------------------------------------
@@ -107,7 +147,10 @@ void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer) {
     delete c;
     return;
   }
-  bufferevent_enable(c->down_.get(), EV_READ | EV_WRITE);
+  // Output is written from the loop (onResume); the write event is on only while the socket
+  // holds back bytes.
+  bufferevent_disable(c->down_.get(), EV_WRITE);
+  bufferevent_enable(c->down_.get(), EV_READ);
   c->armDownTimer(c->s_->limits.keepalive_timeout);
 }
 
@@ -136,6 +179,9 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
 }
 
 Connection::~Connection() {
+  if (alive_ != nullptr) {
+    *alive_ = false;
+  }
   if (redis_handle_ != 0 && redis_owner_ != nullptr) {
     redis_owner_->cancel(redis_handle_);
   }
@@ -172,6 +218,7 @@ void Connection::closeAfterFlush() {
   bufferevent_disable(down_.get(), EV_READ);
   bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
   armDownTimer(s_->limits.keepalive_timeout);
+  scheduleFlush();
 }
 
 void Connection::armDownTimer(milliseconds d) {
@@ -192,6 +239,9 @@ void Connection::onDownRead(bufferevent*, void* arg) {
 void Connection::onDownWrite(bufferevent*, void* arg) {
   auto* c = static_cast<Connection*>(arg);
   evbuffer* out = bufferevent_get_output(c->down_.get());
+  if (evbuffer_get_length(out) == 0) {
+    bufferevent_disable(c->down_.get(), EV_WRITE);  // the next bytes go out from onResume
+  }
   if (c->state_ == State::kClosing && evbuffer_get_length(out) == 0) {
     c->closeNow();
     return;
@@ -389,6 +439,7 @@ void Connection::beginBodyRead() {
       evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
     addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
     sent_continue_ = true;
+    scheduleFlush();
   }
   readBody();
 }
@@ -619,6 +670,7 @@ void Connection::finishRequest(bool keep_alive) {
   head_.clear();
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
+  scheduleFlush();
   if (!keep_alive || w_.shared->draining.load(std::memory_order_relaxed)) {
     state_ = State::kClosing;
     armDownTimer(s_->limits.keepalive_timeout);
@@ -643,13 +695,32 @@ void Connection::finishRequest(bool keep_alive) {
   bufferevent_enable(down_.get(), EV_READ);
   if (evbuffer_get_length(bufferevent_get_input(down_.get())) > 0) {
     // A pipelined request is already here: parse it from the loop, not from this stack.
-    event_active(resume_.get(), EV_TIMEOUT, 0);
+    parse_pending_ = true;
   }
 }
 
+void Connection::scheduleFlush() {
+  event_active(resume_.get(), EV_TIMEOUT, 0);  // no-op when already scheduled
+}
+
+// From the loop, after the callback that queued output: write it, then do what the write
+// callbacks would have done, then parse a pipelined request.
 void Connection::onResume() {
-  if (state_ == State::kIdle || state_ == State::kHead) {
+  bool alive = true;
+  alive_ = &alive;
+  bool parse = std::exchange(parse_pending_, false);
+  if (lease_.bev && !writeEnabled(lease_.bev.get()) &&
+      sendNow(lease_.bev.get()) == Sent::kDrained) {
+    onUpWrite(lease_.bev.get(), this);
+  }
+  if (alive && !writeEnabled(down_.get()) && sendNow(down_.get()) == Sent::kDrained) {
+    onDownWrite(down_.get(), this);
+  }
+  if (alive && parse && (state_ == State::kIdle || state_ == State::kHead)) {
     parseHead();
+  }
+  if (alive) {
+    alive_ = nullptr;
   }
 }
 
@@ -681,7 +752,12 @@ bool Connection::attachUpstream() {
   bufferevent_setcb(ub, &Connection::onUpRead, &Connection::onUpWrite, &Connection::onUpEvent,
                     this);
   bufferevent_setwatermark(ub, EV_WRITE, kOutLow, 0);
-  bufferevent_enable(ub, EV_READ | EV_WRITE);
+  if (lease_.reused) {
+    bufferevent_disable(ub, EV_WRITE);  // written from onResume
+    bufferevent_enable(ub, EV_READ);
+  } else {
+    bufferevent_enable(ub, EV_READ | EV_WRITE);  // the connect completes on the write event
+  }
   // Pipelined bytes wait, bounded, while the exchange runs; reading stays on so a client
   // disconnect is seen at once.
   bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
@@ -736,26 +812,28 @@ void Connection::writeRequest() {
     armDownTimer(s_->limits.body_timeout);
     if (head_.expect_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
       addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
+      scheduleFlush();
     }
     pumpStreamBody();
   } else {
     writeUpstreamHead(out, 0);
     request_sent_ = true;
   }
+  scheduleFlush();
 }
 
 void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
   http::ConnectionTokens conn;
   conn.collect(head_.fields);
-  addStr(out, head_.method);
-  addStr(out, " ");
-  addStr(out, up.path);
+  std::string& h = w_.scratch;
+  h.clear();
+  h.append(head_.method).append(" ").append(up.path);
   size_t q = head_.target.find('?');
   if (q != std::string_view::npos) {
-    addStr(out, head_.target.substr(q));
+    h.append(head_.target.substr(q));
   }
-  addStr(out, " HTTP/1.1\r\n");
+  h.append(" HTTP/1.1\r\n");
   for (const http::HeaderField& f : head_.fields) {
     if (core::iequals(f.name, "x-forwarded-for")) {
       continue;  // every X-Forwarded-For value is merged into one field below
@@ -764,27 +842,30 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
       continue;
     }
     if (http::forwardRequestField(f, conn)) {
-      addStr(out, f.line);
-      addStr(out, "\r\n");
+      h.append(f.line).append("\r\n");
     }
   }
-  addStr(out, "X-Forwarded-For: ");
+  h.append("X-Forwarded-For: ");
   for (const http::HeaderField& f : head_.fields) {
     if (core::iequals(f.name, "x-forwarded-for") && !f.value.empty()) {
-      addStr(out, f.value);
-      addStr(out, ", ");
+      h.append(f.value).append(", ");
     }
   }
-  addStr(out, peer_);
-  addStr(out, "\r\n");
+  h.append(peer_).append("\r\n");
   if (content_length > 0 || head_.method == "POST" || head_.method == "PUT") {
-    evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", content_length);
+    h.append("Content-Length: ");
+    appendNumber(h, content_length);
+    h.append("\r\n");
   }
-  addStr(out, "\r\n");
+  h.append("\r\n");
+  addStr(out, h);
 }
 
-void Connection::onUpWrite(bufferevent*, void* arg) {
+void Connection::onUpWrite(bufferevent* ub, void* arg) {
   auto* c = static_cast<Connection*>(arg);
+  if (evbuffer_get_length(bufferevent_get_output(ub)) == 0) {
+    bufferevent_disable(ub, EV_WRITE);  // the next bytes go out from onResume
+  }
   // Below the low mark again: take more request body from the client.
   if (c->state_ == State::kExchange && c->body_mode_ == BodyMode::kStream && !c->request_sent_) {
     bufferevent_enable(c->down_.get(), EV_READ);
@@ -801,6 +882,9 @@ void Connection::pumpStreamBody() {
   evbuffer_remove_buffer(in, out, n);
   body_remaining_ -= n;
   bytes_in_ += n;
+  if (n > 0) {
+    scheduleFlush();
+  }
   if (body_remaining_ == 0) {
     request_sent_ = true;
     armDownTimer(milliseconds(0));
@@ -943,44 +1027,44 @@ void Connection::sendResponseHead() {
   countSse(resp_sse_);
   http::ConnectionTokens conn;
   conn.collect(resp_.fields);
-  evbuffer* out = bufferevent_get_output(down_.get());
-  size_t before = evbuffer_get_length(out);
-  evbuffer_add_printf(out, "HTTP/1.1 %d ", resp_.status);
-  addStr(out, resp_.reason);
-  addStr(out, "\r\n");
+  std::string& h = w_.scratch;
+  h.clear();
+  h.append("HTTP/1.1 ");
+  appendNumber(h, static_cast<uint64_t>(resp_.status));
+  h.append(" ").append(resp_.reason).append("\r\n");
   bool has_accel = false;
   for (const http::HeaderField& f : resp_.fields) {
     if (http::forwardResponseField(f, conn)) {
       has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
-      addStr(out, f.line);
-      addStr(out, "\r\n");
+      h.append(f.line).append("\r\n");
     }
   }
   if (resp_sse_ && !has_accel) {
-    addStr(out, "X-Accel-Buffering: no\r\n");
+    h.append("X-Accel-Buffering: no\r\n");
   }
-  addStr(out, ratelimit_lines_);
+  h.append(ratelimit_lines_);
   client_chunked_ = false;
   switch (resp_.framing) {
     case http::BodyFraming::kNone:
       if (head_.method == "HEAD" || resp_.status == 304) {
         // The length the body would have had is the upstream's to say.
         if (const http::HeaderField* cl = http::findField(resp_.fields, "content-length")) {
-          addStr(out, cl->line);
-          addStr(out, "\r\n");
+          h.append(cl->line).append("\r\n");
         }
       } else if (resp_.status != 204) {
-        addStr(out, "Content-Length: 0\r\n");
+        h.append("Content-Length: 0\r\n");
       }
       break;
     case http::BodyFraming::kContentLength:
-      evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", resp_.content_length);
+      h.append("Content-Length: ");
+      appendNumber(h, resp_.content_length);
+      h.append("\r\n");
       resp_remaining_ = resp_.content_length;
       break;
     case http::BodyFraming::kChunked:
     case http::BodyFraming::kUntilClose:
       if (head_.version == http::Version::kHttp11) {
-        addStr(out, "Transfer-Encoding: chunked\r\n");
+        h.append("Transfer-Encoding: chunked\r\n");
         client_chunked_ = true;
       } else {
         close_after_ = true;  // HTTP/1.0 client: the close ends the body
@@ -988,12 +1072,14 @@ void Connection::sendResponseHead() {
       break;
   }
   if (close_after_) {
-    addStr(out, "Connection: close\r\n");
+    h.append("Connection: close\r\n");
   } else if (head_.version == http::Version::kHttp10) {
-    addStr(out, "Connection: keep-alive\r\n");
+    h.append("Connection: keep-alive\r\n");
   }
-  addStr(out, "\r\n");
-  bytes_out_ += evbuffer_get_length(out) - before;
+  h.append("\r\n");
+  addStr(bufferevent_get_output(down_.get()), h);
+  bytes_out_ += h.size();
+  scheduleFlush();
 
   if (ctx_.learn_tools && resp_.status == 200) {
     if (resp_sse_) {
@@ -1075,6 +1161,7 @@ void Connection::writeBody(evbuffer* src, size_t n) {
     evbuffer_remove_buffer(src, out, n);
     bytes_out_ += n;
   }
+  scheduleFlush();
 }
 
 void Connection::relayBody() {
@@ -1244,8 +1331,7 @@ namespace {
 // The tool-name label of a trusted tools/call (capped, see metrics::ToolNames), else "".
 std::string_view toolLabel(WorkerContext& w, const filters::RequestContext& ctx,
                            const settings::Settings& s) {
-  if (!ctx.trusted || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" ||
-      !ctx.mcp.has_name) {
+  if (!ctx.trusted || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" || !ctx.mcp.has_name) {
     return {};
   }
   return w.shared->metrics.toolNames().label(ctx.mcp.name.value, s.metrics_max_tool_names);
@@ -1260,8 +1346,7 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
 void Connection::recordAttempt(const char* error_type) {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-  w_.metrics->client_ops
-      .at({up.name, methodLabel(ctx_), toolLabel(w_, ctx_, *s_), error_type})
+  w_.metrics->client_ops.at({up.name, methodLabel(ctx_), toolLabel(w_, ctx_, *s_), error_type})
       .observe(Clock::now() - attempt_started_);
 }
 
@@ -1284,9 +1369,8 @@ void Connection::endRequest() {
     error_type = std::string_view(status, static_cast<size_t>(n));
   }
   m.server_ops
-      .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{},
-           methodLabel(ctx_), toolLabel(w_, ctx_, *s_), std::string_view(status, static_cast<size_t>(n)),
-           error_type})
+      .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
+           toolLabel(w_, ctx_, *s_), std::string_view(status, static_cast<size_t>(n)), error_type})
       .observe(Clock::now() - started_);
   if (failed) {
     m.rejections.at({outcome}).add(1);
@@ -1295,7 +1379,6 @@ void Connection::endRequest() {
   m.bytes_out.add(bytes_out_);
   logAccess();
 }
-
 
 void Connection::logAccess() {
   auto& log = w_.shared->access_log;

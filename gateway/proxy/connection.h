@@ -86,6 +86,7 @@ class Connection final : public sse::EventSink {
   void onKeepaliveTimer();
   bool injectKeepalive() const noexcept;
   void onResume();
+  void scheduleFlush();
   void closeAfterFlush();
   void armUpTimer();
   void parseResponseHead();
@@ -139,7 +140,11 @@ class Connection final : public sse::EventSink {
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
   event::EventPtr up_timer_;
   event::EventPtr keepalive_timer_;
-  event::EventPtr resume_;  // parses a pipelined request from the loop
+  // Run from the loop after the current callback: writes queued output straight to the
+  // sockets, then parses a pipelined request when parse_pending_.
+  event::EventPtr resume_;
+  bool parse_pending_ = false;
+  bool* alive_ = nullptr;  // set to false by the destructor (onResume's guard)
   std::chrono::steady_clock::time_point started_{};
   std::chrono::steady_clock::time_point head_deadline_{};
   std::chrono::steady_clock::time_point last_up_byte_{};

@@ -65,6 +65,7 @@ struct WorkerContext {
   std::unique_ptr<ratelimit::RedisLimiter> redis;  // this worker's Redis client, lazily
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
+  std::string scratch;  // message heads are built here, then added to an output in one piece
 
   // The worker's Redis limiter for these settings (re-made when a reload changes them).
   ratelimit::RedisLimiter& redisFor(const policy::RedisSettings& rs) {

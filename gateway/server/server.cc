@@ -4,10 +4,12 @@
 
 #include <arpa/inet.h>
 #include <event2/thread.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -86,10 +88,24 @@ class Worker {
     ctx_.pools.reset();
     ctx_.redis.reset();
     ctx_.retired_redis.clear();  // all before base_ goes
+    for (int fd : control_pipe_) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
   }
 
   bool bind(const settings::Address& a, std::string& error) {
-    base_.reset(event_base_new());
+    // Only this worker's thread touches its base: no lock. Other threads reach it through
+    // the control pipe (requestDrain, requestStop).
+    std::unique_ptr<event_config, void (*)(event_config*)> cfg(event_config_new(),
+                                                               &event_config_free);
+    event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_NOLOCK);
+    base_.reset(event_base_new_with_config(cfg.get()));
+    if (!base_ || ::pipe2(control_pipe_, O_NONBLOCK | O_CLOEXEC) != 0) {
+      error = std::string("cannot create a worker event loop: ") + std::strerror(errno);
+      return false;
+    }
     ctx_.base = base_.get();
     ctx_.parser = http::makeHttp1Parser();
     ctx_.pools = std::make_unique<upstream::Pools>(ctx_.base, kPoolIdleTimeout);
@@ -110,7 +126,8 @@ class Worker {
     }
     evconnlistener_set_error_cb(listener_.get(), &Worker::onAcceptError);
     retry_.reset(evtimer_new(ctx_.base, &Worker::onRetry, this));
-    control_.reset(event_new(ctx_.base, -1, EV_PERSIST, &Worker::onControl, this));
+    control_.reset(
+        event_new(ctx_.base, control_pipe_[0], EV_READ | EV_PERSIST, &Worker::onControl, this));
     event_add(control_.get(), nullptr);
     return true;
   }
@@ -120,9 +137,9 @@ class Worker {
   }
 
   // Thread-safe: asks the worker to stop accepting and close idle connections.
-  void requestDrain() { event_active(control_.get(), EV_READ, 0); }
+  void requestDrain() { tell(kDrain); }
   // Thread-safe: ends the worker's loop.
-  void requestStop() { event_base_loopbreak(ctx_.base); }
+  void requestStop() { tell(kStop); }
 
  private:
   static void onAccept(evconnlistener*, evutil_socket_t fd, sockaddr* sa, int, void* arg) {
@@ -163,14 +180,37 @@ class Worker {
     }
   }
 
-  static void onControl(evutil_socket_t, short, void* arg) {
+  static constexpr char kDrain = 'd';
+  static constexpr char kStop = 's';
+
+  void tell(char what) {
+    // One byte into a pipe nobody else fills: it cannot block or fall short.
+    while (::write(control_pipe_[1], &what, 1) < 0 && errno == EINTR) {
+    }
+  }
+
+  static void onControl(evutil_socket_t fd, short, void* arg) {
     auto* w = static_cast<Worker*>(arg);
-    evtimer_del(w->retry_.get());
+    char what[16];
+    ssize_t n = ::read(fd, what, sizeof(what));
+    for (ssize_t i = 0; i < n; ++i) {
+      if (what[i] == kStop) {
+        event_base_loopbreak(w->ctx_.base);
+        return;
+      }
+    }
+    if (n > 0) {
+      w->drain();
+    }
+  }
+
+  void drain() {
+    evtimer_del(retry_.get());
     // Closed, not just disabled: new connections are refused at once instead of waiting in
     // the backlog until the process exits.
-    w->listener_.reset();
-    w->ctx_.pools->closeIdle();
-    std::vector<proxy::Connection*> all(w->ctx_.connections.begin(), w->ctx_.connections.end());
+    listener_.reset();
+    ctx_.pools->closeIdle();
+    std::vector<proxy::Connection*> all(ctx_.connections.begin(), ctx_.connections.end());
     for (proxy::Connection* c : all) {
       c->closeIfIdle();
     }
@@ -181,6 +221,7 @@ class Worker {
   event::ListenerPtr listener_;
   event::EventPtr retry_;
   event::EventPtr control_;
+  int control_pipe_[2] = {-1, -1};
   std::thread thread_;
 };
 
