@@ -1381,8 +1381,8 @@ void Connection::endRequest() {
 }
 
 void Connection::logAccess() {
-  auto& log = w_.shared->access_log;
-  if (!log) {
+  spdlog::logger* log = w_.accessLog();
+  if (log == nullptr) {
     return;
   }
   thread_local std::string line;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -43,14 +44,29 @@ class SnapshotHolder {
 // Process-wide state shared by all workers.
 struct Shared {
   SnapshotHolder snapshot;
-  std::shared_ptr<spdlog::logger> access_log;  // null: access log off
-  std::atomic<int64_t> connections{0};         // open downstream connections
-  std::atomic<int64_t> streams{0};             // exchanges in flight
+  // The access log (null: off). A reload reopens it (log rotation) or replaces it; workers
+  // notice through the generation and take a new reference (WorkerContext::accessLog).
+  void setAccessLog(std::shared_ptr<spdlog::logger> log) {
+    std::lock_guard lock(access_log_mu);
+    access_log = std::move(log);
+    access_log_gen.fetch_add(1, std::memory_order_release);
+  }
+  std::shared_ptr<spdlog::logger> accessLog() const {
+    std::lock_guard lock(access_log_mu);
+    return access_log;
+  }
+  std::atomic<uint64_t> access_log_gen{0};
+  std::atomic<int64_t> connections{0};  // open downstream connections
+  std::atomic<int64_t> streams{0};      // exchanges in flight
   std::atomic<uint64_t> requests{0};
   std::atomic<bool> draining{false};
   // Local rate-limit buckets, shared by every worker; they survive reloads.
   std::unique_ptr<ratelimit::LocalLimiter> limiter;
   metrics::Registry metrics;
+
+ private:
+  mutable std::mutex access_log_mu;
+  std::shared_ptr<spdlog::logger> access_log;
 };
 
 struct WorkerContext {
@@ -66,6 +82,18 @@ struct WorkerContext {
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
   std::string scratch;  // message heads are built here, then added to an output in one piece
+  std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
+  uint64_t access_log_gen = ~uint64_t{0};
+
+  // The current access log (null: off); one relaxed load per call unless a reload changed it.
+  spdlog::logger* accessLog() {
+    uint64_t gen = shared->access_log_gen.load(std::memory_order_acquire);
+    if (gen != access_log_gen) {
+      access_log = shared->accessLog();
+      access_log_gen = gen;
+    }
+    return access_log.get();
+  }
 
   // The worker's Redis limiter for these settings (re-made when a reload changes them).
   ratelimit::RedisLimiter& redisFor(const policy::RedisSettings& rs) {

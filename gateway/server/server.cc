@@ -227,7 +227,7 @@ class Worker {
 
 Server::Server(std::shared_ptr<const filters::Snapshot> snapshot, std::string config_path)
     : config_path_(std::move(config_path)) {
-  shared_.access_log = makeAccessLog(snapshot->settings->access_log);
+  shared_.setAccessLog(makeAccessLog(snapshot->settings->access_log));
   shared_.limiter = std::make_unique<ratelimit::LocalLimiter>(core::SteadyClock::instance());
   shared_.snapshot.store(std::move(snapshot));
 }
@@ -246,6 +246,28 @@ void Server::reload() {
     shared_.metrics.reloaded(false);
     return;
   }
+  const settings::Settings& was = *old->settings;
+  const settings::Settings& now = *next->settings;
+  // Bound once at start: a change is reported, and the running value stays.
+  auto restartOnly = [](const char* key, const std::string& running, const std::string& wanted) {
+    if (running != wanted) {
+      spdlog::warn("reload: `{}` changed ({} -> {}); it takes effect at restart, still {}", key,
+                   running, wanted, running);
+    }
+  };
+  restartOnly("listen", bound_listen_, now.listen.text);
+  restartOnly("workers", bound_workers_, std::to_string(now.workers));
+  restartOnly("admin", bound_admin_, now.admin ? now.admin->text : "off");
+  // The access log is reopened on every reload (a rotated file is let go); if the new path
+  // cannot be opened the old log stays.
+  if (now.access_log.path == "off") {
+    shared_.setAccessLog(nullptr);
+  } else if (auto log = makeAccessLog(now.access_log)) {
+    shared_.setAccessLog(std::move(log));
+  } else {
+    spdlog::error("reload: keeping the access log at {}", was.access_log.path);
+  }
+  spdlog::set_level(spdlog::level::from_str(now.log_level));
   shared_.snapshot.store(std::move(next));
   shared_.metrics.reloaded(true);
   spdlog::info("reloaded {}", config_path_);
@@ -256,8 +278,15 @@ void Server::reload() {
 // when `watch_files` is off.
 void Server::watchFiles() {
   auto s = shared_.snapshot.load()->settings;
-  if (!s->watch_files || main_base_ == nullptr) {
-    watcher_.reset();
+  if (main_base_ == nullptr) {
+    return;
+  }
+  if (!s->watch_files) {
+    // Emptied, not destroyed: this may run from the watcher's own callback.
+    if (watcher_) {
+      std::string ignored;
+      watcher_->watch({}, ignored);
+    }
     return;
   }
   if (!watcher_) {
@@ -327,6 +356,9 @@ int Server::run() {
   event_add(sighup.get(), nullptr);
   auto snap = shared_.snapshot.load();
   const settings::Settings& s = *snap->settings;
+  bound_listen_ = s.listen.text;
+  bound_workers_ = std::to_string(s.workers);
+  bound_admin_ = s.admin ? s.admin->text : "off";
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(static_cast<int>(i), shared_);

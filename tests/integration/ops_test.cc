@@ -66,8 +66,8 @@ std::string opsYaml(const OpsConfig& c) {
 
 // Writes the next config for gw (placeholders filled) atomically: temp file, then rename.
 void rewriteConfig(Gateway& gw, const std::string& yaml_template) {
-  std::string text = expand(yaml_template, {{"PORT", std::to_string(gw.port())},
-                                            {"ACCESS_LOG", gw.accessLogPath()}});
+  std::string text = expand(
+      yaml_template, {{"PORT", std::to_string(gw.port())}, {"ACCESS_LOG", gw.accessLogPath()}});
   std::string tmp = gw.configPath() + ".next";
   REQUIRE(writeFile(tmp, text));
   REQUIRE(std::rename(tmp.c_str(), gw.configPath().c_str()) == 0);
@@ -111,6 +111,19 @@ std::string reloadedLine(Gateway& gw) {
   return "reloaded " + gw.configPath();
 }
 
+// Polls `done` every 5 ms until it holds or `timeout` passes.
+template <class Pred>
+bool waitFor(Pred done, Ms timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(Ms(5));
+  }
+  return done();
+}
+
 // SIGHUP, then waits until the log shows one more successful reload than `before`.
 bool reloadAndWait(Gateway& gw, size_t before, Ms timeout = Ms(5000)) {
   if (::kill(gw.pid(), SIGHUP) != 0) {
@@ -150,8 +163,8 @@ int adminStatus(uint16_t admin_port, std::string_view path) {
   if (!c.connected()) {
     return 0;
   }
-  std::string req = "GET " + std::string(path) +
-                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  std::string req =
+      "GET " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   if (!c.send(req)) {
     return 0;
   }
@@ -205,10 +218,10 @@ std::string allEvents(int events) {
 TEST_CASE("ops: 20 SIGHUP reloads under continuous load fail no request", "[ops][reload]") {
   RawUpstream up_a(RawUpstream::respond(200, kBodyA));
   RawUpstream up_b(RawUpstream::respond(200, kBodyB));
-  OpsConfig cfg_a{.tag = "a", .upstream_addr = up_a.address(), .response_timeout = "10s",
-                  .workers = 2};
-  OpsConfig cfg_b{.tag = "b", .upstream_addr = up_b.address(), .response_timeout = "7s",
-                  .workers = 2};
+  OpsConfig cfg_a{
+      .tag = "a", .upstream_addr = up_a.address(), .response_timeout = "10s", .workers = 2};
+  OpsConfig cfg_b{
+      .tag = "b", .upstream_addr = up_b.address(), .response_timeout = "7s", .workers = 2};
   Gateway gw(opsYaml(cfg_a));
   REQUIRE(waitSignalsCaught(gw.pid(), {SIGHUP, SIGTERM}, Ms(3000)));
 
@@ -382,8 +395,8 @@ TEST_CASE("ops: an invalid config on SIGHUP is logged with file:line:col and not
     bads.push_back({"unknown upstream", y, line_of(y, "nowhere")});
   }
   {
-    std::string y = replaced(valid_b, "    response_timeout: 10s\n",
-                             "    response_timeout: [10s\n");
+    std::string y =
+        replaced(valid_b, "    response_timeout: 10s\n", "    response_timeout: [10s\n");
     bads.push_back({"YAML syntax error", y, 0});
   }
   auto pick = GENERATE(0, 1, 2);
@@ -399,8 +412,8 @@ TEST_CASE("ops: an invalid config on SIGHUP is logged with file:line:col and not
 
   rewriteConfig(gw, bad.yaml);
   REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
-  REQUIRE(gw.process().waitForOutput("reload failed; keeping the running configuration",
-                                     Ms(5000), false, true));
+  REQUIRE(gw.process().waitForOutput("reload failed; keeping the running configuration", Ms(5000),
+                                     false, true));
   std::string log = gw.process().stderrText();
   INFO("gateway stderr:\n" << log);
   CHECK(countOf(log, reloadedLine(gw)) == 0);
@@ -445,8 +458,8 @@ TEST_CASE("ops: SIGTERM drains an open SSE stream to its end, refuses new work, 
           "[ops][drain][sse]") {
   constexpr int kEvents = 8;
   RawUpstream up(sseScript(kEvents, Ms(150)));
-  OpsConfig cfg{.tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s",
-                .admin_port = freePort()};
+  OpsConfig cfg{
+      .tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s", .admin_port = freePort()};
   Gateway gw(opsYaml(cfg));
   REQUIRE(waitSignalsCaught(gw.pid(), {SIGTERM}, Ms(3000)));
   CHECK(adminStatus(cfg.admin_port, "/readyz") == 200);
@@ -552,8 +565,7 @@ TEST_CASE("ops: a stream outliving drain_timeout is cut and the gateway exits 0 
 TEST_CASE("ops: SIGTERM closes idle keep-alive connections at once and exits quickly",
           "[ops][drain]") {
   RawUpstream up(RawUpstream::respond(200, kBodyA));
-  OpsConfig cfg{.tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s",
-                .workers = 2};
+  OpsConfig cfg{.tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s", .workers = 2};
   Gateway gw(opsYaml(cfg));
   REQUIRE(waitSignalsCaught(gw.pid(), {SIGTERM}, Ms(3000)));
 
@@ -591,4 +603,46 @@ TEST_CASE("ops: SIGTERM closes idle keep-alive connections at once and exits qui
   INFO("SIGTERM → exit " << msBetween(term_at, exit_at) << " ms");
   CHECK(msBetween(term_at, exit_at) < 1000);
   CHECK(gw.process().stderrText().find("drain timeout") == std::string::npos);
+}
+
+TEST_CASE("ops: a reload reopens the access log, applies log_level, reports restart-only keys",
+          "[ops][reload]") {
+  RawUpstream up(RawUpstream::respond(200, kBodyA));
+  OpsConfig cfg{.tag = "a", .upstream_addr = up.address()};
+  std::string yaml = opsYaml(cfg) + "watch_files: false\n";
+  Gateway gw(yaml);
+  REQUIRE(waitSignalsCaught(gw.pid(), {SIGHUP}, Ms(3000)));
+  REQUIRE(bodyOfNewRequest(gw.port()) == kBodyA);
+  const std::string log = gw.accessLogPath();
+  REQUIRE(waitFor([&] { return countOf(readFile(log), "\"status\":200") == 1; }, Ms(2000)));
+
+  // Rotation: the file is moved away, a reload makes the gateway write a new one.
+  const std::string rotated = log + ".1";
+  REQUIRE(std::rename(log.c_str(), rotated.c_str()) == 0);
+  REQUIRE(reloadAndWait(gw, 0));
+  REQUIRE(bodyOfNewRequest(gw.port()) == kBodyA);
+  CHECK(waitFor([&] { return countOf(readFile(log), "\"status\":200") == 1; }, Ms(2000)));
+  CHECK(countOf(readFile(rotated), "\"status\":200") == 1);
+
+  // A new path, a new level and a new listen address in one reload: the first two apply,
+  // the third is reported and the gateway keeps its port.
+  const std::string moved = log + ".moved";
+  std::string next = yaml;
+  next.replace(next.find("${ACCESS_LOG}"), 13, moved);
+  next.replace(next.find("127.0.0.1:${PORT}"), 17, "127.0.0.1:1");
+  next += "log_level: warn\n";
+  rewriteConfig(gw, next);
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  // (At log_level warn the "reloaded" info line is no longer written.)
+  REQUIRE(gw.process().waitForOutput("reload: `listen` changed", Ms(5000), false, true));
+  REQUIRE(bodyOfNewRequest(gw.port()) == kBodyA);
+  CHECK(waitFor([&] { return countOf(readFile(moved), "\"status\":200") == 1; }, Ms(2000)));
+  CHECK(countOf(readFile(log), "\"status\":200") == 1);
+  // At warn, the next reload's warning is written and its info line is not.
+  size_t info_lines = countOf(gw.process().stderrText(), reloadedLine(gw));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitFor([&] { return countOf(gw.process().stderrText(), "reload: `listen` changed") == 2; },
+                Ms(3000)));
+  std::this_thread::sleep_for(Ms(100));
+  CHECK(countOf(gw.process().stderrText(), reloadedLine(gw)) == info_lines);
 }
