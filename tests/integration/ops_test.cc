@@ -344,6 +344,8 @@ TEST_CASE("ops: an SSE stream open across a reload completes on its old config",
   CHECK(c.current().complete);
   CHECK(c.body() == allEvents(kEvents));
   CHECK(c.received().ends_with("0\r\n\r\n"));
+  // The upstream records "last" just after its send returns: the client may be faster.
+  REQUIRE(up_a.waitForMark("last", Ms(1000)));
   auto last = up_a.markAt("last");
   REQUIRE(last);
   CHECK(*last > reloaded_at);
@@ -514,6 +516,7 @@ TEST_CASE("ops: SIGTERM drains an open SSE stream to its end, refuses new work, 
   auto exit_at = Clock::now();
   REQUIRE(code);
   CHECK(*code == 0);
+  REQUIRE(up.waitForMark("last", Ms(1000)));
   auto last = up.markAt("last");
   REQUIRE(last);
   INFO("SIGTERM → last event " << msBetween(term_at, *last) << " ms, → exit "
