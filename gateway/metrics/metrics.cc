@@ -6,11 +6,15 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace gw::metrics {
 
 namespace {
+
+// The fold-in label; compared by address (a tool may be named "other" too).
+constexpr std::string_view kOther = "other";
 
 constexpr char kSep = '\0';
 
@@ -101,14 +105,19 @@ prometheus::MetricFamily histogramFamily(std::string name, std::string help,
   for (const auto& [key, m] : merged) {
     prometheus::ClientMetric cm;
     cm.label = labelsOf(label_names, *m.labels);
-    cm.histogram.sample_count = m.count;
-    cm.histogram.sample_sum = static_cast<double>(m.sum_ns) / 1e9;
+    // Everything exported comes from the one read of each bucket: the cumulative buckets
+    // cannot decrease and +Inf = _count = their total, even while a worker is between its
+    // bucket and count stores (m.count is not used here). _sum may lag or lead by the
+    // observations in flight.
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kDurationBounds.size(); ++i) {
       cumulative += m.buckets[i];
       cm.histogram.bucket.push_back({cumulative, kDurationBounds[i]});
     }
-    cm.histogram.bucket.push_back({m.count, std::numeric_limits<double>::infinity()});
+    cumulative += m.buckets[kDurationBounds.size()];
+    cm.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+    cm.histogram.sample_count = cumulative;
+    cm.histogram.sample_sum = static_cast<double>(m.sum_ns) / 1e9;
     f.metric.push_back(std::move(cm));
   }
   return f;
@@ -178,23 +187,30 @@ void Family::forEach(const std::function<void(const Cell&)>& f) const {
   }
 }
 
-std::string_view ToolNames::label(std::string_view name, size_t cap) {
+std::string_view ToolNames::label(std::string_view name, size_t cap, bool may_admit) {
   if (!validToolName(name)) {
-    return "other";
-  }
-  if (full_.load(std::memory_order_acquire)) {
-    auto it = names_.find(name);
-    return it != names_.end() ? std::string_view(*it) : "other";
+    return kOther;
   }
   std::lock_guard lock(mu_);
   if (auto it = names_.find(name); it != names_.end()) {
     return *it;
   }
-  if (names_.size() >= cap) {
-    full_.store(true, std::memory_order_release);
-    return "other";
+  if (!may_admit || names_.size() >= cap) {
+    return kOther;
   }
   return *names_.emplace(name).first;
+}
+
+std::string_view ToolLabelCache::label(ToolNames& all, std::string_view name, size_t cap,
+                                       bool may_admit) {
+  if (auto it = known_.find(name); it != known_.end()) {
+    return *it;
+  }
+  std::string_view l = all.label(name, cap, may_admit);
+  if (l.data() != kOther.data()) {
+    known_.insert(l);  // an admitted name stays admitted: its view lives as long as `all`
+  }
+  return l;
 }
 
 std::string_view methodLabel(std::string_view method) noexcept {
@@ -214,8 +230,8 @@ bool validToolName(std::string_view name) noexcept {
     return false;
   }
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
@@ -275,8 +291,8 @@ std::string Registry::scrape(const Gauges& g) const {
                         MetricType::Gauge, static_cast<double>(sse)));
   fams.push_back(scalar("mcp_gateway_draining", "1 while draining after SIGTERM/SIGINT",
                         MetricType::Gauge, g.draining ? 1 : 0));
-  auto reload_family = family("mcp_gateway_config_reloads_total",
-                              "Configuration reloads by result", MetricType::Counter);
+  auto reload_family = family("mcp_gateway_config_reloads_total", "Configuration reloads by result",
+                              MetricType::Counter);
   for (bool ok : {true, false}) {
     prometheus::ClientMetric cm;
     cm.label = {{"result", ok ? "success" : "failure"}};

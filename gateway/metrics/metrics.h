@@ -7,8 +7,9 @@
 // set) is a node whose counters are relaxed atomics, so a scrape on another thread reads them
 // without stopping the worker. The worker takes its own family's mutex only to insert a label
 // set it has not seen before; scrapes take it to walk the set. Label values are bounded:
-// methods outside the MCP method list fold into "other", tool names beyond the configured cap
-// (process-wide, first come) and names outside the MCP tool-name alphabet into "other".
+// methods outside the MCP method list fold into "other", and so do names outside the MCP
+// tool-name alphabet and tool names beyond the configured cap (process-wide; a new name is
+// admitted only by a request the caller says may admit one, see ToolNames).
 //
 // Names follow the OpenTelemetry MCP semantic conventions (mcp.server.operation.duration,
 // mcp.client.operation.duration, unit s, their bucket boundaries), written Prometheus-style.
@@ -32,7 +33,8 @@ namespace gw::metrics {
 inline constexpr std::array<double, 14> kDurationBounds{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1,
                                                         2,    5,    10,   30,  60,  120, 300};
 
-// One label set's values: a counter (count) or a histogram (all of it).
+// One label set's values: a counter (count) or a histogram (all of it; its exported _count and
+// +Inf are the total of `buckets`, read in one pass, see Registry::scrape).
 struct Cell {
   std::vector<std::string> labels;
   std::atomic<uint64_t> count{0};
@@ -70,23 +72,40 @@ class Family {
   std::unordered_map<std::string, std::unique_ptr<Cell>, Hash, std::equal_to<>> cells_;
 };
 
-// Tool names admitted as label values, process-wide: the first `cap` distinct valid names.
+// Tool names admitted as label values, process-wide: at most `cap` distinct valid names, each
+// admitted by the first request that may admit it. Names are never removed.
 class ToolNames {
  public:
-  // The label value for `name`: itself when admitted, else "other". Any thread; locks only
-  // until the set is full, then reads it lock-free (it never changes again).
-  std::string_view label(std::string_view name, size_t cap);
+  // The label value for `name`: itself when already admitted (whatever `may_admit` says);
+  // a new valid name is admitted, and is its own label, only when `may_admit` and fewer than
+  // `cap` names are admitted; anything else is "other". `cap` is the current setting: after a
+  // reload raises it, more names are admitted (a lowered cap keeps the names already in).
+  // The proxy passes may_admit = "the request was forwarded to an upstream", so requests the
+  // gateway rejected itself (401, 403, 429...) cannot use up the slots. The view stays valid
+  // for the life of this object. Any thread, under a mutex: the request path asks through a
+  // worker's ToolLabelCache, which comes here only for a name that worker has not labelled.
+  std::string_view label(std::string_view name, size_t cap, bool may_admit);
 
- private:
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const noexcept {
       return std::hash<std::string_view>{}(s);
     }
   };
+
+ private:
   std::mutex mu_;
-  std::atomic<bool> full_{false};
-  std::unordered_set<std::string, Hash, std::equal_to<>> names_;
+  std::unordered_set<std::string, Hash, std::equal_to<>> names_;  // nodes never move
+};
+
+// One worker's admitted tool names (single thread, no lock): a name it has labelled before
+// costs one local lookup; only a name new to this worker asks the process-wide ToolNames.
+class ToolLabelCache {
+ public:
+  std::string_view label(ToolNames& all, std::string_view name, size_t cap, bool may_admit);
+
+ private:
+  std::unordered_set<std::string_view, ToolNames::Hash, std::equal_to<>> known_;
 };
 
 // "tools/call" → itself; a method outside the MCP 2026-07-28 method list → "other"; absent
@@ -107,6 +126,7 @@ struct WorkerMetrics {
   Cell bytes_out;  // response bytes written to clients
   Cell connections_accepted;
   std::atomic<int64_t> sse_streams{0};  // event streams being relayed now
+  ToolLabelCache tool_labels;           // the worker thread's own (not read by a scrape)
 };
 
 // Process-wide values the scrape reads besides the workers' (gauges kept elsewhere).

@@ -377,6 +377,7 @@ void Connection::startRequest() {
   outcome_ = "";
   endpoint_ = nullptr;
   body_read_ = false;
+  forwarded_ = false;
   ratelimit_lines_.clear();
 
   if (head_.framing == http::BodyFraming::kContentLength &&
@@ -746,6 +747,7 @@ bool Connection::attachUpstream() {
     return false;
   }
   w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
+  forwarded_ = true;
   attempt_started_ = Clock::now();
   up_connected_ = lease_.reused;
   bufferevent* ub = lease_.bev.get();
@@ -1329,12 +1331,14 @@ void Connection::learnTools(std::string_view json) noexcept {
 namespace {
 
 // The tool-name label of a trusted tools/call (capped, see metrics::ToolNames), else "".
+// Only a request that reached an upstream may admit a new name.
 std::string_view toolLabel(WorkerContext& w, const filters::RequestContext& ctx,
-                           const settings::Settings& s) {
+                           const settings::Settings& s, bool forwarded) {
   if (!ctx.trusted || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" || !ctx.mcp.has_name) {
     return {};
   }
-  return w.shared->metrics.toolNames().label(ctx.mcp.name.value, s.metrics_max_tool_names);
+  return w.metrics->tool_labels.label(w.shared->metrics.toolNames(), ctx.mcp.name.value,
+                                      s.metrics_max_tool_names, forwarded);
 }
 
 std::string_view methodLabel(const filters::RequestContext& ctx) {
@@ -1346,7 +1350,8 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
 void Connection::recordAttempt(const char* error_type) {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-  w_.metrics->client_ops.at({up.name, methodLabel(ctx_), toolLabel(w_, ctx_, *s_), error_type})
+  w_.metrics->client_ops
+      .at({up.name, methodLabel(ctx_), toolLabel(w_, ctx_, *s_, true), error_type})
       .observe(Clock::now() - attempt_started_);
 }
 
@@ -1370,7 +1375,8 @@ void Connection::endRequest() {
   }
   m.server_ops
       .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
-           toolLabel(w_, ctx_, *s_), std::string_view(status, static_cast<size_t>(n)), error_type})
+           toolLabel(w_, ctx_, *s_, forwarded_), std::string_view(status, static_cast<size_t>(n)),
+           error_type})
       .observe(Clock::now() - started_);
   if (failed) {
     m.rejections.at({outcome}).add(1);

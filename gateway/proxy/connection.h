@@ -151,6 +151,7 @@ class Connection final : public sse::EventSink {
   std::chrono::steady_clock::time_point attempt_started_{};
   bool request_sent_ = false;  // every request byte handed to the upstream socket
   bool up_connected_ = false;
+  bool forwarded_ = false;  // this request got an upstream connection (metrics: tool names)
   size_t connect_attempts_ = 0;
   std::string resp_buf_;
   http::ResponseHead resp_;
