@@ -45,8 +45,8 @@ bool parseArgs(int argc, char** argv, std::string& path, gw::filters::ExplainInp
     } else if (a == "--param") {
       size_t eq = v.find('=');
       ok = eq != std::string_view::npos &&
-           gw::filters::addExplainField("param." + std::string(v.substr(0, eq)),
-                                        v.substr(eq + 1), *in, error);
+           gw::filters::addExplainField("param." + std::string(v.substr(0, eq)), v.substr(eq + 1),
+                                        *in, error);
     } else if (a == "--header") {
       size_t colon = v.find(':');
       std::string_view value = colon == std::string_view::npos ? "" : v.substr(colon + 1);
@@ -54,8 +54,8 @@ bool parseArgs(int argc, char** argv, std::string& path, gw::filters::ExplainInp
         value.remove_prefix(1);
       }
       ok = colon != std::string_view::npos &&
-           gw::filters::addExplainField("header." + std::string(v.substr(0, colon)), value,
-                                        *in, error);
+           gw::filters::addExplainField("header." + std::string(v.substr(0, colon)), value, *in,
+                                        error);
     } else if (a.starts_with("--")) {
       ok = gw::filters::addExplainField(a.substr(2), v, *in, error);
     } else {
@@ -109,7 +109,12 @@ int main(int argc, char** argv) {
   }
   if (is_explain) {
     // No bucket state outside a running gateway: local limits answer "allowed": null.
-    std::printf("%s\n", gw::filters::explain(*snap, input, nullptr).c_str());
+    auto answer = gw::filters::explain(*snap, input, nullptr);
+    if (!answer) {
+      std::fprintf(stderr, "mcp-gateway explain: %s\n", answer.error().message.c_str());
+      return 2;  // the inputs cannot make a request: a usage error
+    }
+    std::printf("%s\n", answer->c_str());
     return 0;
   }
   if (cmd == "check") {

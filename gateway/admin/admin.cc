@@ -4,7 +4,6 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include <cstring>
 #include <string>
@@ -83,18 +82,9 @@ bool explainInput(evhttp_request* req, filters::ExplainInput& in, std::string& e
     evbuffer_copyout(body, json.data(), json.size());
     return filters::parseExplainJson(json, in, error);
   }
+  // Not evhttp_parse_query_str: it leaves keys encoded and lets malformed %-escapes through.
   const char* query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-  evkeyvalq q{};
-  if (query != nullptr && evhttp_parse_query_str(query, &q) != 0) {
-    error = "malformed query string";
-    return false;
-  }
-  bool ok = true;
-  for (evkeyval* kv = q.tqh_first; kv != nullptr && ok; kv = kv->next.tqe_next) {
-    ok = filters::addExplainField(kv->key, kv->value, in, error);
-  }
-  evhttp_clear_headers(&q);
-  return ok;
+  return filters::parseExplainQuery(query != nullptr ? query : "", in, error);
 }
 
 }  // namespace
@@ -140,7 +130,12 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
       reply(req, 400, "Bad Request", kJson, errorJson("'method' is required"));
       return;
     }
-    reply(req, 200, "OK", kJson, filters::explain(*snap, in, shared.limiter.get()) + "\n");
+    auto answer = filters::explain(*snap, in, shared.limiter.get());
+    if (!answer) {
+      reply(req, 400, "Bad Request", kJson, errorJson(answer.error().message));
+      return;
+    }
+    reply(req, 200, "OK", kJson, *answer + "\n");
   } else {
     reply(req, 404, "Not Found", kText, "not found\n");
   }

@@ -85,6 +85,40 @@ void globPairs(Json& j, const std::vector<std::pair<std::string, std::string>>& 
   j.close('}');
 }
 
+void globPairs(Json& j, const std::vector<std::pair<std::string, router::Glob>>& pairs) {
+  j.open('{');
+  for (const auto& [k, g] : pairs) {
+    j.key(k).str(g.pattern());
+  }
+  j.close('}');
+}
+
+// A policy `match:` block with only the keys it sets ({} matches everything).
+void matchJson(Json& j, const policy::Match& m) {
+  j.open('{');
+  if (m.method) {
+    j.key("method").str(m.method->pattern());
+  }
+  if (m.name) {
+    j.key("name").str(m.name->pattern());
+  }
+  if (!m.params.empty()) {
+    j.key("params");
+    globPairs(j, m.params);
+  }
+  if (m.subject) {
+    j.key("subject").str(m.subject->pattern());
+  }
+  if (!m.groups.empty()) {
+    j.key("groups").strings(m.groups);
+  }
+  if (!m.claims.empty()) {
+    j.key("claims");
+    globPairs(j, m.claims);
+  }
+  j.close('}');
+}
+
 void settingsJson(Json& j, const settings::Settings& s) {
   j.key("source_file").str(s.source_file);
   j.key("listen").str(s.listen.text);
@@ -129,7 +163,7 @@ void settingsJson(Json& j, const settings::Settings& s) {
     j.key("stream_idle_timeout_ms").ms(u.stream_idle_timeout);
     j.key("max_duration_ms").ms(u.max_duration);
     j.key("balance").str(u.balance == settings::Balance::kRoundRobin ? "round_robin"
-                                                                      : "first_healthy");
+                                                                     : "first_healthy");
     j.key("max_idle_connections").num(u.max_idle_connections);
     j.close('}');
   }
@@ -178,7 +212,7 @@ void settingsJson(Json& j, const settings::Settings& s) {
 
 void policyJson(Json& j, const policy::PolicySet& p) {
   j.key("policy").open('{');
-  j.key("anonymous").boolean(!p.requiresAuth());
+  j.key("anonymous").str(p.requiresAuth() ? "deny" : "allow");  // as the YAML spells it
   j.key("default").str(p.defaultAllow() ? "allow" : "deny");
   j.key("forward_credentials").boolean(p.forwardCredentials());
   j.key("api_keys").open('[');
@@ -209,10 +243,13 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   j.close(']');
   j.key("rate_limits").open('[');
   for (const auto& r : p.rateLimits()) {
-    j.open('{').key("name").str(r.name).key("rate").str(r.rate_text);
+    j.open('{').key("name").str(r.name);
+    j.key("match");
+    matchJson(j, r.match);
     j.key("key").strings(r.key);
-    j.key("backend").str(r.backend == policy::RateLimitSpec::Backend::kRedis ? "redis"
-                                                                             : "local");
+    j.key("rate").str(r.rate_text);
+    j.key("burst").num(r.burst);
+    j.key("backend").str(r.backend == policy::RateLimitSpec::Backend::kRedis ? "redis" : "local");
     j.key("file").str(r.file).key("line").num(static_cast<uint64_t>(r.line)).close('}');
   }
   j.close(']');
@@ -220,9 +257,10 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   j.key("redis");
   if (rs.present) {
     j.open('{').key("host").str(rs.host).key("port").num(rs.port);
-    j.key("on_error").str(rs.on_error == policy::RedisSettings::OnError::kLocal   ? "local"
-                          : rs.on_error == policy::RedisSettings::OnError::kAllow ? "allow"
-                                                                                  : "deny");
+    j.key("on_error")
+        .str(rs.on_error == policy::RedisSettings::OnError::kLocal   ? "local"
+             : rs.on_error == policy::RedisSettings::OnError::kAllow ? "allow"
+                                                                     : "deny");
     j.key("timeout_ms").num(static_cast<uint64_t>(rs.timeout.count())).close('}');
   } else {
     j.raw("null");

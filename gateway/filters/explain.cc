@@ -121,11 +121,45 @@ const char* authName(policy::AuthResult a) {
   return "anonymous";
 }
 
-std::string errorJson(std::string_view message) {
-  std::string out = "{\"error\":";
-  str(out, message);
-  out += '}';
-  return out;
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// application/x-www-form-urlencoded decoding: %XX → byte, '+' → space. False on a '%' not
+// followed by two hex digits.
+bool percentDecode(std::string_view in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c != '%') {
+      out += c;
+    } else {
+      int hi = i + 2 < in.size() ? hexValue(in[i + 1]) : -1;
+      int lo = hi >= 0 ? hexValue(in[i + 2]) : -1;
+      if (lo < 0) {
+        return false;
+      }
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return true;
+}
+
+// At most 64 bytes of s, for error messages (the JSON writer escapes the rest).
+std::string clip(std::string_view s) {
+  return std::string(s.substr(0, 64));
 }
 
 struct LimitResult {
@@ -268,6 +302,32 @@ bool addExplainField(std::string_view key, std::string_view value, ExplainInput&
   return true;
 }
 
+bool parseExplainQuery(std::string_view query, ExplainInput& out, std::string& error) {
+  std::string key;
+  std::string value;
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) {
+      continue;
+    }
+    size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) {
+      error = "query parameter '" + clip(pair) + "' has no '=value'";
+      return false;
+    }
+    if (!percentDecode(pair.substr(0, eq), key) || !percentDecode(pair.substr(eq + 1), value)) {
+      error = "query parameter '" + clip(pair) + "' has a malformed %-escape";
+      return false;
+    }
+    if (!addExplainField(key, value, out, error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool parseExplainJson(std::string_view json, ExplainInput& out, std::string& error) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(json);
@@ -313,8 +373,8 @@ bool parseExplainJson(std::string_view json, ExplainInput& out, std::string& err
   return true;
 }
 
-std::string explain(const Snapshot& snap, const ExplainInput& in,
-                    const ratelimit::LocalLimiter* limiter) {
+core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
+                                  const ratelimit::LocalLimiter* limiter) {
   const settings::Settings& s = *snap.settings;
   std::string version = in.protocol_version.value_or(
       s.mcp.protocol_versions.empty() ? std::string() : s.mcp.protocol_versions.front());
@@ -329,6 +389,9 @@ std::string explain(const Snapshot& snap, const ExplainInput& in,
     raw += value;
     raw += "\r\n";
   };
+  if (!safeFieldText(version)) {
+    return core::fail("the protocol version has control characters");
+  }
   if (!version.empty()) {
     field("MCP-Protocol-Version", version);
   }
@@ -340,13 +403,13 @@ std::string explain(const Snapshot& snap, const ExplainInput& in,
   }
   for (const auto& [k, v] : in.params) {
     if (!validFieldName(k)) {
-      return errorJson("param name '" + k.substr(0, 64) + "' is not a header token");
+      return core::fail("param name '" + clip(k) + "' is not a header token");
     }
     field("Mcp-Param-" + k, headerValue(v));
   }
   for (const auto& [k, v] : in.headers) {
     if (!validFieldName(k) || !safeFieldText(v)) {
-      return errorJson("header '" + k.substr(0, 64) + "' has an invalid name or value");
+      return core::fail("header '" + clip(k) + "' has an invalid name or value");
     }
     field(k, v);
   }
@@ -357,12 +420,11 @@ std::string explain(const Snapshot& snap, const ExplainInput& in,
 
   http::RequestHead head;
   auto parser = http::makeHttp1Parser();
-  http::HeadLimits hl{s.limits.max_request_line, s.limits.max_header_bytes,
-                      s.limits.max_headers};
+  http::HeadLimits hl{s.limits.max_request_line, s.limits.max_header_bytes, s.limits.max_headers};
   http::ParseResult pr = parser->parseRequest(std::string_view(raw).substr(0, head_len), hl, head);
   if (pr.status != http::ParseStatus::kComplete) {
-    return errorJson(std::string("the request would be refused before the pipeline: ") +
-                     pr.reason);
+    return core::fail(std::string("the request would be refused before the pipeline: ") +
+                      pr.reason);
   }
 
   RequestContext ctx;
@@ -391,8 +453,8 @@ std::string explain(const Snapshot& snap, const ExplainInput& in,
   for (const LimitCheck& c : checks) {
     LimitResult r{&c};
     // As the proxy does: Redis-backed limits go to Redis when it is configured, else local.
-    bool redis = c.spec->backend == policy::RateLimitSpec::Backend::kRedis &&
-                 snap.policy->redis().present;
+    bool redis =
+        c.spec->backend == policy::RateLimitSpec::Backend::kRedis && snap.policy->redis().present;
     if (limiter && !redis) {
       r.evaluated = true;
       r.decision = limiter->peek(c.key, c.rate);

@@ -77,7 +77,8 @@ std::string configYaml(const std::string& upstream, const std::string& policy_pa
          "policies: [" +
          policy_path +
          "]\n"
-         "access_log: { path: \"${ACCESS_LOG}\" }\n" + extra;
+         "access_log: { path: \"${ACCESS_LOG}\" }\n" +
+         extra;
 }
 
 std::string call(std::string_view tool, std::string_view extra_headers = "") {
@@ -105,9 +106,9 @@ Response adminGet(uint16_t port, const std::string& target) {
 
 Response adminPost(uint16_t port, const std::string& target, const std::string& body) {
   return roundTrip(port, "POST " + target +
-                            " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
-                            "Content-Type: application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body);
+                             " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
+                             "Content-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
 std::string field(const std::string& json, std::string_view key) {
@@ -137,15 +138,27 @@ bool waitForSample(uint16_t admin, const std::string& series, double want) {
   return false;
 }
 
-std::string runExplainCli(TempDir& dir, const std::string& config,
-                          const std::vector<std::string>& args) {
+struct CliResult {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+CliResult runExplain(TempDir& dir, const std::string& config,
+                     const std::vector<std::string>& args) {
   std::vector<std::string> argv{GW_BINARY, "explain", "-c", config};
   argv.insert(argv.end(), args.begin(), args.end());
   Process p(argv, dir.path(), "explain");
   auto rc = p.wait(Ms(5000));
   REQUIRE(rc);
-  CHECK(*rc == 0);
-  return p.stdoutText();
+  return {*rc, p.stdoutText(), p.stderrText()};
+}
+
+std::string runExplainCli(TempDir& dir, const std::string& config,
+                          const std::vector<std::string>& args) {
+  CliResult r = runExplain(dir, config, args);
+  CHECK(r.rc == 0);
+  return r.out;
 }
 
 }  // namespace
@@ -219,7 +232,8 @@ TEST_CASE("admin: /explain and the explain command answer what real requests get
     CHECK(field(ex.body, "allowed") == "false");
     CHECK(roundTrip(gw.port(), call("limited")).status == 429);
     // The command has no bucket state: it says which limit applies, not its verdict.
-    std::string cli = runExplainCli(dir, config_path, {"--method", "tools/call", "--name", "limited"});
+    std::string cli =
+        runExplainCli(dir, config_path, {"--method", "tools/call", "--name", "limited"});
     CHECK(field(cli, "decision") == "\"forward\"");
     CHECK(field(cli, "allowed") == "null");
     CHECK(cli.find("\"name\":\"scarce\"") != std::string::npos);
@@ -240,6 +254,75 @@ TEST_CASE("admin: /explain and the explain command answer what real requests get
     CHECK(adminPost(admin, "/metrics", "{}").status == 405);
     CHECK(adminGet(admin, "/nope").status == 404);
   }
+
+  SECTION("inputs that cannot make a request are 400s for /explain and exit 2 for the command") {
+    struct Bad {
+      const char* what;
+      std::string json;               // POST /explain body
+      std::vector<std::string> args;  // the same for the command
+      const char* error;
+    };
+    const std::string big(40000, 'a');  // over max_header_bytes (32 KiB)
+    std::vector<Bad> bads = {
+        {"a param name that is not a header token",
+         R"({"method":"tools/call","name":"echo","params":{"Bad Name":"x"}})",
+         {"--method", "tools/call", "--name", "echo", "--param", "Bad Name=x"},
+         "param name 'Bad Name' is not a header token"},
+        {"a header value with a line break",
+         R"({"method":"tools/call","name":"echo","headers":{"X-Trace":"a\r\nInjected: 1"}})",
+         {"--method", "tools/call", "--name", "echo", "--header", "X-Trace: a\r\nInjected: 1"},
+         "header 'X-Trace' has an invalid name or value"},
+        {"a head over the limits",
+         R"({"method":"tools/call","name":"echo","headers":{"X-Big":")" + big + R"("}})",
+         {"--method", "tools/call", "--name", "echo", "--header", "X-Big: " + big},
+         "the request would be refused before the pipeline"},
+    };
+    for (const Bad& b : bads) {
+      INFO(b.what);
+      Response ex = adminPost(admin, "/explain", b.json);
+      CHECK(ex.status == 400);
+      CHECK(ex.header("Content-Type").value_or("") == "application/json");
+      // The shape every other /explain 400 has: one "error" member, nothing else.
+      CHECK(ex.body.rfind("{\"error\":\"", 0) == 0);
+      CHECK(ex.body.find(b.error) != std::string::npos);
+      CHECK(ex.body.find("decision") == std::string::npos);
+      CHECK(ex.body.ends_with("\"}\n"));
+      CliResult cli = runExplain(dir, config_path, b.args);
+      CHECK(cli.rc == 2);
+      CHECK(cli.out.empty());
+      CHECK(cli.err.find(b.error) != std::string::npos);
+    }
+    // The shape of the other 400s, for comparison.
+    Response unknown = adminGet(admin, "/explain?colour=blue");
+    CHECK(unknown.body.rfind("{\"error\":\"", 0) == 0);
+    CHECK(unknown.body.ends_with("\"}\n"));
+    // A rejection is an answer, not an input error: 200 for /explain, exit 0 for the command.
+    Response rejected = adminGet(admin, "/explain?method=tools/call&name=delete_all");
+    CHECK(rejected.status == 200);
+    CHECK(field(rejected.body, "decision") == "\"reject\"");
+    CliResult cli =
+        runExplain(dir, config_path, {"--method", "tools/call", "--name", "delete_all"});
+    CHECK(cli.rc == 0);
+    CHECK(field(cli.out, "decision") == "\"reject\"");
+  }
+
+  SECTION("query keys and values are percent-decoded; malformed escapes are 400s") {
+    Response ex = adminGet(admin, "/explain?%6Dethod=tools%2Fcall&na%6De=get%5Fweather");
+    REQUIRE(ex.status == 200);
+    CHECK(field(ex.body, "route") == "\"weather\"");
+    CHECK(field(ex.body, "mcp_name") == "\"get_weather\"");
+    Response param = adminGet(admin, "/explain?method=tools/call&name=echo&param.Bad%20Name=x");
+    CHECK(param.status == 400);
+    CHECK(param.body.find("param name 'Bad Name'") != std::string::npos);
+    for (const char* target :
+         {"/explain?method=tools/call&name=get%2", "/explain?method=tools/call&name=get%zzx",
+          "/explain?me%xthod=tools/call", "/explain?method=tools/call&name%="}) {
+      INFO(target);
+      Response bad = adminGet(admin, target);
+      CHECK(bad.status == 400);
+      CHECK(bad.body.find("malformed %-escape") != std::string::npos);
+    }
+  }
   CHECK(up.requestCount() <= 5);  // explain never reached the upstream
 }
 
@@ -258,9 +341,14 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   REQUIRE(roundTrip(gw.port(), call("echo", bearer("wrong"))).status == 401);
   // Duplicate Mcp-Name: a header-contract rejection before any route.
   REQUIRE(roundTrip(gw.port(), call("echo", "Mcp-Name: echo\r\n")).status == 400);
-  // Tool-name cap 3: get_weather, delete_all, echo are in; the rest fold into "other".
+  // Rejected requests take no slot of the tool-name cap (3), however many names they try.
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(roundTrip(gw.port(), call("junk_" + std::to_string(i), bearer("wrong"))).status == 401);
+  }
+  // So forwarded ones get them: get_weather, tool_four, tool_five; tool_six folds into "other".
   REQUIRE(roundTrip(gw.port(), call("tool_four")).status == 200);
   REQUIRE(roundTrip(gw.port(), call("tool_five")).status == 200);
+  REQUIRE(roundTrip(gw.port(), call("tool_six")).status == 200);
 
   const std::string ok =
       "{route=\"weather\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
@@ -277,32 +365,58 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   double low = sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"0.01\"}");
   CHECK((low >= 0 && low <= 3));
   CHECK(sample(t, "mcp_server_operation_duration_seconds_sum" + ok + "}") > 0);
-  CHECK(sample(t, "mcp_client_operation_duration_seconds_count{upstream=\"backend\","
-                  "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
-                  "error_type=\"\"}") == 3);
-  CHECK(sample(t, "mcp_server_operation_duration_seconds_count{route=\"default\","
-                  "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"delete_all\","
-                  "http_response_status_code=\"403\",error_type=\"policy_denied\"}") == 1);
-  CHECK(sample(t, "mcp_server_operation_duration_seconds_count{route=\"default\","
-                  "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
-                  "http_response_status_code=\"200\",error_type=\"\"}") == 2);
-  CHECK(t.find("tool_four") == std::string::npos);
+  CHECK(sample(t,
+               "mcp_client_operation_duration_seconds_count{upstream=\"backend\","
+               "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
+               "error_type=\"\"}") == 3);
+  CHECK(sample(t,
+               "mcp_server_operation_duration_seconds_count{route=\"default\","
+               "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
+               "http_response_status_code=\"403\",error_type=\"policy_denied\"}") == 1);
+  CHECK(sample(t,
+               "mcp_server_operation_duration_seconds_count{route=\"default\","
+               "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
+               "http_response_status_code=\"401\",error_type=\"auth_invalid\"}") == 6);
+  for (const char* tool : {"tool_four", "tool_five"}) {
+    CHECK(sample(t, std::string("mcp_server_operation_duration_seconds_count{route=\"default\","
+                                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"") +
+                        tool + "\",http_response_status_code=\"200\",error_type=\"\"}") == 1);
+  }
+  CHECK(sample(t,
+               "mcp_server_operation_duration_seconds_count{route=\"default\","
+               "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
+               "http_response_status_code=\"200\",error_type=\"\"}") == 1);
+  CHECK(t.find("delete_all") == std::string::npos);
+  CHECK(t.find("junk_") == std::string::npos);
+  CHECK(t.find("tool_six") == std::string::npos);
   CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"policy_denied\"}") == 1);
-  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"auth_invalid\"}") == 1);
+  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"auth_invalid\"}") == 6);
   CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"header_invalid\"}") == 1);
-  CHECK(sample(t, "mcp_gateway_connections_accepted_total") >= 8);  // + the harness's probe
-  CHECK(sample(t, "mcp_gateway_received_bytes_total") > 8 * 200);
+  CHECK(sample(t, "mcp_gateway_connections_accepted_total") >= 14);  // + the harness's probe
+  CHECK(sample(t, "mcp_gateway_received_bytes_total") > 14 * 200);
   CHECK(sample(t, "mcp_gateway_sent_bytes_total") > 5 * 100);
   CHECK(sample(t, "mcp_gateway_active_sse_streams") == 0);
   CHECK(sample(t, "mcp_gateway_draining") == 0);
   CHECK(sample(t, "mcp_gateway_config_reloads_total{result=\"success\"}") == 0);
 
-  // SIGHUP reloads are counted; an invalid file is a failure and the old settings stay.
-  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
-  CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
+  // SIGHUP reloads are counted; a larger tool-name cap applies at once; an invalid file is a
+  // failure and the old settings stay.
   std::string file = field(adminGet(admin, "/config").body, "source_file");
   REQUIRE(file.size() > 2);
   file = file.substr(1, file.size() - 2);
+  std::string raised = readFile(file);
+  REQUIRE(raised.find("max_tool_names: 3") != std::string::npos);
+  raised.replace(raised.find("max_tool_names: 3"), 17, "max_tool_names: 4");
+  REQUIRE(writeFile(file, raised));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
+  REQUIRE(roundTrip(gw.port(), call("tool_six")).status == 200);
+  REQUIRE(roundTrip(gw.port(), call("tool_seven")).status == 200);
+  const std::string six =
+      "mcp_server_operation_duration_seconds_count{route=\"default\",mcp_method_name=\"tools/"
+      "call\",gen_ai_tool_name=\"tool_six\",http_response_status_code=\"200\",error_type=\"\"}";
+  CHECK(waitForSample(admin, six, 1));
+  CHECK(adminGet(admin, "/metrics").body.find("tool_seven") == std::string::npos);
   REQUIRE(writeFile(file, readFile(file) + "bogus_key: 1\n"));
   REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
   CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"failure\"}", 1));
@@ -369,6 +483,9 @@ TEST_CASE("admin: /config shows the effective settings with secrets redacted", "
   CHECK(b.find("<redacted>") != std::string::npos);
   CHECK(b.find(kKey) == std::string::npos);
   CHECK(b.find(sha256Hex(kKey)) == std::string::npos);
+  CHECK(field(b, "anonymous") == "\"allow\"");  // the setting's own words
+  CHECK(b.find("\"rate\":\"2/h\",\"burst\":2,") != std::string::npos);
+  CHECK(b.find("\"match\":{\"method\":\"tools/call\",\"name\":\"limited\"}") != std::string::npos);
   CHECK(adminGet(admin, "/readyz").status == 200);
   CHECK(adminGet(admin, "/healthz").body == "ok\n");
 }

@@ -1,0 +1,75 @@
+// filters/config_json: policy settings are shown in the words the YAML uses, and every field
+// a rate limit accepts is shown.
+
+#include "gateway/filters/config_json.h"
+
+#include <catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/unit/policy/test_util.h"
+
+namespace {
+
+std::string configFor(const std::string& policy) {
+  gw::policy::test::TempDir dir;
+  std::string policy_path = dir.write("policy.yaml", policy);
+  std::string path = dir.write("gateway.yaml",
+                               "listen: 127.0.0.1:8080\n"
+                               "upstreams:\n"
+                               "  - name: backend\n"
+                               "    endpoints: [127.0.0.1:9000]\n"
+                               "routes:\n"
+                               "  - name: default\n"
+                               "    upstream: backend\n"
+                               "policies: [" +
+                                   policy_path + "]\n");
+  std::vector<gw::settings::Diagnostic> errors;
+  auto snap = gw::filters::Snapshot::load(path, nullptr, errors);
+  for (const auto& e : errors) {
+    UNSCOPED_INFO(e.str());
+  }
+  REQUIRE(snap);
+  return gw::filters::configJson(*snap);
+}
+
+bool has(const std::string& json, const std::string& part) {
+  INFO(json);
+  return json.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("config json: policy.anonymous is allow or deny, as written", "[config]") {
+  CHECK(has(configFor("identity: { anonymous: allow }\n"), "\"anonymous\":\"allow\""));
+  CHECK(has(configFor("identity:\n"
+                      "  anonymous: deny\n"
+                      "  api_keys:\n"
+                      "    - subject: alice\n"
+                      "      key_sha256: \"" +
+                      std::string(64, 'a') + "\"\n"),
+            "\"anonymous\":\"deny\""));
+}
+
+TEST_CASE("config json: rate limits show match, key, rate, burst and backend", "[config]") {
+  std::string j = configFor(
+      "rate_limits:\n"
+      "  - name: per-tool\n"
+      "    match: { method: tools/call, name: \"get_*\", params: { Region: \"eu-*\" },\n"
+      "             subject: \"svc-*\", groups: [dev, ops], claims: { tier: gold } }\n"
+      "    key: [subject, name]\n"
+      "    rate: 10/min\n"
+      "    burst: 25\n"
+      "  - name: everyone\n"
+      "    key: [client_ip]\n"
+      "    rate: 5/s\n");
+  CHECK(has(j,
+            "{\"name\":\"per-tool\",\"match\":{\"method\":\"tools/call\",\"name\":\"get_*\","
+            "\"params\":{\"Region\":\"eu-*\"},\"subject\":\"svc-*\",\"groups\":[\"dev\","
+            "\"ops\"],\"claims\":{\"tier\":\"gold\"}},\"key\":[\"subject\",\"name\"],"
+            "\"rate\":\"10/min\",\"burst\":25,\"backend\":\"local\""));
+  // No burst in the YAML: the default (the rate's count) is what applies and is shown.
+  CHECK(has(j,
+            "{\"name\":\"everyone\",\"match\":{},\"key\":[\"client_ip\"],\"rate\":\"5/s\","
+            "\"burst\":5,\"backend\":\"local\""));
+}
