@@ -1,0 +1,93 @@
+# mcp-gateway container image: a Debian 12 build stage, then a runtime stage FROM scratch that
+# holds only the binary, the shared libraries it loads (glibc and libstdc++ included) with the
+# dynamic loader, bash for the HEALTHCHECK, a passwd entry for the unprivileged user (uid/gid
+# 10001) and the default config (deploy/gateway.yaml). About 15 MB; README.md ("Docker
+# sidecar") says what weighs what. There is no shell prompt, package manager or coreutils
+# inside: debug from outside (`docker cp`, the admin endpoints) or build FROM ${BASE} instead.
+#
+#   docker build -t mcp-gateway .                 (or: podman build --format docker ...)
+#   docker run -p 8080:8080 -p 9901:9901 mcp-gateway
+#
+# BASE is debian:bookworm-slim; deploy/check-image.sh passes a locally made equivalent when
+# that image cannot be pulled.
+ARG BASE=debian:bookworm-slim
+
+# --- build ------------------------------------------------------------------------------------
+FROM ${BASE} AS build
+# The -dev packages CMakeLists.txt needs (scripts/setup.sh's list without the test, fuzz and
+# bench tools); prometheus-cpp-dev brings its own civetweb, curl and zlib -dev dependencies.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      g++ cmake ninja-build pkg-config libevent-dev libsimdjson-dev libyaml-cpp-dev \
+      libspdlog-dev node-llhttp libssl-dev libhiredis-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY gateway ./gateway
+# RelWithDebInfo (-O2), the build type the test suite runs, stripped; GCC 12 at -O3 (Release)
+# stops on a false -Wrestrict warning inside std::string under -Werror.
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_TESTS=OFF > /dev/null \
+ && ninja -C /build mcp-gateway \
+ && strip --strip-unneeded /build/mcp-gateway
+# /out becomes the runtime image's root: the binary and bash, every shared library ldd reports
+# for them plus the loader, each at its real path with the symlinks that lead to it (the
+# merged-/usr links /bin, /lib, /lib64 too), and the copyright file of each package they came
+# from (or of a package built from the same source, when its own doc link was trimmed away).
+RUN set -eu; \
+    mkdir -p /out/usr/local/bin /out/etc/mcp-gateway /out/tmp /out/usr/share/doc; \
+    chmod 1777 /out/tmp; \
+    cp /build/mcp-gateway /out/usr/local/bin/; \
+    for d in /bin /lib /lib64; do \
+      if [ -L "$d" ]; then cp -P "$d" "/out$d"; fi; \
+    done; \
+    copyright() { \
+      src="$(dpkg-query -W -f '${source:Package}' "$1" 2> /dev/null || true)"; \
+      for q in "$1" $(dpkg-query -W -f '${source:Package} ${Package}\n' | \
+                      awk -v s="$src" '$1 == s { print $2 }'); do \
+        if [ -f "/usr/share/doc/$q/copyright" ]; then \
+          mkdir -p "/out/usr/share/doc/$1"; \
+          cp "/usr/share/doc/$q/copyright" "/out/usr/share/doc/$1/"; \
+          return 0; \
+        fi; \
+      done; \
+      echo "no copyright file for $1" >&2; \
+    }; \
+    keep() { \
+      p="$1"; \
+      for _ in 1 2 3 4 5 6 7 8; do \
+        dir="$(readlink -f "$(dirname "$p")")"; f="$dir/$(basename "$p")"; \
+        mkdir -p "/out$dir"; \
+        if [ -L "$f" ]; then \
+          cp -P "$f" "/out$f"; t="$(readlink "$f")"; \
+          case "$t" in /*) p="$t" ;; *) p="$dir/$t" ;; esac; \
+        else \
+          cp "$f" "/out$f"; \
+          pkg="$(dpkg -S "$f" 2> /dev/null || dpkg -S "$1" 2> /dev/null || echo '?:')"; \
+          pkg="${pkg%%:*}"; \
+          echo "runtime file: $1 $(stat -c %s "$f") ${pkg}"; \
+          copyright "${pkg}"; \
+          return 0; \
+        fi; \
+      done; \
+      echo "symlink chain too long: $1" >&2; return 1; \
+    }; \
+    keep /bin/bash; \
+    for exe in /build/mcp-gateway /bin/bash; do \
+      ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'; \
+    done | sort -u | while read -r lib; do keep "$lib"; done; \
+    printf '%s\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' \
+      'mcp-gateway:x:10001:10001:mcp-gateway:/nonexistent:/usr/sbin/nologin' > /out/etc/passwd; \
+    printf '%s\n' 'root:x:0:' 'mcp-gateway:x:10001:' > /out/etc/group; \
+    printf '%s\n' 'passwd: files' 'group: files' 'hosts: files dns' > /out/etc/nsswitch.conf
+
+# --- runtime ----------------------------------------------------------------------------------
+FROM scratch
+COPY --from=build /out/ /
+COPY deploy/gateway.yaml /etc/mcp-gateway/gateway.yaml
+USER 10001:10001
+EXPOSE 8080 9901
+# GW_ADMIN_PORT: the admin port the health check asks; set it when a mounted config moves it.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${GW_ADMIN_PORT:-9901} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && IFS= read -r -t 2 line <&3 && [[ $line == HTTP/1.?' 200 '* ]]"]
+ENTRYPOINT ["/usr/local/bin/mcp-gateway"]
+CMD ["run", "-c", "/etc/mcp-gateway/gateway.yaml"]
