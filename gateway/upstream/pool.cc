@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -95,12 +96,12 @@ Lease Pools::acquire(const settings::Upstream& up) {
   lease.endpoint = &pool.endpoint;
   lease.pool = &pool;
   if (!pool.idle.empty()) {
-    std::unique_ptr<Idle> idle = std::move(pool.idle.back());
-    pool.idle.pop_back();
+    Idle& idle = *pool.idle.back();
     --idle_total_;
-    lease.bev = std::move(idle->bev);
+    lease.bev = std::move(idle.bev);
     bufferevent_setcb(lease.bev.get(), nullptr, nullptr, nullptr, nullptr);
     lease.reused = true;
+    spare_.splice(spare_.end(), pool.idle, idle.self);  // kept for the next release
     return lease;
   }
   if (!pool.endpoint.valid) {
@@ -128,23 +129,48 @@ void Pools::release(Lease&& lease, uint32_t max_idle) {
     return;  // lease.bev closes here
   }
   Pool& pool = *target;
-  auto idle = std::make_unique<Idle>();
+  if (spare_.empty()) {
+    spare_.push_back(std::make_unique<Idle>());
+  }
+  pool.idle.splice(pool.idle.end(), spare_, std::prev(spare_.end()));
+  Idle* idle = pool.idle.back().get();
   idle->owner = this;
   idle->pool = &pool;
+  idle->self = std::prev(pool.idle.end());
   idle->bev = std::move(lease.bev);
+  idle->since = std::chrono::steady_clock::now();
   bufferevent* bev = idle->bev.get();
-  idle->timer.reset(evtimer_new(base_, &Pools::onIdleTimeout, idle.get()));
-  timeval tv{static_cast<time_t>(idle_timeout_.count() / 1000),
-             static_cast<suseconds_t>((idle_timeout_.count() % 1000) * 1000)};
-  evtimer_add(idle->timer.get(), &tv);
   bufferevent_setwatermark(bev, EV_READ, 0, 0);
   bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
   bufferevent_set_timeouts(bev, nullptr, nullptr);
-  bufferevent_setcb(bev, &Pools::onIdleRead, nullptr, &Pools::onIdleEvent, idle.get());
+  bufferevent_setcb(bev, &Pools::onIdleRead, nullptr, &Pools::onIdleEvent, idle);
   bufferevent_enable(bev, EV_READ);
-  pool.idle.push_back(std::move(idle));
-  pool.idle.back()->self = std::prev(pool.idle.end());
   ++idle_total_;
+  if (!sweep_) {
+    sweep_.reset(event_new(
+        base_, -1, EV_PERSIST,
+        [](evutil_socket_t, short, void* arg) { static_cast<Pools*>(arg)->sweep(); }, this));
+  }
+  if (!event_pending(sweep_.get(), EV_TIMEOUT, nullptr)) {
+    // A quarter of the timeout: an idle connection is closed at most 25% late.
+    auto period = std::max(std::chrono::milliseconds(10), idle_timeout_ / 4);
+    timeval tv{static_cast<time_t>(period.count() / 1000),
+               static_cast<suseconds_t>((period.count() % 1000) * 1000)};
+    event_add(sweep_.get(), &tv);
+  }
+}
+
+void Pools::sweep() {
+  auto oldest_kept = std::chrono::steady_clock::now() - idle_timeout_;
+  for (auto& [key, pool] : pools_) {
+    // Most recently used at the back: the expired ones are at the front.
+    while (!pool->idle.empty() && pool->idle.front()->since <= oldest_kept) {
+      dropIdle(pool->idle.front().get());
+    }
+  }
+  if (idle_total_ == 0) {
+    event_del(sweep_.get());
+  }
 }
 
 void Pools::markFailed(const Lease& lease) {
@@ -156,7 +182,8 @@ void Pools::markFailed(const Lease& lease) {
 void Pools::dropIdle(Idle* idle) {
   Pool* pool = idle->pool;
   --idle_total_;
-  pool->idle.erase(idle->self);  // frees the bufferevent and the timer
+  idle->bev.reset();  // closes the connection
+  spare_.splice(spare_.end(), pool->idle, idle->self);
 }
 
 void Pools::onIdleEvent(bufferevent*, short, void* arg) {
@@ -170,16 +197,12 @@ void Pools::onIdleRead(bufferevent*, void* arg) {
   idle->owner->dropIdle(idle);
 }
 
-void Pools::onIdleTimeout(evutil_socket_t, short, void* arg) {
-  auto* idle = static_cast<Idle*>(arg);
-  idle->owner->dropIdle(idle);
-}
-
 void Pools::closeIdle() {
   for (auto& [key, pool] : pools_) {
     idle_total_ -= pool->idle.size();
     pool->idle.clear();
   }
+  spare_.clear();
 }
 
 }  // namespace gw::upstream

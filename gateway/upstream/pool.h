@@ -68,7 +68,7 @@ class Pools {
     Pools* owner = nullptr;
     Pool* pool = nullptr;
     event::BufferEventPtr bev;
-    event::EventPtr timer;
+    std::chrono::steady_clock::time_point since{};  // when it was given back
     std::list<std::unique_ptr<Idle>>::iterator self;
   };
   struct Pool {
@@ -87,10 +87,15 @@ class Pools {
   void dropIdle(Idle* idle);
   static void onIdleEvent(bufferevent* bev, short what, void* arg);
   static void onIdleRead(bufferevent* bev, void* arg);
-  static void onIdleTimeout(evutil_socket_t, short, void* arg);
+  void sweep();
 
   event_base* base_;
   std::chrono::milliseconds idle_timeout_;
+  // One timer for every idle connection of the worker: each sweep closes those idle longer
+  // than idle_timeout (so one may live up to a sweep period longer). Armed while any is idle.
+  event::EventPtr sweep_;
+  // Idle records not in use, kept so that a request's release/acquire allocates nothing.
+  std::list<std::unique_ptr<Idle>> spare_;
   std::unordered_map<std::string, std::unique_ptr<Pool>> pools_;  // key: upstream|endpoint
   std::unordered_map<std::string, Cluster> clusters_;             // key: upstream name
   size_t idle_total_ = 0;
