@@ -567,7 +567,8 @@ def versions(gateway):
             return (p.stdout + p.stderr).strip().splitlines()[0]
         except (OSError, IndexError, subprocess.TimeoutExpired):
             return "?"
-    git = first(["git", "-C", os.path.dirname(kHere), "rev-parse", "--short", "HEAD"])
+    git = os.environ.get("BENCH_GATEWAY_REV") or first(
+        ["git", "-C", os.path.dirname(kHere), "rev-parse", "--short", "HEAD"])
     return {
         "mcp-gateway": first([gateway, "version"]) + f" (git {git}, RelWithDebInfo)",
         "nginx": first(["nginx", "-v"]),

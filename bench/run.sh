@@ -7,7 +7,9 @@
 # (ports chosen at run time), measures, stops them all, and writes
 # bench/results/<YYYY-MM-DD-HHMM>.md plus a PNG chart beside it.
 # Environment: BENCH_SECONDS, BENCH_LATENCY_SECONDS, BENCH_RUNS, BENCH_IDLE_CONNS,
-# BENCH_SSE_STREAMS, BENCH_SSE_EVENTS, BENCH_SSE_SECONDS (see README.md).
+# BENCH_SSE_STREAMS, BENCH_SSE_EVENTS, BENCH_SSE_SECONDS (see README.md); BENCH_GATEWAY=BINARY
+# measures that gateway binary instead of building this checkout (BENCH_GATEWAY_REV names it in
+# the report), e.g. an older revision for a before/after comparison.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -49,15 +51,19 @@ if [[ $(nproc) -lt 2 ]]; then
   exit 1
 fi
 
-cmake -S "$root" -B "$build" -G Ninja -DGW_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" mcp-gateway
+gateway="${BENCH_GATEWAY:-$build/mcp-gateway}"
+mkdir -p "$build"
+if [[ -z "${BENCH_GATEWAY:-}" ]]; then
+  cmake -S "$root" -B "$build" -G Ninja -DGW_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C "$build" mcp-gateway
+fi
 gcc -O2 -Wall -Wextra -Werror -pthread -o "$build/bench-sse-upstream" "$here/sse_upstream.c"
 gcc -O2 -Wall -Wextra -Werror -o "$build/bench-sse-client" "$here/sse_client.c"
 
 # 10k idle connections need more than the usual 1024 descriptors per process.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-python3 "$here/bench.py" "$build/mcp-gateway" "$here/results" \
+python3 "$here/bench.py" "$gateway" "$here/results" \
   "$build/bench-sse-upstream" "$build/bench-sse-client" &
 driver_pid=$!
 wait "$driver_pid"
