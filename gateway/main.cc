@@ -1,15 +1,20 @@
-// mcp-gateway command line: run | check | explain | version. No logic beyond dispatch.
+// mcp-gateway command line: run | check | explain | healthcheck | version. No logic beyond
+// dispatch.
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
 
 #include "gateway/filters/explain.h"
 #include "gateway/filters/snapshot.h"
+#include "gateway/server/healthcheck.h"
 #include "gateway/server/server.h"
 #include "gateway/settings/settings.h"
 
@@ -21,6 +26,9 @@ constexpr const char* kUsage =
     "       mcp-gateway explain -c FILE --method M [--name N] [--param Name=value]...\n"
     "                  [--header 'Name: value']... [--token T] [--version V] [--body JSON]\n"
     "                                    print what the gateway would do with that request\n"
+    "       mcp-gateway healthcheck [--port N]\n"
+    "                                    exit 0 when 127.0.0.1:N/healthz answers 200 (N: the\n"
+    "                                    GW_ADMIN_PORT environment variable, else 9901)\n"
     "       mcp-gateway version          print the version\n";
 
 int usage() {
@@ -85,6 +93,30 @@ std::shared_ptr<const gw::filters::Snapshot> load(const std::string& path) {
   return snap;
 }
 
+// `healthcheck [--port N]`: 0 healthy, 1 not (reason on stderr), 2 usage.
+int healthcheck(int argc, char** argv) {
+  const char* port_text = std::getenv("GW_ADMIN_PORT");
+  if (argc == 4 && std::string_view(argv[2]) == "--port") {
+    port_text = argv[3];
+  } else if (argc != 2) {
+    return usage();
+  }
+  std::string_view text = port_text != nullptr && *port_text != '\0' ? port_text : "9901";
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (ec != std::errc() || end != text.data() + text.size() || port == 0 || port > 65535) {
+    std::fprintf(stderr, "mcp-gateway healthcheck: bad port '%.*s'\n",
+                 static_cast<int>(text.size()), text.data());
+    return 2;
+  }
+  std::string error;
+  if (!gw::server::probeHealth(static_cast<uint16_t>(port), std::chrono::seconds(2), error)) {
+    std::fprintf(stderr, "mcp-gateway healthcheck: 127.0.0.1:%u: %s\n", port, error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +127,9 @@ int main(int argc, char** argv) {
   if (cmd == "version" || cmd == "--version") {
     std::printf("mcp-gateway %s (MCP 2026-07-28 Streamable HTTP)\n", GW_VERSION);
     return 0;
+  }
+  if (cmd == "healthcheck") {
+    return healthcheck(argc, argv);
   }
   std::string path;
   gw::filters::ExplainInput input;

@@ -489,3 +489,37 @@ TEST_CASE("admin: /config shows the effective settings with secrets redacted", "
   CHECK(adminGet(admin, "/readyz").status == 200);
   CHECK(adminGet(admin, "/healthz").body == "ok\n");
 }
+
+TEST_CASE("admin: the healthcheck command exits 0 only while /healthz answers 200",
+          "[admin][healthcheck]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  writeFile(dir.file("policy.yaml"), policyYaml());
+  uint16_t admin = freePort();
+  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  REQUIRE(adminGet(admin, "/healthz").status == 200);
+  auto run = [&](std::vector<std::string> args, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv{GW_BINARY, "healthcheck"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(argv, dir.path(), "healthcheck", std::move(env));
+    auto rc = p.wait(Ms(5000));
+    REQUIRE(rc);
+    return CliResult{*rc, p.stdoutText(), p.stderrText()};
+  };
+  CliResult ok = run({"--port", std::to_string(admin)});
+  CHECK(ok.rc == 0);
+  CHECK(ok.err.empty());
+  // The port from the environment (what the image's HEALTHCHECK uses).
+  CHECK(run({}, {"GW_ADMIN_PORT=" + std::to_string(admin)}).rc == 0);
+  // The data listener is not the admin listener: /healthz there is an MCP-endpoint 404.
+  CliResult wrong = run({"--port", std::to_string(gw.port())});
+  CHECK(wrong.rc == 1);
+  CHECK(wrong.err.find("status 404") != std::string::npos);
+  uint16_t closed = freePort();
+  CliResult refused = run({"--port", std::to_string(closed)});
+  CHECK(refused.rc == 1);
+  CHECK(refused.err.find("Connection refused") != std::string::npos);
+  CHECK(run({"--port", "0"}).rc == 2);
+  CHECK(run({"--port", "99999"}).rc == 2);
+  CHECK(run({"extra"}).rc == 2);
+}
