@@ -1,9 +1,10 @@
 # mcp-gateway container image: a Debian 12 build stage, then a runtime stage FROM scratch that
 # holds only the binary, the shared libraries it loads (glibc and libstdc++ included) with the
-# dynamic loader, bash for the HEALTHCHECK, a passwd entry for the unprivileged user (uid/gid
-# 10001) and the default config (deploy/gateway.yaml). About 15 MB; README.md ("Docker
-# sidecar") says what weighs what. There is no shell prompt, package manager or coreutils
-# inside: debug from outside (`docker cp`, the admin endpoints) or build FROM ${BASE} instead.
+# dynamic loader, a passwd entry for the unprivileged user (uid/gid 10001) and the default
+# config (deploy/gateway.yaml). About 13 MB; README.md ("Docker sidecar") says what weighs
+# what. There is no shell, package manager or coreutils inside (the HEALTHCHECK is the
+# binary's own `healthcheck` command): debug from outside (`docker cp`, the admin endpoints)
+# or build FROM ${BASE} instead.
 #
 #   docker build -t mcp-gateway .                 (or: podman build --format docker ...)
 #   docker run -p 8080:8080 -p 9901:9901 mcp-gateway
@@ -29,8 +30,8 @@ COPY gateway ./gateway
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_TESTS=OFF > /dev/null \
  && ninja -C /build mcp-gateway \
  && strip --strip-unneeded /build/mcp-gateway
-# /out becomes the runtime image's root: the binary and bash, every shared library ldd reports
-# for them plus the loader, each at its real path with the symlinks that lead to it (the
+# /out becomes the runtime image's root: the binary, every shared library ldd reports for it
+# plus the loader, each at its real path with the symlinks that lead to it (the
 # merged-/usr links /bin, /lib, /lib64 too), and the copyright file of each package they came
 # from (or of a package built from the same source, when its own doc link was trimmed away).
 RUN set -eu; \
@@ -71,10 +72,8 @@ RUN set -eu; \
       done; \
       echo "symlink chain too long: $1" >&2; return 1; \
     }; \
-    keep /bin/bash; \
-    for exe in /build/mcp-gateway /bin/bash; do \
-      ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'; \
-    done | sort -u | while read -r lib; do keep "$lib"; done; \
+    ldd /build/mcp-gateway | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | \
+      sort -u | while read -r lib; do keep "$lib"; done; \
     printf '%s\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' \
       'mcp-gateway:x:10001:10001:mcp-gateway:/nonexistent:/usr/sbin/nologin' > /out/etc/passwd; \
     printf '%s\n' 'root:x:0:' 'mcp-gateway:x:10001:' > /out/etc/group; \
@@ -86,8 +85,9 @@ COPY --from=build /out/ /
 COPY deploy/gateway.yaml /etc/mcp-gateway/gateway.yaml
 USER 10001:10001
 EXPOSE 8080 9901
-# GW_ADMIN_PORT: the admin port the health check asks; set it when a mounted config moves it.
+# GW_ADMIN_PORT: the admin port the health check asks (default 9901); set it when a mounted
+# config moves it.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${GW_ADMIN_PORT:-9901} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && IFS= read -r -t 2 line <&3 && [[ $line == HTTP/1.?' 200 '* ]]"]
+  CMD ["/usr/local/bin/mcp-gateway", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/mcp-gateway"]
 CMD ["run", "-c", "/etc/mcp-gateway/gateway.yaml"]
