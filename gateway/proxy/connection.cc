@@ -796,8 +796,16 @@ bool Connection::retryConnect() {
   if (!attachUpstream()) {
     return true;  // answered 502
   }
-  evbuffer_add_buffer(bufferevent_get_output(lease_.bev.get()),
-                      bufferevent_get_output(failed.bev.get()));
+  // The queued request moves over. The failed bufferevent's output may be frozen at the front
+  // like any socket bufferevent's: thawed for the move (it is freed right after).
+  evbuffer* queued = bufferevent_get_output(failed.bev.get());
+  evbuffer_unfreeze(queued, 1);
+  if (evbuffer_add_buffer(bufferevent_get_output(lease_.bev.get()), queued) != 0) {
+    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                   "Bad Gateway: upstream connection could not be started", "connect_failed");
+    return true;
+  }
+  scheduleFlush();  // a pooled connection is written from onResume, like any first write
   return true;
 }
 
@@ -1188,7 +1196,15 @@ void Connection::relayBody() {
     case http::BodyFraming::kUntilClose:
       relayData(in, evbuffer_get_length(in));
       break;
-    case http::BodyFraming::kChunked:
+    case http::BodyFraming::kChunked: {
+      // The data of every upstream chunk already here goes to the client as one chunk: the
+      // per-chunk work (framing, framer and keep-alive timer) is paid once per read, not once
+      // per event. Nothing waits for more: only bytes already received are batched.
+      if (!w_.relay_batch) {
+        w_.relay_batch = event::makeBuffer();
+      }
+      evbuffer* batch = w_.relay_batch.get();
+      auto flushBatch = [&] { relayData(batch, evbuffer_get_length(batch)); };
       while (evbuffer_get_length(in) > 0) {
         evbuffer_iovec vec;
         if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
@@ -1207,20 +1223,24 @@ void Connection::relayBody() {
           break;
         }
         if (step.kind == http::ChunkedDecoder::Kind::kError) {
+          flushBatch();  // what came before the bad framing is the client's
           abortExchange("upstream_bad_chunk");
           return;
         }
         if (step.kind == http::ChunkedDecoder::Kind::kData) {
-          relayData(in, step.length);
+          evbuffer_remove_buffer(in, batch, step.length);
           continue;
         }
         evbuffer_drain(in, step.length);
         if (step.kind == http::ChunkedDecoder::Kind::kDone) {
+          flushBatch();
           responseComplete();
           return;
         }
       }
+      flushBatch();
       break;
+    }
   }
   // Backpressure: a slow client stops the upstream reads until its buffer drains.
   if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh && !up_paused_) {

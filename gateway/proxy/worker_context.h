@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gateway/event/owners.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
 #include "gateway/metrics/metrics.h"
@@ -82,6 +83,8 @@ struct WorkerContext {
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
   std::string scratch;  // message heads are built here, then added to an output in one piece
+  event::EvBufferPtr relay_batch;  // chunked relay: a read's chunks, re-framed as one (empty
+                                   // between callbacks)
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
 
