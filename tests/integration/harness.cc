@@ -129,6 +129,8 @@ int connectLoopback(uint16_t port, Ms timeout, int rcvbuf) {
   return fd;
 }
 
+}  // namespace
+
 // Sends all of bytes on fd, polling so that `stop` (may be null) and the deadline are honoured.
 bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,
              const std::atomic<bool>* stop) {
@@ -152,6 +154,8 @@ bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,
   }
   return true;
 }
+
+namespace {
 
 std::string gatewayBinary() {
 #ifdef GW_BINARY

@@ -35,6 +35,10 @@ uint16_t freePort();
 long rssKb(pid_t pid);
 std::string readFile(const std::string& path);
 bool writeFile(const std::string& path, std::string_view text);
+// Sends all of `bytes` on fd (blocking or not) by the deadline; `stop` (may be null) ends it
+// early. False on error, stop or deadline.
+bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,
+             const std::atomic<bool>* stop = nullptr);
 // Replaces every `${KEY}` in text by vars[KEY]; unknown keys are left as they are.
 std::string expand(std::string text, const std::map<std::string, std::string>& vars);
 // Milliseconds from a to b (negative when b is earlier).

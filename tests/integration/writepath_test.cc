@@ -1,0 +1,843 @@
+// The write path (output queued by the proxy is written from the loop straight to the socket;
+// the write event runs only while a socket holds bytes back): large bodies both ways with slow
+// peers, 100-continue, pipelining, peers that go away mid-body, a long keep-alive run over one
+// pooled upstream connection, connects retried on the next endpoint, drain with output pending.
+// Every body is checked byte for byte.
+
+#include <catch.hpp>
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+namespace {
+
+constexpr size_t kFiveMiB = 5 * 1024 * 1024;
+
+// Deterministic printable bytes, so a misplaced or missing byte shows.
+std::string pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    s[i] = static_cast<char>('!' + (x >> 24) % 90);
+  }
+  return s;
+}
+
+uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (char ch : s) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Where two byte strings first differ (the shorter size when one is a prefix of the other).
+size_t firstDiff(std::string_view a, std::string_view b) {
+  size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) {
+      return i;
+    }
+  }
+  return n;
+}
+
+GatewayConfig configFor(const RawUpstream& up) {
+  GatewayConfig cfg;
+  cfg.upstream_endpoints = {up.address()};
+  return cfg;
+}
+
+std::string okHead(size_t content_length, std::string_view content_type = "application/json") {
+  return "HTTP/1.1 200 OK\r\nContent-Type: " + std::string(content_type) +
+         "\r\nContent-Length: " + std::to_string(content_length) + "\r\n\r\n";
+}
+
+// The body as chunks of at most `piece` bytes, then the last chunk.
+std::string chunked(std::string_view body, size_t piece) {
+  std::string out;
+  for (size_t pos = 0; pos < body.size(); pos += piece) {
+    out += chunk(body.substr(pos, piece));
+  }
+  out += chunk("");
+  return out;
+}
+
+// Answers every request on the connection with its own body (keep-alive); every other answer
+// is chunked (in 1000-byte chunks) instead of Content-Length framed.
+UpstreamScript echoAlternating() {
+  return [](UpstreamConn& c) {
+    for (int n = 0;; ++n) {
+      auto req = c.readRequest(Ms(15000));
+      if (!req) {
+        return;
+      }
+      std::string resp;
+      if (n % 2 == 1) {
+        resp =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+            "chunked\r\n\r\n" +
+            chunked(req->body, 1000);
+      } else {
+        resp = okHead(req->body.size()) + req->body;
+      }
+      if (!c.send(resp, Ms(15000))) {
+        return;
+      }
+    }
+  };
+}
+
+int msLeft(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 50));
+}
+
+// A response read straight from a socket: its head, and its Content-Length body.
+struct RawResponse {
+  std::string head;
+  std::string body;
+  bool complete = false;  // the whole Content-Length body arrived
+};
+
+// Reads one Content-Length response from fd by hand: the first `slow_bytes` body bytes `step`
+// at a time with `pause` after each read, then the rest as fast as it comes.
+RawResponse readSlowly(int fd, size_t slow_bytes, size_t step, Ms pause, Ms timeout) {
+  RawResponse r;
+  auto deadline = Clock::now() + timeout;
+  std::string buf;
+  size_t need = std::string::npos;
+  std::vector<char> tmp(256 * 1024);
+  while (Clock::now() < deadline) {
+    if (need == std::string::npos) {
+      size_t e = buf.find("\r\n\r\n");
+      if (e != std::string::npos) {
+        r.head = buf.substr(0, e + 4);
+        size_t cl = r.head.find("\r\nContent-Length: ");
+        if (cl == std::string::npos) {
+          return r;
+        }
+        need = std::strtoull(r.head.c_str() + cl + 18, nullptr, 10);
+        r.body = buf.substr(e + 4);
+        buf.clear();
+      }
+    }
+    if (need != std::string::npos && r.body.size() >= need) {
+      r.complete = r.body.size() == need;
+      return r;
+    }
+    bool slow = need == std::string::npos || r.body.size() < slow_bytes;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, std::max(1, msLeft(deadline))) <= 0) {
+      continue;
+    }
+    ssize_t n = ::recv(fd, tmp.data(), slow ? step : tmp.size(), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+      continue;
+    }
+    if (n <= 0) {
+      return r;
+    }
+    (need == std::string::npos ? buf : r.body).append(tmp.data(), static_cast<size_t>(n));
+    if (slow) {
+      std::this_thread::sleep_for(pause);
+    }
+  }
+  return r;
+}
+
+// A one-connection upstream with a small receive buffer that reads each request `step` bytes
+// at a time with `pause` after each read, then answers 200 with the length and FNV-1a hash of
+// the body it read (keep-alive), until the peer closes or it stops.
+// Everything it does is bounded by `timeout`; it stops and joins in its destructor.
+class SlowReaderUpstream {
+ public:
+  SlowReaderUpstream(size_t step, Ms pause, Ms timeout)
+      : step_(step), pause_(pause), timeout_(timeout) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rcvbuf = 16 * 1024;
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::listen(listen_fd_, 8) != 0) {
+      ::close(listen_fd_);
+      throw std::runtime_error("SlowReaderUpstream: bind/listen failed");
+    }
+    socklen_t len = sizeof(addr);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~SlowReaderUpstream() {
+    stop_ = true;
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    ::close(listen_fd_);
+  }
+  SlowReaderUpstream(const SlowReaderUpstream&) = delete;
+  SlowReaderUpstream& operator=(const SlowReaderUpstream&) = delete;
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int answered() const { return answered_.load(); }  // requests answered
+  size_t bodyBytes() const { return body_bytes_.load(); }
+  uint64_t bodyHash() const { return hash_.load(); }
+
+ private:
+  void run() {
+    auto deadline = Clock::now() + timeout_;
+    int fd = -1;
+    while (fd < 0 && !stop_ && Clock::now() < deadline) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) > 0) {
+        fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      }
+    }
+    if (fd >= 0) {
+      serve(fd, deadline);
+      ::close(fd);
+    }
+  }
+
+  // Serves requests on fd, one after the other, until the peer closes, we stop, or the
+  // deadline passes.
+  void serve(int fd, Clock::time_point deadline) {
+    std::string buf;  // head bytes not yet consumed
+    std::vector<char> tmp(step_);
+    while (!stop_ && Clock::now() < deadline) {
+      size_t head_end = std::string::npos;
+      uint64_t need = 0;
+      uint64_t got = 0;
+      uint64_t h = fnv1a("");
+      bool whole = false;
+      while (!stop_ && Clock::now() < deadline) {
+        if (head_end == std::string::npos) {
+          head_end = buf.find("\r\n\r\n");
+          if (head_end != std::string::npos) {
+            size_t cl = buf.find("\r\nContent-Length: ");
+            if (cl == std::string::npos || cl > head_end) {
+              return;
+            }
+            need = std::strtoull(buf.c_str() + cl + 18, nullptr, 10);
+            std::string_view rest(buf);
+            rest.remove_prefix(head_end + 4);
+            rest = rest.substr(0, need);
+            h = fnv1a(rest, h);
+            got = rest.size();
+            buf.erase(0, head_end + 4 + rest.size());
+          }
+        }
+        if (head_end != std::string::npos && got >= need) {
+          whole = true;
+          break;
+        }
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) {
+          continue;
+        }
+        ssize_t n = ::recv(fd, tmp.data(), tmp.size(), 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+          continue;
+        }
+        if (n <= 0) {
+          return;
+        }
+        std::string_view in(tmp.data(), static_cast<size_t>(n));
+        if (head_end == std::string::npos) {
+          buf.append(in);
+        } else {
+          std::string_view body = in.substr(0, need - got);
+          h = fnv1a(body, h);
+          got += body.size();
+          buf.append(in.substr(body.size()));
+        }
+        std::this_thread::sleep_for(pause_);
+      }
+      if (!whole) {
+        return;
+      }
+      body_bytes_ = got;
+      hash_ = h;
+      std::string body =
+          "{\"len\":" + std::to_string(got) + ",\"hash\":\"" + std::to_string(h) + "\"}";
+      if (!sendAll(fd, okHead(body.size()) + body, Clock::now() + Ms(5000))) {
+        return;
+      }
+      ++answered_;
+    }
+  }
+
+  size_t step_;
+  Ms pause_;
+  Ms timeout_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> answered_{0};
+  std::atomic<size_t> body_bytes_{0};
+  std::atomic<uint64_t> hash_{0};
+  std::thread thread_;
+};
+
+// Reads answers until one that is not an interim (1xx) answer.
+std::optional<Response> finalResponse(Client& c, Ms timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (int i = 0; i < 4; ++i) {
+    auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
+    auto r = c.readResponse(std::max(left, Ms(1)));
+    if (!r || r->status >= 200) {
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+// A gateway YAML like gatewayYaml(cfg) with `line` added to the upstream (4-space indent).
+std::string withUpstreamLine(const GatewayConfig& cfg, const std::string& line) {
+  std::string y = gatewayYaml(cfg);
+  size_t pos = y.find("    path: ");
+  REQUIRE(pos != std::string::npos);
+  y.insert(pos, "    " + line + "\n");
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("writepath: a 5 MiB answer to a client that reads slowly, then fully: every byte",
+          "[writepath]") {
+  const std::string big = pattern(kFiveMiB, 1);
+  SECTION("Content-Length, read in small steps, then at full speed") {
+    RawUpstream up([&](UpstreamConn& c) {
+      while (c.readRequest(Ms(15000))) {
+        if (!c.send(okHead(big.size(), "application/octet-stream") + big, Ms(30000))) {
+          return;
+        }
+      }
+    });
+    Gateway gw(configFor(up));
+    Client c(gw.port(), Ms(2000), 8 * 1024);
+    REQUIRE(c.connected());
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    auto t0 = Clock::now();
+    // About 1.5 s of slow reading (4 KiB per 3 ms), then the rest at once.
+    RawResponse r = readSlowly(c.fd(), 2 * 1024 * 1024, 4096, Ms(3), Ms(60000));
+    INFO("read " << r.body.size() << " body bytes in " << msBetween(t0, Clock::now()) << " ms");
+    REQUIRE(r.head.starts_with("HTTP/1.1 200 "));
+    REQUIRE(r.complete);
+    CHECK(r.body.size() == big.size());
+    CHECK(firstDiff(r.body, big) == big.size());
+    // The connection is still good for another exchange.
+    std::string body = toolsCallBody("echo", 2);
+    REQUIRE(c.send(mcpPost(body)));
+    RawResponse r2 = readSlowly(c.fd(), 0, 65536, Ms(0), Ms(30000));
+    REQUIRE(r2.complete);
+    CHECK(firstDiff(r2.body, big) == big.size());
+    CHECK(up.acceptCount() == 1);
+  }
+  SECTION("chunked from the upstream, the client pauses 1 s before reading") {
+    RawUpstream up([&](UpstreamConn& c) {
+      if (c.readRequest(Ms(15000))) {
+        c.send(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n" +
+                chunked(big, 100000),
+            Ms(30000));
+      }
+      c.waitPeerClose(Ms(30000));
+    });
+    Gateway gw(configFor(up));
+    Client c(gw.port(), Ms(2000), 8 * 1024);
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    std::this_thread::sleep_for(Ms(1000));
+    auto r = c.readResponse(Ms(60000));
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->chunked);
+    CHECK(r->body.size() == big.size());
+    CHECK(firstDiff(r->body, big) == big.size());
+  }
+}
+
+TEST_CASE("writepath: a 5 MiB Content-Length body streamed to an upstream that reads slowly",
+          "[writepath]") {
+  const std::string big = pattern(kFiveMiB, 2);
+  auto expect = [&](const std::string& body) {
+    return "{\"len\":" + std::to_string(body.size()) + ",\"hash\":\"" +
+           std::to_string(fnv1a(body)) + "\"}";
+  };
+  SlowReaderUpstream up(16 * 1024, Ms(1), Ms(60000));
+  GatewayConfig cfg;
+  cfg.upstream_endpoints = {up.address()};
+  cfg.max_body_bytes = "8MiB";
+  cfg.response_timeout = "60s";
+  Gateway gw(cfg);
+  Client c(gw.port());
+  // Twice: on a new upstream connection (written by the write event while it connects), then
+  // on the same connection from the pool (written from the loop).
+  for (int round = 1; round <= 2; ++round) {
+    INFO("round " << round);
+    auto t0 = Clock::now();
+    REQUIRE(c.send(mcpPost(big), Ms(60000)));
+    auto r = c.readResponse(Ms(60000));
+    INFO("took " << msBetween(t0, Clock::now()) << " ms");
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(up.answered() == 2 * round - 1);  // a big and a small one per round before
+    CHECK(up.bodyBytes() == big.size());
+    CHECK(r->body == expect(big));
+    // And a small one between the big ones.
+    std::string small = toolsCallBody("echo", round);
+    REQUIRE(c.send(mcpPost(small)));
+    auto r2 = c.readResponse(Ms(10000));
+    REQUIRE(r2);
+    CHECK(r2->body == expect(small));
+  }
+}
+
+TEST_CASE("writepath: Expect: 100-continue gets its interim answer at once, then the answer",
+          "[writepath]") {
+  RawUpstream up(echoAlternating());
+  GatewayConfig cfg = configFor(up);
+  cfg.max_body_bytes = "4MiB";
+  Gateway gw(cfg);
+  Client c(gw.port());
+  SECTION("Content-Length body (streamed to the upstream)") {
+    std::string body = pattern(1024 * 1024, 3);
+    std::string req = mcpPost(body, "Expect: 100-continue\r\n");
+    std::string head = req.substr(0, req.size() - body.size());
+    REQUIRE(c.send(head));
+    REQUIRE(c.readUntil("HTTP/1.1 100 Continue\r\n\r\n", Ms(2000)));
+    REQUIRE(c.send(body, Ms(20000)));
+    auto r = finalResponse(c, Ms(20000));
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->body.size() == body.size());
+    CHECK(firstDiff(r->body, body) == body.size());
+  }
+  SECTION("chunked body (read whole by the gateway first)") {
+    std::string body = toolsCallBody("echo", 5);
+    REQUIRE(c.send(
+        mcpPost("", "Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n", "echo", false)));
+    REQUIRE(c.readUntil("HTTP/1.1 100 Continue\r\n\r\n", Ms(2000)));
+    REQUIRE(c.send(chunk(body) + chunk("")));
+    auto r = finalResponse(c, Ms(5000));
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->body == body);
+  }
+  // Then a second request with the header on the same connection.
+  std::string body2 = toolsCallBody("echo", 6);
+  std::string req2 = mcpPost(body2, "Expect: 100-continue\r\n");
+  REQUIRE(c.send(req2.substr(0, req2.size() - body2.size())));
+  auto interim = c.readResponse(Ms(2000));  // the previous answers were all read
+  REQUIRE(interim);
+  CHECK(interim->status == 100);
+  REQUIRE(c.send(body2));
+  auto r2 = finalResponse(c, Ms(5000));
+  REQUIRE(r2);
+  CHECK(r2->status == 200);
+  CHECK(r2->body == body2);
+}
+
+TEST_CASE("writepath: 50 pipelined requests in one write are answered in order", "[writepath]") {
+  RawUpstream up(echoAlternating());
+  Gateway gw(configFor(up));
+  Client c(gw.port());
+  SECTION("all forwarded, bodies of varying size (more than the 64 KiB pipeline bound)") {
+    std::vector<std::string> bodies;
+    std::string all;
+    for (int i = 0; i < 50; ++i) {
+      bodies.push_back(pattern(static_cast<size_t>(i) * 97 % 4000, 100 + i));
+      all += mcpPost(bodies.back());
+    }
+    REQUIRE(all.size() > 64 * 1024);
+    REQUIRE(c.send(all, Ms(10000)));
+    for (int i = 0; i < 50; ++i) {
+      INFO("response " << i);
+      auto r = c.readResponse(Ms(10000));
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK(r->body == bodies[static_cast<size_t>(i)]);
+    }
+    CHECK(up.acceptCount() == 1);
+  }
+  SECTION("forwarded and locally answered requests mixed") {
+    std::vector<std::string> bodies;  // "" marks a local 404
+    std::string all;
+    for (int i = 0; i < 50; ++i) {
+      if (i % 3 == 1) {
+        bodies.emplace_back();
+        all += "GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+      } else {
+        bodies.push_back(toolsCallBody("echo", i));
+        all += mcpPost(bodies.back());
+      }
+    }
+    REQUIRE(c.send(all, Ms(10000)));
+    for (int i = 0; i < 50; ++i) {
+      INFO("response " << i);
+      auto r = c.readResponse(Ms(10000));
+      REQUIRE(r);
+      if (bodies[static_cast<size_t>(i)].empty()) {
+        CHECK(r->status == 404);
+      } else {
+        CHECK(r->status == 200);
+        CHECK(r->body == bodies[static_cast<size_t>(i)]);
+      }
+    }
+  }
+  CHECK_FALSE(c.peerClosed());
+}
+
+TEST_CASE("writepath: a pipelined request behind a large answer the client is slow to read",
+          "[writepath]") {
+  const std::string big = pattern(3 * 1024 * 1024, 7);
+  RawUpstream up([&](UpstreamConn& c) {
+    for (int n = 0;; ++n) {
+      auto req = c.readRequest(Ms(15000));
+      if (!req) {
+        return;
+      }
+      const std::string& body = n == 0 ? big : req->body;
+      if (!c.send(okHead(body.size()) + body, Ms(30000))) {
+        return;
+      }
+    }
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port(), Ms(2000), 8 * 1024);
+  std::string small = toolsCallBody("echo", 2);
+  REQUIRE(c.send(mcpPost(toolsCallBody("echo", 1)) + mcpPost(small)));
+  std::this_thread::sleep_for(Ms(1000));
+  auto r1 = c.readResponse(Ms(30000));
+  REQUIRE(r1);
+  CHECK(r1->status == 200);
+  CHECK(firstDiff(r1->body, big) == big.size());
+  auto r2 = c.readResponse(Ms(5000));
+  REQUIRE(r2);
+  CHECK(r2->status == 200);
+  CHECK(r2->body == small);
+}
+
+TEST_CASE("writepath: the client goes away mid-answer: upstream closed, gateway keeps serving",
+          "[writepath]") {
+  bool reset = GENERATE(false, true);
+  INFO("client " << (reset ? "resets" : "closes"));
+  const std::string big = pattern(kFiveMiB, 8);
+  RawUpstream up([&](UpstreamConn& c) {
+    if (c.index() > 0) {
+      RawUpstream::respond(200, "{\"small\":true}")(c);
+      return;
+    }
+    if (!c.readRequest(Ms(15000))) {
+      return;
+    }
+    c.send(okHead(big.size(), "application/octet-stream") + big, Ms(15000));
+    c.waitPeerClose(Ms(15000));
+  });
+  Gateway gw(configFor(up));
+  {
+    Client c(gw.port(), Ms(2000), 8 * 1024);
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    auto head = c.readHead(Ms(5000));
+    REQUIRE(head);
+    CHECK(head->status == 200);
+    CHECK(c.drainBody(300 * 1024, Ms(5000)) >= 300 * 1024);
+    if (reset) {
+      linger lg{1, 0};
+      ::setsockopt(c.fd(), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    c.close();
+  }
+  auto closed_at = Clock::now();
+  // The gateway closes its upstream connection at once (never pooled mid-body).
+  auto deadline = Clock::now() + Ms(3000);
+  while (up.peerCloses().empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(Ms(10));
+  }
+  REQUIRE(up.peerCloses().size() == 1);
+  CHECK(msBetween(closed_at, up.peerCloses().front()) < 2000);
+  // A new client is served on a new upstream connection.
+  Client c2(gw.port());
+  REQUIRE(c2.send(mcpPost(toolsCallBody())));
+  auto r = c2.readResponse(Ms(5000));
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body == "{\"small\":true}");
+  CHECK(up.acceptCount() == 2);
+}
+
+TEST_CASE("writepath: the upstream resets mid-exchange: 502 or a cut answer, never a hang",
+          "[writepath]") {
+  SECTION("reset right after the answer head: the client's answer is cut") {
+    RawUpstream up([](UpstreamConn& c) {
+      if (c.readRequest(Ms(15000))) {
+        c.send(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" +
+            pattern(1000, 9));
+        c.sleep(Ms(50));
+        c.reset();
+      }
+    });
+    Gateway gw(configFor(up));
+    Client c(gw.port());
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    auto head = c.readHead(Ms(5000));
+    REQUIRE(head);
+    CHECK(head->status == 200);
+    auto t0 = Clock::now();
+    CHECK_FALSE(c.readBodyToEnd(Ms(3000)));
+    CHECK(c.peerClosed());
+    CHECK(msBetween(t0, Clock::now()) < 2000);
+    CHECK(c.body().size() <= 1000);
+  }
+  SECTION("reset right after the chunked answer head") {
+    RawUpstream up([](UpstreamConn& c) {
+      if (c.readRequest(Ms(15000))) {
+        c.send(sseHead());
+        c.reset();
+      }
+    });
+    Gateway gw(configFor(up));
+    Client c(gw.port());
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    auto t0 = Clock::now();
+    auto r = c.readResponse(Ms(3000));
+    if (r) {
+      CHECK(r->status == 502);  // the reset came before the head was relayed
+    } else {
+      CHECK(c.waitClosed(Ms(1000)));
+      CHECK_FALSE(c.current().complete);
+    }
+    CHECK(msBetween(t0, Clock::now()) < 2500);
+  }
+  SECTION("reset while a 4 MiB request body is still streaming to it: 502 or close") {
+    RawUpstream up([](UpstreamConn& c) {
+      c.sleep(Ms(300));  // let the gateway's buffers fill
+      c.reset();
+    });
+    GatewayConfig cfg = configFor(up);
+    cfg.max_body_bytes = "8MiB";
+    Gateway gw(cfg);
+    Client c(gw.port());
+    std::string big = pattern(4 * 1024 * 1024, 10);
+    auto t0 = Clock::now();
+    c.send(mcpPost(big), Ms(5000));  // may fail part way: the gateway stops reading / closes
+    auto r = c.readResponse(Ms(5000));
+    if (r) {
+      CHECK(r->status == 502);
+    } else {
+      CHECK(c.waitClosed(Ms(1000)));
+    }
+    CHECK(msBetween(t0, Clock::now()) < 5000);
+  }
+}
+
+TEST_CASE("writepath: 2000 keep-alive requests over one pooled upstream connection, byte-exact",
+          "[writepath]") {
+  RawUpstream up(echoAlternating());
+  GatewayConfig cfg = configFor(up);
+  cfg.max_body_bytes = "1MiB";
+  Gateway gw(cfg);
+  Client c(gw.port());
+  size_t total = 0;
+  for (int i = 0; i < 2000; ++i) {
+    size_t size = (static_cast<size_t>(i) * 7919) % 3000;
+    if (i % 97 == 0) {
+      size = 300 * 1000 + static_cast<size_t>(i);  // now and then one above the output marks
+    }
+    std::string body = pattern(size, static_cast<uint32_t>(i));
+    total += size;
+    if (!c.send(mcpPost(body), Ms(10000))) {
+      FAIL("send " << i);
+    }
+    auto r = c.readResponse(Ms(10000));
+    if (!r || r->status != 200 || r->body != body) {
+      INFO("request " << i << " size " << size);
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK(r->body.size() == body.size());
+      CHECK(firstDiff(r->body, body) == body.size());
+      FAIL("mismatch");
+    }
+  }
+  INFO("relayed " << total << " body bytes each way");
+  CHECK(up.acceptCount() == 1);
+  CHECK(up.requestCount() == 2000);
+  CHECK_FALSE(c.peerClosed());
+}
+
+TEST_CASE("writepath: 8 clients x 100 requests on 2 workers share pooled connections, byte-exact",
+          "[writepath]") {
+  RawUpstream up(echoAlternating());
+  GatewayConfig cfg = configFor(up);
+  cfg.workers = 2;
+  cfg.max_body_bytes = "1MiB";
+  Gateway gw(cfg);
+  constexpr int kClients = 8;
+  constexpr int kRequests = 100;
+  std::atomic<int> ok{0};
+  std::vector<std::string> failures(kClients);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      Client c(gw.port());
+      for (int i = 0; i < kRequests; ++i) {
+        size_t size = static_cast<size_t>(t * 131 + i * 577) % 5000;
+        if ((t + i) % 37 == 0) {
+          size = 280 * 1000;
+        }
+        std::string body = pattern(size, static_cast<uint32_t>(t * 1000 + i));
+        if (!c.send(mcpPost(body), Ms(10000))) {
+          failures[static_cast<size_t>(t)] = "send " + std::to_string(i);
+          return;
+        }
+        auto r = c.readResponse(Ms(10000));
+        if (!r || r->status != 200 || r->body != body) {
+          failures[static_cast<size_t>(t)] =
+              "request " + std::to_string(i) + ": " +
+              (r ? "status " + std::to_string(r->status) + ", " + std::to_string(r->body.size()) +
+                       " of " + std::to_string(body.size()) + " bytes, first difference at " +
+                       std::to_string(firstDiff(r->body, body))
+                 : std::string("no answer"));
+          return;
+        }
+        ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  for (int t = 0; t < kClients; ++t) {
+    INFO("client " << t);
+    CHECK(failures[static_cast<size_t>(t)].empty());
+    if (!failures[static_cast<size_t>(t)].empty()) {
+      WARN(failures[static_cast<size_t>(t)]);
+    }
+  }
+  CHECK(ok.load() == kClients * kRequests);
+  // Pooled connections were shared: far fewer upstream connections than requests.
+  CHECK(up.acceptCount() <= 2 * kClients);
+}
+
+TEST_CASE("writepath: a refused connect is retried on the next endpoint with the request bytes",
+          "[writepath][retry]") {
+  RawUpstream live(echoAlternating());
+  uint16_t dead = freePort();
+  GatewayConfig cfg;
+  cfg.response_timeout = "3s";
+  SECTION("onto a new connection") {
+    cfg.upstream_endpoints = {"127.0.0.1:" + std::to_string(dead), live.address()};
+    Gateway gw(withUpstreamLine(cfg, "balance: round_robin"));
+    Client c(gw.port());
+    std::string body = toolsCallBody("echo", 1);
+    REQUIRE(c.send(mcpPost(body)));
+    auto t0 = Clock::now();
+    auto r = c.readResponse(Ms(5000));
+    REQUIRE(r);
+    INFO("answered after " << msBetween(t0, Clock::now()) << " ms");
+    CHECK(r->status == 200);
+    CHECK(r->body == body);
+    CHECK(msBetween(t0, Clock::now()) < 1500);
+  }
+  SECTION("onto a pooled connection") {
+    cfg.upstream_endpoints = {live.address(), "127.0.0.1:" + std::to_string(dead)};
+    Gateway gw(withUpstreamLine(cfg, "balance: round_robin"));
+    Client c(gw.port());
+    // The first request goes to the live endpoint and leaves its connection in the pool; the
+    // second one starts on the dead endpoint and is retried onto that pooled connection.
+    for (int i = 1; i <= 2; ++i) {
+      INFO("request " << i);
+      std::string body = toolsCallBody("echo", i);
+      REQUIRE(c.send(mcpPost(body)));
+      auto t0 = Clock::now();
+      auto r = c.readResponse(Ms(5000));
+      REQUIRE(r);
+      INFO("answered after " << msBetween(t0, Clock::now()) << " ms");
+      CHECK(r->status == 200);
+      CHECK(r->body == body);
+      CHECK(msBetween(t0, Clock::now()) < 1500);
+    }
+    CHECK(live.acceptCount() == 1);
+  }
+}
+
+TEST_CASE(
+    "writepath: HTTP/1.0 close-delimited 3 MiB answer to a slow client: every byte, then close",
+    "[writepath]") {
+  const std::string big = pattern(3 * 1024 * 1024, 11);
+  RawUpstream up([&](UpstreamConn& c) {
+    if (c.readRequest(Ms(15000))) {
+      c.send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + big, Ms(30000));
+      c.close();
+    }
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port(), Ms(2000), 8 * 1024);
+  std::string req = mcpPost(toolsCallBody());
+  req.replace(req.find("HTTP/1.1"), 8, "HTTP/1.0");
+  REQUIRE(c.send(req));
+  std::this_thread::sleep_for(Ms(800));
+  auto r = c.readResponse(Ms(30000));
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK_FALSE(r->chunked);
+  CHECK(r->header("Connection") == "close");
+  CHECK(r->body.size() == big.size());
+  CHECK(firstDiff(r->body, big) == big.size());
+  CHECK(c.peerClosed());
+}
+
+TEST_CASE("writepath: drain waits for an idle connection's pending output, then closes it",
+          "[writepath][drain]") {
+  const std::string answer = pattern(240 * 1024, 12);
+  RawUpstream up([&](UpstreamConn& c) {
+    while (c.readRequest(Ms(15000))) {
+      if (!c.send(okHead(answer.size()) + answer, Ms(15000))) {
+        return;
+      }
+    }
+  });
+  GatewayConfig cfg = configFor(up);
+  cfg.extra_yaml = "drain_timeout: 10s\n";
+  Gateway gw(cfg);
+  Client c(gw.port(), Ms(2000), 4 * 1024);
+  REQUIRE(c.send(mcpPost(toolsCallBody())));
+  // The whole answer reached the gateway (the request is over: the connection is idle), most
+  // of it still queued for this client, which reads nothing yet.
+  REQUIRE(up.waitForRequests(1, Ms(3000)));
+  std::this_thread::sleep_for(Ms(500));
+  REQUIRE(::kill(gw.pid(), SIGTERM) == 0);
+  std::this_thread::sleep_for(Ms(300));
+  auto r = c.readResponse(Ms(10000));
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body.size() == answer.size());
+  CHECK(firstDiff(r->body, answer) == answer.size());
+  CHECK(c.waitClosed(Ms(3000)));
+  auto code = gw.process().wait(Ms(5000));
+  REQUIRE(code);
+  CHECK(*code == 0);
+}
