@@ -96,10 +96,10 @@ struct Settings {
   AccessLog access_log;
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);
-  bool rate_limit_headers = false;  // RateLimit-Policy / RateLimit on admitted answers too
-  bool watch_files = true;          // reload when the config or a policy file changes
+  bool rate_limit_headers = false;        // RateLimit-Policy / RateLimit on admitted answers too
+  bool watch_files = true;                // reload when the config or a policy file changes
   uint32_t metrics_max_tool_names = 100;  // distinct gen_ai_tool_name values; then "other"
-  std::string source_file;          // the config file this came from (absolute)
+  std::string source_file;                // the config file this came from (absolute)
 
   // Index of the upstream with this name, or -1.
   int upstreamIndex(std::string_view name) const noexcept;
