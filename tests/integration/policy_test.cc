@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <functional>
@@ -482,6 +483,60 @@ TEST_CASE("ratelimit: the third call in a second gets 429 with RateLimit headers
     std::this_thread::sleep_for(Ms(100));
     CHECK(up.requestCount() == 2);
   }
+}
+
+TEST_CASE("ratelimit: bucket state survives a reload, a renamed limit starts fresh",
+          "[policy][ratelimit][reload]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  auto policy = [](const std::string& limit_name) {
+    return apiKeyIdentity("allow") +
+           "default: allow\n"
+           "rate_limits:\n"
+           "  - name: " +
+           limit_name +
+           "\n"
+           "    match: { method: tools/call }\n"
+           "    key: [subject]\n"
+           "    rate: 2/h\n";  // no refill within the test
+  };
+  std::string pol = writePolicy(dir, policy("hourly"));
+  Gateway gw(gatewayConfig(up.address(), pol) + "watch_files: false\n");
+  auto reloads = [&] {
+    const std::string text = gw.process().stderrText();
+    size_t n = 0;
+    for (size_t at = text.find("reloaded "); at != std::string::npos;
+         at = text.find("reloaded ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  auto reload = [&](size_t before) {
+    REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+    auto deadline = Clock::now() + Ms(5000);
+    while (reloads() == before && Clock::now() < deadline) {
+      std::this_thread::sleep_for(Ms(10));
+    }
+    REQUIRE(reloads() == before + 1);
+  };
+  REQUIRE(gw.process().waitForOutput("listening", Ms(3000), false, true));
+  CHECK(exchange(gw.port(), call("echo", "1", bearer(kKey))).status == 200);
+  CHECK(exchange(gw.port(), call("echo", "2", bearer(kKey))).status == 200);
+  CHECK(exchange(gw.port(), call("echo", "3", bearer(kKey))).status == 429);
+
+  // The same limit after a reload: still spent.
+  reload(0);
+  CHECK(exchange(gw.port(), call("echo", "4", bearer(kKey))).status == 429);
+
+  // A limit under a new name is a new bucket.
+  REQUIRE(writeFile(pol, policy("hourly-v2")));
+  reload(1);
+  CHECK(exchange(gw.port(), call("echo", "5", bearer(kKey))).status == 200);
+  CHECK(exchange(gw.port(), call("echo", "6", bearer(kKey))).status == 200);
+  CHECK(exchange(gw.port(), call("echo", "7", bearer(kKey))).status == 429);
+  REQUIRE(up.waitForRequests(4, Ms(2000)));
+  std::this_thread::sleep_for(Ms(100));
+  CHECK(up.requestCount() == 4);
 }
 
 // ---- 6. a limit shared through redis -----------------------------------------------------------
