@@ -281,10 +281,11 @@ class SlowReaderUpstream {
       hash_ = h;
       std::string body =
           "{\"len\":" + std::to_string(got) + ",\"hash\":\"" + std::to_string(h) + "\"}";
+      // Counted before the send: the client may read the answer before sendAll returns.
+      ++answered_;
       if (!sendAll(fd, okHead(body.size()) + body, Clock::now() + Ms(5000))) {
         return;
       }
-      ++answered_;
     }
   }
 
