@@ -255,3 +255,35 @@ TEST_CASE("sse: max_duration ends a stream that keeps sending", "[sse][timeout]"
   CHECK(took < 2500);
   CHECK(c.body().find("data: 3\n\n") != std::string::npos);
 }
+
+TEST_CASE("sse: a burst of thousands of small events in one upstream write is relayed whole",
+          "[sse]") {
+  // Many chunks arrive in one read: they are re-framed as one client chunk per read, and the
+  // SSE framer walks every piece of it (more pieces than one peek returns).
+  constexpr int kEvents = 4000;
+  std::string events;
+  std::string burst = sseHead("");
+  for (int i = 0; i < kEvents; ++i) {
+    std::string e = "data: {\"n\":" + std::to_string(i) + "}\n\n";
+    events += e;
+    burst += chunk(e);
+  }
+  burst += chunk("");
+  RawUpstream up([&](UpstreamConn& c) {
+    if (!c.readRequest()) {
+      return;
+    }
+    c.send(burst);
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port());
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    auto head = c.readHead();
+    REQUIRE(head);
+    CHECK(head->status == 200);
+    REQUIRE(c.readBodyToEnd(Ms(5000)));
+    CHECK(c.body() == events);
+  }
+}
