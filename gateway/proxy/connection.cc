@@ -1127,7 +1127,9 @@ void Connection::relayData(evbuffer* in, size_t n) {
     evbuffer_ptr pos;
     evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
     while (seen < n) {
-      int k = evbuffer_peek(in, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8);
+      // evbuffer_peek returns how many extents the range needs, which may be more than the
+      // 8 it filled: the rest are taken on the next turn.
+      int k = std::min(evbuffer_peek(in, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8), 8);
       if (k <= 0) {
         break;
       }
