@@ -18,6 +18,7 @@
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/schema.h"
 #include "gateway/mcp/verifier.h"
+#include "gateway/upstream/direct_read.h"
 
 namespace gw::proxy {
 
@@ -164,6 +165,7 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
     return;
   }
   upstream::setNoDelay(fd);
+  upstream::useDirectReads(down_.get());
   bufferevent_setcb(down_.get(), &Connection::onDownRead, &Connection::onDownWrite,
                     &Connection::onDownEvent, this);
   down_timer_ = event::makeTimer<Connection, &Connection::onDownTimer>(w_.base, this);

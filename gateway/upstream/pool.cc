@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "gateway/upstream/direct_read.h"
+
 namespace gw::upstream {
 
 bool resolveEndpoint(const settings::Address& a, Endpoint& out) {
@@ -120,6 +122,7 @@ Lease Pools::acquire(const settings::Upstream& up) {
     return lease;
   }
   setNoDelay(bufferevent_getfd(lease.bev.get()));
+  useDirectReads(lease.bev.get());
   return lease;
 }
 

@@ -1,0 +1,90 @@
+// Direct socket reads into a bufferevent's input (see direct_read.h).
+
+#include "gateway/upstream/direct_read.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent_struct.h>
+#include <event2/event.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace gw::upstream {
+
+namespace {
+
+constexpr ev_ssize_t kReadBytes = 16 * 1024;
+
+void onReadable(evutil_socket_t fd, short what, void* arg) {
+  auto* bev = static_cast<bufferevent*>(arg);
+  evbuffer* in = bufferevent_get_input(bev);
+  short failure = 0;
+  if ((what & EV_TIMEOUT) != 0) {
+    failure = BEV_EVENT_READING | BEV_EVENT_TIMEOUT;
+  } else {
+    ev_ssize_t want = kReadBytes;
+    size_t have = evbuffer_get_length(in);
+    if (bev->wm_read.high > 0) {
+      if (have >= bev->wm_read.high) {
+        return;  // full: the watermark callback suspends reading
+      }
+      want = std::min<ev_ssize_t>(want, static_cast<ev_ssize_t>(bev->wm_read.high - have));
+    }
+    evbuffer_iovec vec[2];
+    // A socket bufferevent keeps its input's end frozen; libevent's read thaws it the same way.
+    evbuffer_unfreeze(in, 0);
+    int n = evbuffer_reserve_space(in, want, vec, 2);
+    ssize_t got = -1;
+    int err = ENOMEM;
+    if (n > 0) {
+      iovec iov[2];
+      for (int i = 0; i < n; ++i) {
+        iov[i].iov_base = vec[i].iov_base;
+        iov[i].iov_len = vec[i].iov_len;
+      }
+      got = ::readv(fd, iov, n);
+      err = errno;
+      int used = 0;
+      size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+      for (int i = 0; i < n && left > 0; ++i, ++used) {
+        vec[i].iov_len = std::min(vec[i].iov_len, left);
+        left -= vec[i].iov_len;
+      }
+      evbuffer_commit_space(in, vec, used);
+    }
+    evbuffer_freeze(in, 0);
+    if (got < 0) {
+      if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
+        return;
+      }
+      failure = BEV_EVENT_READING | BEV_EVENT_ERROR;
+      errno = err;  // for the event callback, as libevent leaves it
+    } else if (got == 0) {
+      failure = BEV_EVENT_READING | BEV_EVENT_EOF;
+    }
+  }
+  if (failure != 0) {
+    bufferevent_disable(bev, EV_READ);
+    if (bev->errorcb != nullptr) {
+      bev->errorcb(bev, failure, bev->cbarg);
+    }
+    return;  // the callback may have freed bev
+  }
+  if (evbuffer_get_length(in) >= bev->wm_read.low && bev->readcb != nullptr) {
+    bev->readcb(bev, bev->cbarg);  // last: it may free bev
+  }
+}
+
+}  // namespace
+
+bool useDirectReads(bufferevent* bev) noexcept {
+  evutil_socket_t fd = bufferevent_getfd(bev);
+  if (fd < 0 || event_pending(&bev->ev_read, EV_READ | EV_TIMEOUT, nullptr) != 0) {
+    return false;
+  }
+  return event_assign(&bev->ev_read, bufferevent_get_base(bev), fd,
+                      EV_READ | EV_PERSIST | EV_FINALIZE, &onReadable, bev) == 0;
+}
+
+}  // namespace gw::upstream
