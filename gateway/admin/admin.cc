@@ -35,6 +35,12 @@ bool AdminServer::start(const settings::Address& addr, std::string& error) {
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
   evhttp_set_max_body_size(http_, kMaxExplainBody);
   evhttp_set_gencb(http_, &AdminServer::onRequest, this);
+  stop_.reset(event_new(
+      base_.get(), -1, 0,
+      [](evutil_socket_t, short, void* base) {
+        event_base_loopbreak(static_cast<event_base*>(base));
+      },
+      base_.get()));
   thread_ = std::thread([this] { event_base_dispatch(base_.get()); });
   return true;
 }
@@ -43,10 +49,11 @@ void AdminServer::stop() {
   if (!base_) {
     return;
   }
-  event_base_loopbreak(base_.get());
   if (thread_.joinable()) {
+    event_active(stop_.get(), EV_READ, 0);
     thread_.join();
   }
+  stop_.reset();
   if (http_) {
     evhttp_free(http_);
     http_ = nullptr;

@@ -31,6 +31,9 @@ class AdminServer {
 
   proxy::Shared& shared_;
   event::BasePtr base_;
+  // Activated by stop(): breaks the loop from inside it, so a stop that comes before the
+  // thread reached its loop is not lost (event_base_loopbreak's flag would be).
+  event::EventPtr stop_;
   struct evhttp* http_ = nullptr;
   std::thread thread_;
 };

@@ -360,6 +360,16 @@ int Server::run() {
   bound_workers_ = std::to_string(s.workers);
   bound_admin_ = s.admin ? s.admin->text : "off";
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
+  // The admin listener first: once the data port accepts, /healthz and /readyz answer too
+  // (probes and tests may look at both as soon as the data port is up).
+  admin::AdminServer admin(shared_);
+  if (s.admin) {
+    std::string error;
+    if (!admin.start(*s.admin, error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+  }
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(static_cast<int>(i), shared_);
     std::string error;
@@ -368,14 +378,6 @@ int Server::run() {
       return 1;
     }
     workers_.push_back(std::move(w));
-  }
-  admin::AdminServer admin(shared_);
-  if (s.admin) {
-    std::string error;
-    if (!admin.start(*s.admin, error)) {
-      spdlog::critical("{}", error);
-      return 1;
-    }
   }
   for (auto& w : workers_) {
     w->start();

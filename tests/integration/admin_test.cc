@@ -4,8 +4,12 @@
 // tool-name cap, reload counters for SIGHUP and for a watched file), /config redaction.
 // Everything on 127.0.0.1, ports chosen at run time.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/sha.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch.hpp>
 #include <map>
@@ -522,4 +526,30 @@ TEST_CASE("admin: the healthcheck command exits 0 only while /healthz answers 20
   CHECK(run({"--port", "0"}).rc == 2);
   CHECK(run({"--port", "99999"}).rc == 2);
   CHECK(run({"extra"}).rc == 2);
+}
+
+TEST_CASE("admin: a gateway that cannot bind its listener exits 1 at once, admin included",
+          "[admin]") {
+  // Something else holds the data port (without SO_REUSEPORT, so the gateway cannot share it).
+  int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(holder >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(holder, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(::listen(holder, 4) == 0);
+  socklen_t len = sizeof(a);
+  REQUIRE(::getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  TempDir dir;
+  std::string config = dir.file("gateway.yaml");
+  REQUIRE(writeFile(config, "listen: 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
+                                "\nadmin: 127.0.0.1:" + std::to_string(freePort()) +
+                                "\nworkers: 2\nupstreams:\n  - name: u\n    endpoints: "
+                                "[127.0.0.1:1]\nroutes:\n  - name: d\n    upstream: u\n"));
+  Process p({GW_BINARY, "run", "-c", config}, dir.path(), "bindfail");
+  auto rc = p.wait(Ms(5000));  // the admin thread, started first, is stopped too
+  ::close(holder);
+  REQUIRE(rc);
+  CHECK(*rc == 1);
+  CHECK(p.stderrText().find("cannot listen on") != std::string::npos);
 }
