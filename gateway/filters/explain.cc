@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "gateway/core/ascii.h"
 #include "gateway/filters/limits.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/parser.h"
@@ -121,19 +122,6 @@ const char* authName(policy::AuthResult a) {
   return "anonymous";
 }
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // application/x-www-form-urlencoded decoding: %XX → byte, '+' → space. False on a '%' not
 // followed by two hex digits.
 bool percentDecode(std::string_view in, std::string& out) {
@@ -145,8 +133,8 @@ bool percentDecode(std::string_view in, std::string& out) {
     } else if (c != '%') {
       out += c;
     } else {
-      int hi = i + 2 < in.size() ? hexValue(in[i + 1]) : -1;
-      int lo = hi >= 0 ? hexValue(in[i + 2]) : -1;
+      int hi = i + 2 < in.size() ? core::hexValue(in[i + 1]) : -1;
+      int lo = hi >= 0 ? core::hexValue(in[i + 2]) : -1;
       if (lo < 0) {
         return false;
       }

@@ -23,19 +23,6 @@ constexpr Step error(const char* reason) noexcept {
   return Step{Kind::kError, 0, reason};
 }
 
-int hexValue(char c) noexcept {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // Parses "1*HEXDIG [ chunk-ext ] CRLF" at the front of data. On success sets size and
 // returns kFraming covering the line and its CRLF.
 Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
@@ -44,7 +31,7 @@ Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
   uint64_t n = 0;
   size_t i = 0;
   for (; i < limit; ++i) {
-    const int d = hexValue(data[i]);
+    const int d = core::hexValue(data[i]);
     if (d < 0) {
       break;
     }

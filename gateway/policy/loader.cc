@@ -64,19 +64,6 @@ bool validClaimName(std::string_view s) {
   });
 }
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 }  // namespace
 
 // Builds one PolicySet from several files; befriended by PolicySet.
@@ -339,14 +326,14 @@ class Loader {
           continue;
         }
         if (hex.size() != 64 ||
-            !std::all_of(hex.begin(), hex.end(), [](char c) { return hexValue(c) >= 0; })) {
+            !std::all_of(hex.begin(), hex.end(), [](char c) { return core::hexValue(c) >= 0; })) {
           error(valueMark(e), "'" + e.path + "' must be 64 hex digits (a SHA-256)");
           ok = false;
           continue;
         }
         for (size_t i = 0; i < 32; ++i) {
-          k.digest[i] =
-              static_cast<unsigned char>(hexValue(hex[2 * i]) * 16 + hexValue(hex[2 * i + 1]));
+          k.digest[i] = static_cast<unsigned char>(core::hexValue(hex[2 * i]) * 16 +
+                                                   core::hexValue(hex[2 * i + 1]));
         }
       } else if (e.key == "groups") {
         ok = readStringList(e, k.groups) && ok;
