@@ -6,7 +6,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/sha.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,18 +25,6 @@ namespace {
 
 constexpr char kKey[] = "admin-test-key-alice";
 constexpr char kOkBody[] = R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})";
-
-std::string sha256Hex(std::string_view s) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : d) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
 
 std::string policyYaml() {
   return "identity:\n"
@@ -94,6 +81,21 @@ std::string call(std::string_view tool, std::string_view extra_headers = "") {
 std::string bearer(std::string_view token) {
   return "Authorization: Bearer " + std::string(token) + "\r\n";
 }
+
+// A gateway with policyYaml() and an admin listener, in front of one upstream answering
+// kOkBody; `extra` is appended to the config.
+struct AdminGateway {
+  explicit AdminGateway(const std::string& extra = "")
+      : admin(freePort()), gw(configYaml(up.address(), policyFile(dir), admin, extra)) {}
+  static std::string policyFile(const TempDir& d) {
+    writeFile(d.file("policy.yaml"), policyYaml());
+    return d.file("policy.yaml");
+  }
+  RawUpstream up{RawUpstream::respond(200, kOkBody)};
+  TempDir dir;
+  uint16_t admin;
+  Gateway gw;
+};
 
 Response roundTrip(uint16_t port, const std::string& request) {
   Client c(port);
@@ -169,11 +171,8 @@ std::string runExplainCli(TempDir& dir, const std::string& config,
 
 TEST_CASE("admin: /explain and the explain command answer what real requests get",
           "[admin][explain]") {
-  RawUpstream up(RawUpstream::respond(200, kOkBody));
-  TempDir dir;
-  writeFile(dir.file("policy.yaml"), policyYaml());
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  AdminGateway fixture;
+  auto& [up, dir, admin, gw] = fixture;
   std::string config_path = dir.file("gateway.yaml");
   writeFile(config_path, expand(gw.configText(), {}));
 
@@ -331,12 +330,8 @@ TEST_CASE("admin: /explain and the explain command answer what real requests get
 }
 
 TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics]") {
-  RawUpstream up(RawUpstream::respond(200, kOkBody));
-  TempDir dir;
-  writeFile(dir.file("policy.yaml"), policyYaml());
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin,
-                        "metrics: { max_tool_names: 3 }\nwatch_files: false\n"));
+  AdminGateway fixture("metrics: { max_tool_names: 3 }\nwatch_files: false\n");
+  auto& [up, dir, admin, gw] = fixture;
 
   for (int i = 0; i < 3; ++i) {
     REQUIRE(roundTrip(gw.port(), call("get_weather")).status == 200);
@@ -431,11 +426,8 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
 
 TEST_CASE("admin: a watched config file reloads itself, a broken one is counted and ignored",
           "[admin][reload]") {
-  RawUpstream up(RawUpstream::respond(200, kOkBody));
-  TempDir dir;
-  writeFile(dir.file("policy.yaml"), policyYaml());
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  AdminGateway fixture;
+  auto& [up, dir, admin, gw] = fixture;
   Response cfg = adminGet(admin, "/config");
   REQUIRE(cfg.status == 200);
   std::string file = field(cfg.body, "source_file");
@@ -471,11 +463,8 @@ TEST_CASE("admin: a watched config file reloads itself, a broken one is counted 
 }
 
 TEST_CASE("admin: /config shows the effective settings with secrets redacted", "[admin][config]") {
-  RawUpstream up(RawUpstream::respond(200, kOkBody));
-  TempDir dir;
-  writeFile(dir.file("policy.yaml"), policyYaml());
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  AdminGateway fixture;
+  auto& [up, dir, admin, gw] = fixture;
   Response cfg = adminGet(admin, "/config");
   REQUIRE(cfg.status == 200);
   CHECK(cfg.header("Content-Type").value_or("") == "application/json");
@@ -496,11 +485,8 @@ TEST_CASE("admin: /config shows the effective settings with secrets redacted", "
 
 TEST_CASE("admin: the healthcheck command exits 0 only while /healthz answers 200",
           "[admin][healthcheck]") {
-  RawUpstream up(RawUpstream::respond(200, kOkBody));
-  TempDir dir;
-  writeFile(dir.file("policy.yaml"), policyYaml());
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), dir.file("policy.yaml"), admin));
+  AdminGateway fixture;
+  auto& [up, dir, admin, gw] = fixture;
   REQUIRE(adminGet(admin, "/healthz").status == 200);
   auto run = [&](std::vector<std::string> args, std::vector<std::string> env = {}) {
     std::vector<std::string> argv{GW_BINARY, "healthcheck"};

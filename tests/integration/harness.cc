@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/sha.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -130,6 +131,18 @@ int connectLoopback(uint16_t port, Ms timeout, int rcvbuf) {
 }
 
 }  // namespace
+
+std::string sha256Hex(std::string_view s) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
 
 // Sends all of bytes on fd, polling so that `stop` (may be null) and the deadline are honoured.
 bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,

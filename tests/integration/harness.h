@@ -35,6 +35,8 @@ uint16_t freePort();
 long rssKb(pid_t pid);
 std::string readFile(const std::string& path);
 bool writeFile(const std::string& path, std::string_view text);
+// Lower-case hex SHA-256 of s (API keys are configured by their digest).
+std::string sha256Hex(std::string_view s);
 // Sends all of `bytes` on fd (blocking or not) by the deadline; `stop` (may be null) ends it
 // early. False on error, stop or deadline.
 bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,

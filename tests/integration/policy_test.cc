@@ -34,22 +34,6 @@ namespace {
 constexpr char kKey[] = "policy-test-key-alice";
 constexpr char kOkBody[] = R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})";
 
-std::string hex(const unsigned char* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out += kDigits[p[i] >> 4];
-    out += kDigits[p[i] & 15];
-  }
-  return out;
-}
-
-std::string sha256Hex(std::string_view s) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
-  return hex(d, sizeof d);
-}
-
 // RFC 4648 §5, no padding.
 std::string base64Url(std::string_view in) {
   static constexpr char kAlphabet[] =
