@@ -97,24 +97,15 @@ struct AdminGateway {
   Gateway gw;
 };
 
-Response roundTrip(uint16_t port, const std::string& request) {
-  Client c(port);
-  REQUIRE(c.connected());
-  REQUIRE(c.send(request));
-  auto r = c.readResponse(Ms(5000));
-  REQUIRE(r);
-  return *r;
-}
-
 Response adminGet(uint16_t port, const std::string& target) {
-  return roundTrip(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
 }
 
 Response adminPost(uint16_t port, const std::string& target, const std::string& body) {
-  return roundTrip(port, "POST " + target +
-                             " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
-                             "Content-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\n\r\n" + body);
+  return fetch(port, "POST " + target +
+                         " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
+                         "Content-Type: application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
 std::string field(const std::string& json, std::string_view key) {
@@ -197,7 +188,7 @@ TEST_CASE("admin: /explain and the explain command answer what real requests get
       Response ex = adminGet(admin, query);
       REQUIRE(ex.status == 200);
       CHECK(ex.header("Content-Type").value_or("") == "application/json");
-      Response real = roundTrip(gw.port(), call(c.tool, c.token.empty() ? "" : bearer(c.token)));
+      Response real = fetch(gw.port(), call(c.tool, c.token.empty() ? "" : bearer(c.token)));
       CHECK(real.status == c.status);
       CHECK(field(ex.body, "decision") == (c.status == 200 ? "\"forward\"" : "\"reject\""));
       CHECK(field(ex.body, "status") == (c.status == 200 ? "null" : std::to_string(c.status)));
@@ -227,13 +218,13 @@ TEST_CASE("admin: /explain and the explain command answer what real requests get
       CHECK(field(ex.body, "decision") == "\"forward\"");
       CHECK(field(ex.body, "allowed") == "true");
     }
-    CHECK(roundTrip(gw.port(), call("limited")).status == 200);
-    CHECK(roundTrip(gw.port(), call("limited")).status == 200);
+    CHECK(fetch(gw.port(), call("limited")).status == 200);
+    CHECK(fetch(gw.port(), call("limited")).status == 200);
     Response ex = adminPost(admin, "/explain", R"({"method":"tools/call","name":"limited"})");
     CHECK(field(ex.body, "decision") == "\"reject\"");
     CHECK(field(ex.body, "status") == "429");
     CHECK(field(ex.body, "allowed") == "false");
-    CHECK(roundTrip(gw.port(), call("limited")).status == 429);
+    CHECK(fetch(gw.port(), call("limited")).status == 429);
     // The command has no bucket state: it says which limit applies, not its verdict.
     std::string cli =
         runExplainCli(dir, config_path, {"--method", "tools/call", "--name", "limited"});
@@ -334,20 +325,20 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   auto& [up, dir, admin, gw] = fixture;
 
   for (int i = 0; i < 3; ++i) {
-    REQUIRE(roundTrip(gw.port(), call("get_weather")).status == 200);
+    REQUIRE(fetch(gw.port(), call("get_weather")).status == 200);
   }
-  REQUIRE(roundTrip(gw.port(), call("delete_all")).status == 403);
-  REQUIRE(roundTrip(gw.port(), call("echo", bearer("wrong"))).status == 401);
+  REQUIRE(fetch(gw.port(), call("delete_all")).status == 403);
+  REQUIRE(fetch(gw.port(), call("echo", bearer("wrong"))).status == 401);
   // Duplicate Mcp-Name: a header-contract rejection before any route.
-  REQUIRE(roundTrip(gw.port(), call("echo", "Mcp-Name: echo\r\n")).status == 400);
+  REQUIRE(fetch(gw.port(), call("echo", "Mcp-Name: echo\r\n")).status == 400);
   // Rejected requests take no slot of the tool-name cap (3), however many names they try.
   for (int i = 0; i < 5; ++i) {
-    REQUIRE(roundTrip(gw.port(), call("junk_" + std::to_string(i), bearer("wrong"))).status == 401);
+    REQUIRE(fetch(gw.port(), call("junk_" + std::to_string(i), bearer("wrong"))).status == 401);
   }
   // So forwarded ones get them: get_weather, tool_four, tool_five; tool_six folds into "other".
-  REQUIRE(roundTrip(gw.port(), call("tool_four")).status == 200);
-  REQUIRE(roundTrip(gw.port(), call("tool_five")).status == 200);
-  REQUIRE(roundTrip(gw.port(), call("tool_six")).status == 200);
+  REQUIRE(fetch(gw.port(), call("tool_four")).status == 200);
+  REQUIRE(fetch(gw.port(), call("tool_five")).status == 200);
+  REQUIRE(fetch(gw.port(), call("tool_six")).status == 200);
 
   const std::string ok =
       "{route=\"weather\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
@@ -409,8 +400,8 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   REQUIRE(writeFile(file, raised));
   REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
   CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
-  REQUIRE(roundTrip(gw.port(), call("tool_six")).status == 200);
-  REQUIRE(roundTrip(gw.port(), call("tool_seven")).status == 200);
+  REQUIRE(fetch(gw.port(), call("tool_six")).status == 200);
+  REQUIRE(fetch(gw.port(), call("tool_seven")).status == 200);
   const std::string six =
       "mcp_server_operation_duration_seconds_count{route=\"default\",mcp_method_name=\"tools/"
       "call\",gen_ai_tool_name=\"tool_six\",http_response_status_code=\"200\",error_type=\"\"}";
@@ -420,8 +411,8 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
   CHECK(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"failure\"}", 1));
   CHECK(gw.process().waitForOutput("unknown key 'bogus_key'", Ms(2000)));
-  CHECK(roundTrip(gw.port(), call("get_weather")).status == 200);
-  CHECK(roundTrip(gw.port(), call("delete_all")).status == 403);
+  CHECK(fetch(gw.port(), call("get_weather")).status == 200);
+  CHECK(fetch(gw.port(), call("delete_all")).status == 403);
 }
 
 TEST_CASE("admin: a watched config file reloads itself, a broken one is counted and ignored",
@@ -435,20 +426,20 @@ TEST_CASE("admin: a watched config file reloads itself, a broken one is counted 
   file = file.substr(1, file.size() - 2);
 
   SECTION("policy file edits apply without SIGHUP") {
-    REQUIRE(roundTrip(gw.port(), call("delete_all")).status == 403);
+    REQUIRE(fetch(gw.port(), call("delete_all")).status == 403);
     std::string relaxed = policyYaml();
     relaxed.replace(relaxed.find("action: deny"), 12, "action: allow");
     REQUIRE(writeFile(dir.file("policy.yaml"), relaxed));
     REQUIRE(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
-    CHECK(roundTrip(gw.port(), call("delete_all")).status == 200);
+    CHECK(fetch(gw.port(), call("delete_all")).status == 200);
   }
 
   SECTION("a broken config is counted as a failure and the old settings keep serving") {
     REQUIRE(writeFile(file, readFile(file) + "  bogus: [\n"));
     REQUIRE(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"failure\"}", 1));
     CHECK(gw.process().waitForOutput("reload failed; keeping the running configuration", Ms(2000)));
-    CHECK(roundTrip(gw.port(), call("get_weather")).status == 200);
-    CHECK(roundTrip(gw.port(), call("delete_all")).status == 403);
+    CHECK(fetch(gw.port(), call("get_weather")).status == 200);
+    CHECK(fetch(gw.port(), call("delete_all")).status == 403);
   }
 
   SECTION("an editor's write-and-rename is seen too") {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -1246,6 +1247,15 @@ std::string sseHead(std::string_view extra_headers) {
   h += extra_headers;
   h += "\r\n";
   return h;
+}
+
+Response fetch(uint16_t port, const std::string& request, Ms timeout) {
+  Client c(port);
+  REQUIRE(c.connected());
+  REQUIRE(c.send(request));
+  auto r = c.readResponse(timeout);
+  REQUIRE(r);
+  return *r;
 }
 
 }  // namespace gw::itest

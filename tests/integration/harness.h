@@ -323,6 +323,10 @@ class Client {
   size_t discarded_ = 0;
 };
 
+// Sends one request on a fresh connection and returns the whole response; REQUIREs that the
+// connection, the send and a complete response all happen.
+Response fetch(uint16_t port, const std::string& request, Ms timeout = Ms(8000));
+
 // The raw JSON token after `"key":` in a flat JSON text (a string keeps its quotes), for log
 // lines whose exact spacing is not ours to fix; nullopt if the key is absent.
 std::optional<std::string> jsonToken(std::string_view json, std::string_view key);

@@ -132,16 +132,6 @@ std::string post(std::string_view headers, std::string_view body) {
   return request("POST", headers, body);
 }
 
-// Sends one request on a fresh connection and returns the whole response.
-Response exchange(uint16_t port, const std::string& req) {
-  Client c(port);
-  REQUIRE(c.connected());
-  REQUIRE(c.send(req));
-  auto r = c.readResponse(Ms(8000));
-  REQUIRE(r);
-  return *r;
-}
-
 std::string token(const Response& r, std::string_view key) {
   return jsonToken(r.body, key).value_or("<absent>");
 }
@@ -231,7 +221,7 @@ TEST_CASE("mcp: routes by method glob / decoded Mcp-Name / decoded param / heade
     size_t b_before = b.requestCount();
     std::string members = c.name.empty() ? "" : R"("name":"weather_get")";
     std::string body = rpc(c.method, std::to_string(++id), members);
-    Response r = exchange(gw.port(), post(mcpHeaders(c.method, c.name, c.extra), body));
+    Response r = fetch(gw.port(), post(mcpHeaders(c.method, c.name, c.extra), body));
     INFO("response: " << r.head << r.body);
     CHECK(r.status == 200);
     CHECK(r.body.find(std::string("\"up\":\"") + c.up + "\"") != std::string::npos);
@@ -269,11 +259,11 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
   SECTION("GET and DELETE get 405, Allow: POST and a -31002 body") {
     for (const char* verb : {"GET", "DELETE"}) {
       INFO("verb: " << verb);
-      Response r = exchange(gw.port(), request(verb,
-                                               "Accept: text/event-stream\r\n"
-                                               "MCP-Protocol-Version: 2026-07-28\r\n"
-                                               "Mcp-Session-Id: s-1\r\n",
-                                               ""));
+      Response r = fetch(gw.port(), request(verb,
+                                            "Accept: text/event-stream\r\n"
+                                            "MCP-Protocol-Version: 2026-07-28\r\n"
+                                            "Mcp-Session-Id: s-1\r\n",
+                                            ""));
       INFO(r.head << r.body);
       CHECK(r.status == 405);
       CHECK(r.header("Allow") == "POST");
@@ -287,7 +277,7 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
 
   SECTION("a foreign Origin gets 403 -31003 without an id member; the allowed one passes") {
     std::string body = rpc("tools/list", "3");
-    Response bad = exchange(
+    Response bad = fetch(
         gw.port(), post(mcpHeaders("tools/list", "", "Origin: http://evil.example\r\n"), body));
     INFO(bad.head << bad.body);
     CHECK(bad.status == 403);
@@ -295,7 +285,7 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
     CHECK(bad.body.find("\"id\"") == std::string::npos);
     CHECK(up.requestCount() == 0);
 
-    Response good = exchange(
+    Response good = fetch(
         gw.port(), post(mcpHeaders("tools/list", "", "Origin: http://good.example\r\n"), body));
     INFO(good.head << good.body);
     CHECK(good.status == 200);
@@ -311,7 +301,7 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
         "Accept: application/json, text/event-stream\r\n"
         "MCP-Protocol-Version: 2026-07-28\r\n"
         "Mcp-Method: tools/list\r\n";
-    Response r = exchange(gw.port(), post(headers, body));
+    Response r = fetch(gw.port(), post(headers, body));
     INFO(r.head << r.body);
     CHECK(r.status == 415);
     CHECK(token(r, "code") == "-31007");
@@ -332,15 +322,15 @@ TEST_CASE("mcp: version gate rejects missing and unsupported versions with the r
       "Content-Type: application/json\r\n"
       "Accept: application/json, text/event-stream\r\n"
       "Mcp-Method: tools/list\r\n";
-  Response missing = exchange(gw.port(), post(no_version, rpc("tools/list", "7")));
+  Response missing = fetch(gw.port(), post(no_version, rpc("tools/list", "7")));
   INFO(missing.head << missing.body);
   CHECK(missing.status == 400);
   CHECK(token(missing, "code") == "-32020");
   CHECK(token(missing, "id") == "7");
   CHECK(field(log.next(), "outcome") == "\"version_missing\"");
 
-  Response old = exchange(gw.port(), post(no_version + "MCP-Protocol-Version: 1900-01-01\r\n",
-                                          rpc("tools/list", "\"req-8\"", "", "1900-01-01")));
+  Response old = fetch(gw.port(), post(no_version + "MCP-Protocol-Version: 1900-01-01\r\n",
+                                       rpc("tools/list", "\"req-8\"", "", "1900-01-01")));
   INFO(old.head << old.body);
   CHECK(old.status == 400);
   CHECK(token(old, "code") == "-32022");
@@ -370,10 +360,10 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
 
   // A 2025-era POST: no version header, a session id.
   std::string body = R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})";
-  Response p = exchange(gw.port(), post("Content-Type: application/json\r\n"
-                                        "Accept: application/json, text/event-stream\r\n"
-                                        "Mcp-Session-Id: sess-Abc_123\r\n",
-                                        body));
+  Response p = fetch(gw.port(), post("Content-Type: application/json\r\n"
+                                     "Accept: application/json, text/event-stream\r\n"
+                                     "Mcp-Session-Id: sess-Abc_123\r\n",
+                                     body));
   INFO(p.head << p.body);
   CHECK(p.status == 200);
   CHECK(p.body.find("\"up\":\"old\"") != std::string::npos);
@@ -387,11 +377,11 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
   CHECK(field(line, "route") == "\"legacy\"");
 
   // A 2025-era GET (the standalone SSE stream) goes through too.
-  Response g = exchange(gw.port(), request("GET",
-                                           "Accept: text/event-stream\r\n"
-                                           "Mcp-Session-Id: sess-Abc_123\r\n"
-                                           "Last-Event-ID: ev-9\r\n",
-                                           ""));
+  Response g = fetch(gw.port(), request("GET",
+                                        "Accept: text/event-stream\r\n"
+                                        "Mcp-Session-Id: sess-Abc_123\r\n"
+                                        "Last-Event-ID: ev-9\r\n",
+                                        ""));
   INFO(g.head << g.body);
   CHECK(g.status == 200);
   REQUIRE(old.waitForRequests(2, Ms(2000)));
@@ -404,15 +394,15 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
 
   // An untrusted version's Mcp-* headers are not used for routing.
   Response u =
-      exchange(gw.port(), post("Content-Type: application/json\r\n"
-                               "MCP-Protocol-Version: 2025-06-18\r\nMcp-Method: tools/list\r\n",
-                               body));
+      fetch(gw.port(), post("Content-Type: application/json\r\n"
+                            "MCP-Protocol-Version: 2025-06-18\r\nMcp-Method: tools/list\r\n",
+                            body));
   CHECK(u.status == 200);
   CHECK(u.body.find("\"up\":\"old\"") != std::string::npos);
   log.next();
 
   // Trusted traffic still takes the normal routes.
-  Response m = exchange(gw.port(), post(mcpHeaders("tools/list"), rpc("tools/list", "2")));
+  Response m = fetch(gw.port(), post(mcpHeaders("tools/list"), rpc("tools/list", "2")));
   CHECK(m.status == 200);
   CHECK(m.body.find("\"up\":\"modern\"") != std::string::npos);
   line = log.next();
@@ -449,7 +439,7 @@ TEST_CASE("mcp: header contract violations get 400 -32020 and never reach the up
   };
   for (const Case& c : cases) {
     INFO("case: " << c.what);
-    Response r = exchange(gw.port(), post(c.headers, c.body));
+    Response r = fetch(gw.port(), post(c.headers, c.body));
     INFO(r.head << r.body);
     CHECK(r.status == 400);
     CHECK(token(r, "code") == "-32020");
@@ -461,8 +451,8 @@ TEST_CASE("mcp: header contract violations get 400 -32020 and never reach the up
     std::string extra =
         "mcp-param-FOO: x/y; z, w\r\n"
         "Mcp-Param-Bar: =?base64?SGVsbG8=?=\r\n";
-    Response r = exchange(gw.port(), post(mcpHeaders("tools/call", "echo", extra),
-                                          rpc("tools/call", "16", R"("name":"echo")")));
+    Response r = fetch(gw.port(), post(mcpHeaders("tools/call", "echo", extra),
+                                       rpc("tools/call", "16", R"("name":"echo")")));
     CHECK(r.status == 200);
     REQUIRE(up.waitForRequests(1, Ms(2000)));
     RecordedRequest got = up.requests().at(0);
@@ -495,7 +485,7 @@ TEST_CASE("mcp: a notification without Mcp-Method is forwarded but a request is 
   SECTION("raw upstream: 202 relayed, body byte-exact; a request without Mcp-Method stopped") {
     RawUpstream up(RawUpstream::respond(202, ""));
     Gateway gw(gatewayConfig("", oneUpstream(up.address()), kDefaultRoute));
-    Response n = exchange(gw.port(), post(noMethodHeaders(), kNotification));
+    Response n = fetch(gw.port(), post(noMethodHeaders(), kNotification));
     INFO(n.head << n.body);
     CHECK(n.status == 202);
     CHECK(n.body.empty());
@@ -503,7 +493,7 @@ TEST_CASE("mcp: a notification without Mcp-Method is forwarded but a request is 
     CHECK(up.requests().at(0).body == kNotification);
     CHECK_FALSE(up.requests().at(0).hasHeader("Mcp-Method"));
 
-    Response r = exchange(gw.port(), post(noMethodHeaders(), rpc("tools/list", "21")));
+    Response r = fetch(gw.port(), post(noMethodHeaders(), rpc("tools/list", "21")));
     INFO(r.head << r.body);
     CHECK(r.status == 400);
     CHECK(token(r, "code") == "-32020");
@@ -519,13 +509,13 @@ TEST_CASE("mcp: a notification without Mcp-Method is forwarded but a request is 
       NodeServer server(dir, script);
       Gateway gw(gatewayConfig("", oneUpstream(server.address()), kDefaultRoute));
       LogReader log(gw);
-      Response n = exchange(gw.port(), post(noMethodHeaders(), kNotification));
+      Response n = fetch(gw.port(), post(noMethodHeaders(), kNotification));
       INFO(n.head << n.body << "\nserver stderr: " << server.process().stderrText());
       CHECK(n.status == 202);
       CHECK(n.body.empty());
       CHECK(field(log.next(), "upstream") == "\"" + server.address() + "\"");
 
-      Response r = exchange(gw.port(), post(noMethodHeaders(), rpc("tools/list", "22")));
+      Response r = fetch(gw.port(), post(noMethodHeaders(), rpc("tools/list", "22")));
       INFO(r.head << r.body);
       CHECK(r.status == 400);
       CHECK(token(r, "code") == "-32020");
@@ -567,7 +557,7 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   };
   for (const Case& c : rejects) {
     INFO("case: " << c.what);
-    Response r = exchange(gw.port(), post(c.headers, c.body));
+    Response r = fetch(gw.port(), post(c.headers, c.body));
     INFO(r.head << r.body);
     CHECK(r.status == 400);
     CHECK(token(r, "code") == c.code);
@@ -586,18 +576,18 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   const std::string args = R"({"region":"eu-west1","query":"select 1"})";
 
   // Before any tools/list the tool's annotations are unknown.
-  Response early = exchange(gw.port(), sqlCall(40, args, "Mcp-Param-Region: us-east1\r\n"));
+  Response early = fetch(gw.port(), sqlCall(40, args, "Mcp-Param-Region: us-east1\r\n"));
   INFO(early.head << early.body);
   CHECK(early.status == 200);
   std::string line = log.next();
   CHECK(field(line, "params") == "\"unverifiable\"");
 
-  Response list = exchange(gw.port(), post(mcpHeaders("tools/list"), rpc("tools/list", "41")));
+  Response list = fetch(gw.port(), post(mcpHeaders("tools/list"), rpc("tools/list", "41")));
   CHECK(list.status == 200);
   CHECK(list.body.find("x-mcp-header") != std::string::npos);
   log.next();
 
-  Response mismatch = exchange(gw.port(), sqlCall(42, args, "Mcp-Param-Region: us-east1\r\n"));
+  Response mismatch = fetch(gw.port(), sqlCall(42, args, "Mcp-Param-Region: us-east1\r\n"));
   INFO(mismatch.head << mismatch.body);
   CHECK(mismatch.status == 400);
   CHECK(token(mismatch, "code") == "-32020");
@@ -606,13 +596,13 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   line = log.next();
   CHECK(field(line, "upstream") == "null");
 
-  Response missing = exchange(gw.port(), sqlCall(43, args, ""));
+  Response missing = fetch(gw.port(), sqlCall(43, args, ""));
   INFO(missing.head << missing.body);
   CHECK(missing.status == 400);
   CHECK(token(missing, "code") == "-32020");
   CHECK(field(log.next(), "upstream") == "null");
 
-  Response match = exchange(gw.port(), sqlCall(44, args, "Mcp-Param-Region: eu-west1\r\n"));
+  Response match = fetch(gw.port(), sqlCall(44, args, "Mcp-Param-Region: eu-west1\r\n"));
   INFO(match.head << match.body);
   CHECK(match.status == 200);
   CHECK(match.body.find("ran select 1 in eu-west1") != std::string::npos);
@@ -622,16 +612,16 @@ TEST_CASE("mcp: verify mode rejects what the raw server would have accepted", "[
   CHECK(field(line, "upstream") == "\"" + server.address() + "\"");
 
   Response count =
-      exchange(gw.port(), sqlCall(45, R"({"region":"eu-west1","count":42,"query":"select 2"})",
-                                  "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 42.0\r\n"));
+      fetch(gw.port(), sqlCall(45, R"({"region":"eu-west1","count":42,"query":"select 2"})",
+                               "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 42.0\r\n"));
   INFO(count.head << count.body);
   CHECK(count.status == 200);
   CHECK(count.body.find("ran select 2 in eu-west1") != std::string::npos);
   CHECK(field(log.next(), "params") == "\"verified\"");
 
   Response count_bad =
-      exchange(gw.port(), sqlCall(46, R"({"region":"eu-west1","count":42,"query":"select 3"})",
-                                  "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 43\r\n"));
+      fetch(gw.port(), sqlCall(46, R"({"region":"eu-west1","count":42,"query":"select 3"})",
+                               "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 43\r\n"));
   INFO(count_bad.head << count_bad.body);
   CHECK(count_bad.status == 400);
   CHECK(token(count_bad, "code") == "-32020");
@@ -658,13 +648,13 @@ TEST_CASE("mcp: verify mode in front of the SDK server passes valid traffic and 
     return post(mcpHeaders("tools/call", header_name), body);
   };
 
-  Response ok = exchange(gw.port(), call(51, "echo", "echo"));
+  Response ok = fetch(gw.port(), call(51, "echo", "echo"));
   INFO(ok.head << ok.body << "\nserver stderr: " << server.process().stderrText());
   CHECK(ok.status == 200);
   CHECK(ok.body.find("hi via gateway") != std::string::npos);
   CHECK(field(log.next(), "upstream") == "\"" + server.address() + "\"");
 
-  Response bad = exchange(gw.port(), call(52, "echo", "weather_get"));
+  Response bad = fetch(gw.port(), call(52, "echo", "weather_get"));
   INFO(bad.head << bad.body);
   CHECK(bad.status == 400);
   CHECK(token(bad, "code") == "-32020");
@@ -724,7 +714,7 @@ TEST_CASE("mcp: verify mode learns x-mcp-header schemas from a tools/list stream
     return post(mcpHeaders("tools/call", "execute_sql", region_header), body);
   };
 
-  Response list = exchange(
+  Response list = fetch(
       gw.port(), post(mcpHeaders("tools/list"), R"({"jsonrpc":"2.0","id":60,"method":"tools/list",)"
                                                 R"("params":{)" +
                                                     meta + "}}"));
@@ -735,7 +725,7 @@ TEST_CASE("mcp: verify mode learns x-mcp-header schemas from a tools/list stream
   log.next();
 
   // Known now: the gateway itself rejects the mismatching param, before the upstream.
-  Response bad = exchange(gw.port(), sql(61, "Mcp-Param-Region: us-east1\r\n"));
+  Response bad = fetch(gw.port(), sql(61, "Mcp-Param-Region: us-east1\r\n"));
   INFO(bad.head << bad.body);
   CHECK(bad.status == 400);
   CHECK(token(bad, "code") == "-32020");
@@ -744,7 +734,7 @@ TEST_CASE("mcp: verify mode learns x-mcp-header schemas from a tools/list stream
   INFO("access log: " << line);
   CHECK(field(line, "upstream") == "null");
 
-  Response good = exchange(gw.port(), sql(62, "Mcp-Param-Region: eu-west1\r\n"));
+  Response good = fetch(gw.port(), sql(62, "Mcp-Param-Region: eu-west1\r\n"));
   INFO(good.head << good.body);
   CHECK(good.status == 200);
   CHECK(good.body.find("ran select 1 in eu-west1") != std::string::npos);

@@ -145,16 +145,6 @@ std::string call(std::string_view name_header, std::string_view id, std::string_
   return r;
 }
 
-// Sends one request on a fresh connection and returns the whole response.
-Response exchange(uint16_t port, const std::string& req) {
-  Client c(port);
-  REQUIRE(c.connected());
-  REQUIRE(c.send(req));
-  auto r = c.readResponse(Ms(8000));
-  REQUIRE(r);
-  return *r;
-}
-
 std::string token(const Response& r, std::string_view key) {
   return jsonToken(r.body, key).value_or("<absent>");
 }
@@ -231,13 +221,13 @@ TEST_CASE("policy: a deny rule on the decoded Mcp-Name answers 403 -31004 with t
                                 "default: allow\n");
   Gateway gw(gatewayConfig(up.address(), pol));
 
-  Response plain = exchange(gw.port(), call("delete_everything", "11"));
+  Response plain = fetch(gw.port(), call("delete_everything", "11"));
   CHECK(plain.status == 403);
   CHECK(plain.body.rfind(R"({"jsonrpc":"2.0","id":11,"error":{"code":-31004,)", 0) == 0);
   CHECK(plain.body.find(R"("data":{"rule":"block-deletes"})") != std::string::npos);
 
   // =?base64?ZGVsZXRlX2V2ZXJ5dGhpbmc=?= is "delete_everything".
-  Response sentinel = exchange(
+  Response sentinel = fetch(
       gw.port(), call("=?base64?ZGVsZXRlX2V2ZXJ5dGhpbmc=?=", "\"s-12\"", "", "delete_everything"));
   CHECK(sentinel.status == 403);
   CHECK(token(sentinel, "id") == "\"s-12\"");
@@ -245,7 +235,7 @@ TEST_CASE("policy: a deny rule on the decoded Mcp-Name answers 403 -31004 with t
   CHECK(token(sentinel, "rule") == "\"block-deletes\"");
   CHECK(up.requestCount() == 0);
 
-  Response allowed = exchange(gw.port(), call("get_weather", "13"));
+  Response allowed = fetch(gw.port(), call("get_weather", "13"));
   CHECK(allowed.status == 200);
   CHECK(allowed.body == kOkBody);
   REQUIRE(up.waitForRequests(1, Ms(2000)));
@@ -268,19 +258,19 @@ TEST_CASE("policy: require param equals the API key's claim (allowed / other / a
   Gateway gw(gatewayConfig(up.address(), pol));
 
   Response own =
-      exchange(gw.port(), call("list_invoices", "21", bearer(kKey) + "Mcp-Param-Tenant: acme\r\n"));
+      fetch(gw.port(), call("list_invoices", "21", bearer(kKey) + "Mcp-Param-Tenant: acme\r\n"));
   CHECK(own.status == 200);
   REQUIRE(up.waitForRequests(1, Ms(2000)));
   CHECK(up.requests()[0].header("Mcp-Param-Tenant").value_or("<absent>") == "acme");
 
-  Response other = exchange(
-      gw.port(), call("list_invoices", "22", bearer(kKey) + "Mcp-Param-Tenant: other\r\n"));
+  Response other =
+      fetch(gw.port(), call("list_invoices", "22", bearer(kKey) + "Mcp-Param-Tenant: other\r\n"));
   CHECK(other.status == 403);
   CHECK(token(other, "id") == "22");
   CHECK(token(other, "code") == "-31004");
   CHECK(token(other, "rule") == "\"tenant-bound\"");
 
-  Response absent = exchange(gw.port(), call("list_invoices", "23", bearer(kKey)));
+  Response absent = fetch(gw.port(), call("list_invoices", "23", bearer(kKey)));
   CHECK(absent.status == 403);
   CHECK(token(absent, "id") == "23");
   CHECK(token(absent, "code") == "-31004");
@@ -305,7 +295,7 @@ TEST_CASE("policy: anonymous deny answers 401 -31006, Authorization forwarded on
       std::string(kDefaultRoute);
   Gateway gw(gatewayConfig(up.address(), pol, routes));
 
-  Response missing = exchange(gw.port(), call("echo", "31"));
+  Response missing = fetch(gw.port(), call("echo", "31"));
   CHECK(missing.status == 401);
   auto www = missing.header("WWW-Authenticate");
   REQUIRE(www);
@@ -314,7 +304,7 @@ TEST_CASE("policy: anonymous deny answers 401 -31006, Authorization forwarded on
   CHECK(token(missing, "id") == "31");
   CHECK(token(missing, "code") == "-31006");
 
-  Response wrong = exchange(gw.port(), call("echo", "32", bearer("not-the-key")));
+  Response wrong = fetch(gw.port(), call("echo", "32", bearer("not-the-key")));
   CHECK(wrong.status == 401);
   auto www2 = wrong.header("WWW-Authenticate");
   REQUIRE(www2);
@@ -327,13 +317,13 @@ TEST_CASE("policy: anonymous deny answers 401 -31006, Authorization forwarded on
   std::this_thread::sleep_for(Ms(100));
   CHECK(up.requestCount() == 0);
 
-  Response dropped = exchange(gw.port(), call("echo", "33", bearer(kKey)));
+  Response dropped = fetch(gw.port(), call("echo", "33", bearer(kKey)));
   CHECK(dropped.status == 200);
   REQUIRE(up.waitForRequests(1, Ms(2000)));
   CHECK_FALSE(up.requests()[0].hasHeader("Authorization"));
 
   Response forwarded =
-      exchange(gw.port(), call("echo", "34", bearer(kKey) + "X-Forward-Credentials: 1\r\n"));
+      fetch(gw.port(), call("echo", "34", bearer(kKey) + "X-Forward-Credentials: 1\r\n"));
   CHECK(forwarded.status == 200);
   REQUIRE(up.waitForRequests(2, Ms(2000)));
   CHECK(up.requests()[1].header("Authorization").value_or("<absent>") ==
@@ -372,7 +362,7 @@ TEST_CASE("policy: an HS256 JWT from a JWKS authenticates, the access log names 
            std::to_string(exp) + R"(,"groups":["dev","ops"]})";
   };
   std::string good = hs256Token(secret, "k1", claims(unixNow() + 600));
-  Response ok = exchange(gw.port(), call("echo", "41", bearer(good)));
+  Response ok = fetch(gw.port(), call("echo", "41", bearer(good)));
   CHECK(ok.status == 200);
   REQUIRE(up.waitForRequests(1, Ms(2000)));
   std::string line = waitLogLine(gw, "\"subject\"");
@@ -380,7 +370,7 @@ TEST_CASE("policy: an HS256 JWT from a JWKS authenticates, the access log names 
   CHECK(jsonToken(line, "subject").value_or("<absent>") == "\"jwt-user-7\"");
 
   std::string expired = hs256Token(secret, "k1", claims(unixNow() - 3600));
-  Response late = exchange(gw.port(), call("echo", "42", bearer(expired)));
+  Response late = fetch(gw.port(), call("echo", "42", bearer(expired)));
   CHECK(late.status == 401);
   CHECK(token(late, "id") == "42");
   CHECK(token(late, "code") == "-31006");
@@ -390,7 +380,7 @@ TEST_CASE("policy: an HS256 JWT from a JWKS authenticates, the access log names 
 
   std::string forged =
       hs256Token("another-secret-of-32-bytes-long!", "k1", claims(unixNow() + 600));
-  CHECK(exchange(gw.port(), call("echo", "43", bearer(forged))).status == 401);
+  CHECK(fetch(gw.port(), call("echo", "43", bearer(forged))).status == 401);
 
   std::this_thread::sleep_for(Ms(100));
   CHECK(up.requestCount() == 1);
@@ -418,9 +408,9 @@ TEST_CASE("ratelimit: the third call in a second gets 429 with RateLimit headers
   Gateway gw(gatewayConfig(up.address(), pol, kDefaultRoute, "  verify_body: true\n"));
 
   SECTION("two pass, the third is limited, another tool still passes") {
-    CHECK(exchange(gw.port(), call("echo", "51", bearer(kKey))).status == 200);
-    CHECK(exchange(gw.port(), call("echo", "52", bearer(kKey))).status == 200);
-    Response limited = exchange(gw.port(), call("echo", "53", bearer(kKey)));
+    CHECK(fetch(gw.port(), call("echo", "51", bearer(kKey))).status == 200);
+    CHECK(fetch(gw.port(), call("echo", "52", bearer(kKey))).status == 200);
+    Response limited = fetch(gw.port(), call("echo", "53", bearer(kKey)));
     CHECK(limited.status == 429);
     auto retry = limited.header("Retry-After");
     REQUIRE(retry);
@@ -441,7 +431,7 @@ TEST_CASE("ratelimit: the third call in a second gets 429 with RateLimit headers
     CHECK((!after.empty() && end == after.c_str() + after.size()));
     CHECK(seconds > 0);
 
-    Response other_tool = exchange(gw.port(), call("get_weather", "54", bearer(kKey)));
+    Response other_tool = fetch(gw.port(), call("get_weather", "54", bearer(kKey)));
     CHECK(other_tool.status == 200);
     REQUIRE(up.waitForRequests(3, Ms(2000)));
     std::this_thread::sleep_for(Ms(100));
@@ -450,19 +440,19 @@ TEST_CASE("ratelimit: the third call in a second gets 429 with RateLimit headers
 
   SECTION("requests rejected earlier (policy deny, verify mismatch) consume no quota") {
     for (int i = 0; i < 5; ++i) {
-      Response denied = exchange(gw.port(), call("echo", std::to_string(60 + i),
-                                                 bearer(kKey) + "Mcp-Param-Mode: bad\r\n"));
+      Response denied = fetch(gw.port(), call("echo", std::to_string(60 + i),
+                                              bearer(kKey) + "Mcp-Param-Mode: bad\r\n"));
       CHECK(denied.status == 403);
     }
     for (int i = 0; i < 5; ++i) {
       // Mcp-Name says echo, the body says something else: 400 -32020 in verify mode.
       Response mismatch =
-          exchange(gw.port(), call("echo", std::to_string(70 + i), bearer(kKey), "drop_table"));
+          fetch(gw.port(), call("echo", std::to_string(70 + i), bearer(kKey), "drop_table"));
       CHECK(mismatch.status == 400);
       CHECK(token(mismatch, "code") == "-32020");
     }
-    CHECK(exchange(gw.port(), call("echo", "80", bearer(kKey))).status == 200);
-    CHECK(exchange(gw.port(), call("echo", "81", bearer(kKey))).status == 200);
+    CHECK(fetch(gw.port(), call("echo", "80", bearer(kKey))).status == 200);
+    CHECK(fetch(gw.port(), call("echo", "81", bearer(kKey))).status == 200);
     REQUIRE(up.waitForRequests(2, Ms(2000)));
     std::this_thread::sleep_for(Ms(100));
     CHECK(up.requestCount() == 2);
@@ -504,20 +494,20 @@ TEST_CASE("ratelimit: bucket state survives a reload, a renamed limit starts fre
     REQUIRE(reloads() == before + 1);
   };
   REQUIRE(gw.process().waitForOutput("listening", Ms(3000), false, true));
-  CHECK(exchange(gw.port(), call("echo", "1", bearer(kKey))).status == 200);
-  CHECK(exchange(gw.port(), call("echo", "2", bearer(kKey))).status == 200);
-  CHECK(exchange(gw.port(), call("echo", "3", bearer(kKey))).status == 429);
+  CHECK(fetch(gw.port(), call("echo", "1", bearer(kKey))).status == 200);
+  CHECK(fetch(gw.port(), call("echo", "2", bearer(kKey))).status == 200);
+  CHECK(fetch(gw.port(), call("echo", "3", bearer(kKey))).status == 429);
 
   // The same limit after a reload: still spent.
   reload(0);
-  CHECK(exchange(gw.port(), call("echo", "4", bearer(kKey))).status == 429);
+  CHECK(fetch(gw.port(), call("echo", "4", bearer(kKey))).status == 429);
 
   // A limit under a new name is a new bucket.
   REQUIRE(writeFile(pol, policy("hourly-v2")));
   reload(1);
-  CHECK(exchange(gw.port(), call("echo", "5", bearer(kKey))).status == 200);
-  CHECK(exchange(gw.port(), call("echo", "6", bearer(kKey))).status == 200);
-  CHECK(exchange(gw.port(), call("echo", "7", bearer(kKey))).status == 429);
+  CHECK(fetch(gw.port(), call("echo", "5", bearer(kKey))).status == 200);
+  CHECK(fetch(gw.port(), call("echo", "6", bearer(kKey))).status == 200);
+  CHECK(fetch(gw.port(), call("echo", "7", bearer(kKey))).status == 429);
   REQUIRE(up.waitForRequests(4, Ms(2000)));
   std::this_thread::sleep_for(Ms(100));
   CHECK(up.requestCount() == 4);
@@ -562,7 +552,7 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
   auto loop_start = Clock::now();
   while (Clock::now() - loop_start < Ms(2000) && sent < 1000) {
     const Gateway& gw = (sent % 2 == 0) ? a : b;
-    Response r = exchange(gw.port(), call("echo", std::to_string(sent)));
+    Response r = fetch(gw.port(), call("echo", std::to_string(sent)));
     ++sent;
     if (r.status == 200) {
       ++ok;
@@ -586,7 +576,7 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
   for (int i = 0; i < 6; ++i) {
     const Gateway& gw = (i % 2 == 0) ? a : b;
     auto t0 = Clock::now();
-    Response r = exchange(gw.port(), call("echo", std::to_string(900 + i)));
+    Response r = fetch(gw.port(), call("echo", std::to_string(900 + i)));
     long long ms = msBetween(t0, Clock::now());
     INFO("request " << i << " after redis stopped: " << r.status << " in " << ms << " ms");
     CHECK(r.status == 429);
@@ -599,7 +589,7 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
   Gateway c(gatewayConfig(up.address(), allow_pol));
   for (int i = 0; i < 3; ++i) {
     auto t0 = Clock::now();
-    Response r = exchange(c.port(), call("echo", std::to_string(950 + i)));
+    Response r = fetch(c.port(), call("echo", std::to_string(950 + i)));
     long long ms = msBetween(t0, Clock::now());
     INFO("on_error allow, request " << i << ": " << r.status << " in " << ms << " ms");
     CHECK(r.status == 200);
