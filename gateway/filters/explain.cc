@@ -49,20 +49,6 @@ bool safeFieldText(std::string_view s) {
   return true;
 }
 
-bool validFieldName(std::string_view s) {
-  if (s.empty()) {
-    return false;
-  }
-  for (char c : s) {
-    bool tchar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!tchar) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The JSON-RPC message a client would send for these inputs.
 std::string defaultBody(const ExplainInput& in) {
   std::string b = "{\"jsonrpc\":\"2.0\",";
@@ -390,13 +376,13 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
     field("Mcp-Name", headerValue(*in.name));
   }
   for (const auto& [k, v] : in.params) {
-    if (!validFieldName(k)) {
+    if (!core::isToken(k)) {
       return core::fail("param name '" + clip(k) + "' is not a header token");
     }
     field("Mcp-Param-" + k, headerValue(v));
   }
   for (const auto& [k, v] : in.headers) {
-    if (!validFieldName(k) || !safeFieldText(v)) {
+    if (!core::isToken(k) || !safeFieldText(v)) {
       return core::fail("header '" + clip(k) + "' has an invalid name or value");
     }
     field(k, v);
