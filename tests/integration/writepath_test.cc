@@ -749,11 +749,10 @@ TEST_CASE("writepath: a refused connect is retried on the next endpoint with the
   uint16_t dead = freePort();
   GatewayConfig cfg;
   cfg.response_timeout = "3s";
-  SECTION("onto a new connection") {
-    cfg.upstream_endpoints = {"127.0.0.1:" + std::to_string(dead), live.address()};
-    Gateway gw(withUpstreamLine(cfg, "balance: round_robin"));
-    Client c(gw.port());
-    std::string body = toolsCallBody("echo", 1);
+  // Request i is echoed, in time (a retry, not a timeout).
+  auto echoedSoon = [](Client& c, int i) {
+    INFO("request " << i);
+    std::string body = toolsCallBody("echo", i);
     REQUIRE(c.send(mcpPost(body)));
     auto t0 = Clock::now();
     auto r = c.readResponse(Ms(5000));
@@ -762,6 +761,12 @@ TEST_CASE("writepath: a refused connect is retried on the next endpoint with the
     CHECK(r->status == 200);
     CHECK(r->body == body);
     CHECK(msBetween(t0, Clock::now()) < 1500);
+  };
+  SECTION("onto a new connection") {
+    cfg.upstream_endpoints = {"127.0.0.1:" + std::to_string(dead), live.address()};
+    Gateway gw(withUpstreamLine(cfg, "balance: round_robin"));
+    Client c(gw.port());
+    echoedSoon(c, 1);
   }
   SECTION("onto a pooled connection") {
     cfg.upstream_endpoints = {live.address(), "127.0.0.1:" + std::to_string(dead)};
@@ -769,18 +774,8 @@ TEST_CASE("writepath: a refused connect is retried on the next endpoint with the
     Client c(gw.port());
     // The first request goes to the live endpoint and leaves its connection in the pool; the
     // second one starts on the dead endpoint and is retried onto that pooled connection.
-    for (int i = 1; i <= 2; ++i) {
-      INFO("request " << i);
-      std::string body = toolsCallBody("echo", i);
-      REQUIRE(c.send(mcpPost(body)));
-      auto t0 = Clock::now();
-      auto r = c.readResponse(Ms(5000));
-      REQUIRE(r);
-      INFO("answered after " << msBetween(t0, Clock::now()) << " ms");
-      CHECK(r->status == 200);
-      CHECK(r->body == body);
-      CHECK(msBetween(t0, Clock::now()) < 1500);
-    }
+    echoedSoon(c, 1);
+    echoedSoon(c, 2);
     CHECK(live.acceptCount() == 1);
   }
 }
