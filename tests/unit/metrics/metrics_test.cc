@@ -16,6 +16,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The labels (without the closing brace) of r1's successful tools/call echo series.
+const std::string kOkLabels =
+    "{route=\"r1\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\","
+    "http_response_status_code=\"200\",error_type=\"\"";
+
 // The value on the exposition line that starts with `series`, or -1.
 double sample(const std::string& text, const std::string& series) {
   size_t pos = text.find("\n" + series + " ");
@@ -156,9 +161,7 @@ TEST_CASE("metrics: a scrape merges every worker's series", "[metrics]") {
   gw::metrics::Gauges g;
   g.connections = 4;
   std::string t = "\n" + r.scrape(g);
-  const std::string ok =
-      "{route=\"r1\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\","
-      "http_response_status_code=\"200\",error_type=\"\"";
+  const std::string ok = kOkLabels;
   CHECK(sample(t, "mcp_server_operation_duration_seconds_count" + ok + "}") == 2);
   CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"0.01\"}") == 1);
   CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"0.05\"}") == 2);
@@ -235,9 +238,7 @@ TEST_CASE("metrics: a scraped histogram is consistent while a worker is mid-obse
   c.buckets[gw::metrics::kDurationBounds.size() - 1].store(1);
   std::string t = "\n" + r.scrape({});
   CHECK(checkHistograms(t, "mcp_server_operation_duration_seconds") == 1);
-  const std::string ok =
-      "{route=\"r1\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\","
-      "http_response_status_code=\"200\",error_type=\"\"";
+  const std::string ok = kOkLabels;
   CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"300\"}") == 2);
   CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"+Inf\"}") == 2);
   CHECK(sample(t, "mcp_server_operation_duration_seconds_count" + ok + "}") == 2);
