@@ -1391,16 +1391,17 @@ void Connection::endRequest() {
   metrics::WorkerMetrics& m = *w_.metrics;
   std::string_view outcome = outcome_;
   bool failed = !outcome.empty() && outcome != "complete";
-  char status[8];
-  int n = std::snprintf(status, sizeof(status), "%d", status_);
+  char digits[8];
+  std::string_view status(
+      digits,
+      static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), status_).ptr - digits));
   std::string_view error_type = failed ? outcome : std::string_view{};
   if (!failed && status_ >= 500) {
-    error_type = std::string_view(status, static_cast<size_t>(n));
+    error_type = status;
   }
   m.server_ops
       .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
-           toolLabel(w_, ctx_, *s_, forwarded_), std::string_view(status, static_cast<size_t>(n)),
-           error_type})
+           toolLabel(w_, ctx_, *s_, forwarded_), status, error_type})
       .observe(Clock::now() - started_);
   if (failed) {
     m.rejections.at({outcome}).add(1);
