@@ -328,28 +328,34 @@ routes:
 access_log: { path: "off" }
 drain_timeout: 1s
 EOF
-chmod 644 "${mnt}/tmp/check.yaml"
-env -i PATH=/usr/bin:/bin timeout 60 "${as_user[@]}" /usr/local/bin/mcp-gateway \
-  run -c /tmp/check.yaml > "${tmp}/gateway.log" 2>&1 &
-gw_pid=$!
-pids+=("${gw_pid}")
-say "gateway started in the chroot (pid ${gw_pid}): listen 127.0.0.1:${port}," \
-  "admin 127.0.0.1:${admin}"
-ok=0
-for _ in $(seq 1 100); do
-  if curl -fsS --max-time 1 "http://127.0.0.1:${admin}/healthz" > "${tmp}/healthz" 2> /dev/null
-  then
-    ok=1
-    break
+# start_gateway NAME PATH: runs the gateway from the image's root filesystem with
+# /tmp/NAME.yaml (log: ${tmp}/NAME.log; pid: gw_pid) and waits up to 10 s until PATH on the
+# admin port answers 200 (its body in ${tmp}/NAME.ready); dies with the log otherwise.
+start_gateway() {
+  local name="$1" path="$2" ok=0
+  chmod 644 "${mnt}/tmp/${name}.yaml"
+  env -i PATH=/usr/bin:/bin timeout 60 "${as_user[@]}" /usr/local/bin/mcp-gateway \
+    run -c "/tmp/${name}.yaml" > "${tmp}/${name}.log" 2>&1 &
+  gw_pid=$!
+  pids+=("${gw_pid}")
+  say "gateway started in the chroot (pid ${gw_pid}): listen 127.0.0.1:${port}," \
+    "admin 127.0.0.1:${admin}"
+  for _ in $(seq 1 100); do
+    if curl -fsS --max-time 1 "http://127.0.0.1:${admin}${path}" > "${tmp}/${name}.ready" \
+      2> /dev/null; then
+      ok=1
+      break
+    fi
+    kill -0 "${gw_pid}" 2> /dev/null || break
+    sleep 0.1
+  done
+  if [[ ${ok} != 1 ]]; then
+    cat "${tmp}/${name}.log" >&2
+    die "${path} did not answer 200 within 10s"
   fi
-  kill -0 "${gw_pid}" 2> /dev/null || break
-  sleep 0.1
-done
-if [[ ${ok} != 1 ]]; then
-  cat "${tmp}/gateway.log" >&2
-  die "/healthz did not answer 200 within 10s"
-fi
-pass "/healthz: 200 $(head -c 40 "${tmp}/healthz")"
+}
+start_gateway check /healthz
+pass "/healthz: 200 $(head -c 40 "${tmp}/check.ready")"
 code=$(curl -sS --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:${admin}/readyz")
 [[ "${code}" == 200 ]] || die "/readyz answered ${code}"
 pass "/readyz: 200"
@@ -367,7 +373,7 @@ pass "HEALTHCHECK command fails against a closed port"
 kill -TERM "${gw_pid}"
 rc=0
 wait "${gw_pid}" || rc=$?
-[[ ${rc} == 0 ]] || die "the gateway exited ${rc} on SIGTERM (log: $(tail -3 "${tmp}/gateway.log"))"
+[[ ${rc} == 0 ]] || die "the gateway exited ${rc} on SIGTERM (log: $(tail -3 "${tmp}/check.log"))"
 pass "SIGTERM: drained and exited 0"
 
 # --- the sidecar: demo MCP server + gateway ---------------------------------------------------
@@ -430,22 +436,7 @@ routes:
     upstream: mcp-server
 drain_timeout: 1s
 EOF
-chmod 644 "${mnt}/tmp/sidecar.yaml"
-env -i PATH=/usr/bin:/bin timeout 60 "${as_user[@]}" /usr/local/bin/mcp-gateway \
-  run -c /tmp/sidecar.yaml > "${tmp}/sidecar.log" 2>&1 &
-gw_pid=$!
-pids+=("${gw_pid}")
-ok=0
-for _ in $(seq 1 100); do
-  curl -fsS --max-time 1 -o /dev/null "http://127.0.0.1:${admin}/readyz" 2> /dev/null &&
-    ok=1 && break
-  kill -0 "${gw_pid}" 2> /dev/null || break
-  sleep 0.1
-done
-if [[ ${ok} != 1 ]]; then
-  cat "${tmp}/sidecar.log" >&2
-  die "the sidecar gateway did not become ready within 10s"
-fi
+start_gateway sidecar /readyz
 body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
 body+='"arguments":{"message":"through the sidecar"},"_meta":{'
 body+='"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
