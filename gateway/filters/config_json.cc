@@ -2,10 +2,7 @@
 
 #include "gateway/filters/config_json.h"
 
-#include <cinttypes>
-#include <cstdio>
-
-#include "gateway/mcp/jsonrpc.h"
+#include "gateway/filters/json_writer.h"
 #include "gateway/policy/jwt.h"
 
 namespace gw::filters {
@@ -14,68 +11,11 @@ namespace {
 
 constexpr std::string_view kRedacted = "<redacted>";
 
-// A small JSON writer: members and array items get their commas from the nesting state.
-class Json {
- public:
-  Json& open(char c) {
-    comma();
-    out_ += c;
-    first_ = true;
-    return *this;
-  }
-  Json& close(char c) {
-    out_ += c;
-    first_ = false;
-    return *this;
-  }
-  Json& key(std::string_view k) {
-    comma();
-    quote(k);
-    out_ += ':';
-    first_ = true;  // the value follows without a comma
-    return *this;
-  }
-  Json& str(std::string_view v) {
-    comma();
-    quote(v);
-    return *this;
-  }
-  Json& raw(std::string_view v) {
-    comma();
-    out_ += v;
-    return *this;
-  }
-  Json& num(uint64_t v) {
-    char b[32];
-    std::snprintf(b, sizeof(b), "%" PRIu64, v);
-    return raw(b);
-  }
-  Json& ms(settings::Duration d) { return num(static_cast<uint64_t>(d.count())); }
-  Json& boolean(bool b) { return raw(b ? "true" : "false"); }
-  Json& strings(const std::vector<std::string>& v) {
-    open('[');
-    for (const auto& s : v) {
-      str(s);
-    }
-    return close(']');
-  }
-  std::string take() { return std::move(out_); }
+using Json = JsonWriter;
 
- private:
-  void comma() {
-    if (!first_) {
-      out_ += ',';
-    }
-    first_ = false;
-  }
-  void quote(std::string_view s) {
-    out_ += '"';
-    mcp::appendJsonEscaped(out_, s);
-    out_ += '"';
-  }
-  std::string out_;
-  bool first_ = true;
-};
+uint64_t ms(settings::Duration d) {
+  return static_cast<uint64_t>(d.count());
+}
 
 void globPairs(Json& j, const std::vector<std::pair<std::string, std::string>>& pairs) {
   j.open('{');
@@ -137,16 +77,16 @@ void settingsJson(Json& j, const settings::Settings& s) {
   j.key("max_header_bytes").num(l.max_header_bytes);
   j.key("max_headers").num(l.max_headers);
   j.key("max_body_bytes").num(l.max_body_bytes);
-  j.key("header_timeout_ms").ms(l.header_timeout);
-  j.key("body_timeout_ms").ms(l.body_timeout);
-  j.key("keepalive_timeout_ms").ms(l.keepalive_timeout);
+  j.key("header_timeout_ms").num(ms(l.header_timeout));
+  j.key("body_timeout_ms").num(ms(l.body_timeout));
+  j.key("keepalive_timeout_ms").num(ms(l.keepalive_timeout));
   j.close('}');
   j.key("mcp").open('{');
   j.key("protocol_versions").strings(s.mcp.protocol_versions);
   j.key("legacy").str(s.mcp.legacy == settings::LegacyMode::kReject ? "reject" : "passthrough");
   j.key("verify_body").boolean(s.mcp.verify_body);
   j.key("allowed_origins").strings(s.mcp.allowed_origins);
-  j.key("sse_keepalive_ms").ms(s.mcp.sse_keepalive);
+  j.key("sse_keepalive_ms").num(ms(s.mcp.sse_keepalive));
   j.close('}');
   j.key("upstreams").open('[');
   for (const auto& u : s.upstreams) {
@@ -158,10 +98,10 @@ void settingsJson(Json& j, const settings::Settings& s) {
     }
     j.close(']');
     j.key("path").str(u.path);
-    j.key("connect_timeout_ms").ms(u.connect_timeout);
-    j.key("response_timeout_ms").ms(u.response_timeout);
-    j.key("stream_idle_timeout_ms").ms(u.stream_idle_timeout);
-    j.key("max_duration_ms").ms(u.max_duration);
+    j.key("connect_timeout_ms").num(ms(u.connect_timeout));
+    j.key("response_timeout_ms").num(ms(u.response_timeout));
+    j.key("stream_idle_timeout_ms").num(ms(u.stream_idle_timeout));
+    j.key("max_duration_ms").num(ms(u.max_duration));
     j.key("balance").str(u.balance == settings::Balance::kRoundRobin ? "round_robin"
                                                                      : "first_healthy");
     j.key("max_idle_connections").num(u.max_idle_connections);
@@ -204,7 +144,7 @@ void settingsJson(Json& j, const settings::Settings& s) {
   j.key("policy_files").strings(s.policy_files);
   j.key("access_log").str(s.access_log.path);
   j.key("log_level").str(s.log_level);
-  j.key("drain_timeout_ms").ms(s.drain_timeout);
+  j.key("drain_timeout_ms").num(ms(s.drain_timeout));
   j.key("rate_limit_headers").boolean(s.rate_limit_headers);
   j.key("watch_files").boolean(s.watch_files);
   j.key("metrics").open('{').key("max_tool_names").num(s.metrics_max_tool_names).close('}');

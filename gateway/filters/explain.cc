@@ -4,10 +4,8 @@
 
 #include <simdjson.h>
 
-#include <cinttypes>
-#include <cstdio>
-
 #include "gateway/core/ascii.h"
+#include "gateway/filters/json_writer.h"
 #include "gateway/filters/limits.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/parser.h"
@@ -19,20 +17,6 @@
 namespace gw::filters {
 
 namespace {
-
-void str(std::string& out, std::string_view s) {
-  out += '"';
-  mcp::appendJsonEscaped(out, s);
-  out += '"';
-}
-
-void strOrNull(std::string& out, bool present, std::string_view s) {
-  if (present) {
-    str(out, s);
-  } else {
-    out += "null";
-  }
-}
 
 // A header value as a client would send it: plain when it can be, else a base64 sentinel.
 std::string headerValue(std::string_view v) {
@@ -51,47 +35,31 @@ bool safeFieldText(std::string_view s) {
 
 // The JSON-RPC message a client would send for these inputs.
 std::string defaultBody(const ExplainInput& in) {
-  std::string b = "{\"jsonrpc\":\"2.0\",";
+  JsonWriter j;
+  j.open('{').key("jsonrpc").str("2.0");
   if (!in.method.starts_with("notifications/")) {
-    b += "\"id\":1,";
+    j.key("id").num(1);
   }
-  b += "\"method\":";
-  str(b, in.method);
-  b += ",\"params\":{";
-  bool first = true;
-  auto member = [&](std::string_view k) {
-    if (!first) {
-      b += ',';
-    }
-    first = false;
-    str(b, k);
-    b += ':';
-  };
+  j.key("method").str(in.method).key("params").open('{');
   if (in.name) {
     if (in.method == "resources/read") {
-      member("uri");
+      j.key("uri");
     } else if (in.method.starts_with("tasks/")) {
-      member("taskId");
+      j.key("taskId");
     } else {
-      member("name");
+      j.key("name");
     }
-    str(b, *in.name);
+    j.str(*in.name);
   }
   if (!in.params.empty()) {
-    member("arguments");
-    b += '{';
-    for (size_t i = 0; i < in.params.size(); ++i) {
-      if (i > 0) {
-        b += ',';
-      }
-      str(b, in.params[i].first);
-      b += ':';
-      str(b, in.params[i].second);
+    j.key("arguments").open('{');
+    for (const auto& [k, v] : in.params) {
+      j.key(k).str(v);
     }
-    b += '}';
+    j.close('}');
   }
-  b += "}}";
-  return b;
+  j.close('}').close('}');
+  return j.take();
 }
 
 const char* authName(policy::AuthResult a) {
@@ -145,109 +113,62 @@ struct LimitResult {
 std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward,
                    const std::vector<LimitResult>& limits) {
   const settings::Settings& s = *snap.settings;
-  std::string out = "{\"decision\":";
-  out += forward ? "\"forward\"" : "\"reject\"";
+  JsonWriter j;
+  j.open('{').key("decision").str(forward ? "forward" : "reject");
   if (forward) {
-    out += ",\"status\":null,\"reason\":null,\"error\":null";
+    j.key("status").null().key("reason").null().key("error").null();
   } else {
-    char num[32];
-    std::snprintf(num, sizeof(num), "%d", ctx.reply.status);
-    out += ",\"status\":";
-    out += num;
-    out += ",\"reason\":";
-    str(out, ctx.reply.reason);
-    out += ",\"error\":";
+    j.key("status").integer(ctx.reply.status).key("reason").str(ctx.reply.reason);
+    j.key("error");
     if (ctx.reply.json_rpc) {
-      std::snprintf(num, sizeof(num), "%d", ctx.reply.code);
-      out += "{\"code\":";
-      out += num;
-      out += ",\"message\":";
-      str(out, ctx.reply.message);
+      j.open('{').key("code").integer(ctx.reply.code).key("message").str(ctx.reply.message);
       if (!ctx.reply.data_json.empty()) {
-        out += ",\"data\":";
-        out += ctx.reply.data_json;
+        j.key("data").raw(ctx.reply.data_json);
       }
-      out += '}';
+      j.close('}');
     } else {
-      out += "null";
+      j.null();
     }
   }
-  out += ",\"trusted\":";
-  out += ctx.trusted ? "true" : "false";
-  out += ",\"legacy\":";
-  out += ctx.legacy ? "true" : "false";
-  out += ",\"mcp_method\":";
-  strOrNull(out, ctx.mcp.has_method, ctx.mcp.method);
-  out += ",\"mcp_name\":";
-  strOrNull(out, ctx.mcp.has_name, ctx.mcp.name.value);
-  out += ",\"route\":";
-  strOrNull(out, ctx.route != nullptr, ctx.route ? std::string_view(ctx.route->name) : "");
-  out += ",\"upstream\":";
+  j.key("trusted").boolean(ctx.trusted).key("legacy").boolean(ctx.legacy);
+  j.key("mcp_method").strOrNull(ctx.mcp.has_method, ctx.mcp.method);
+  j.key("mcp_name").strOrNull(ctx.mcp.has_name, ctx.mcp.name.value);
+  j.key("route").strOrNull(ctx.route != nullptr,
+                           ctx.route ? std::string_view(ctx.route->name) : "");
+  j.key("upstream");
   if (ctx.route) {
     const settings::Upstream& up = s.upstreams[ctx.route->upstream_index];
-    out += "{\"name\":";
-    str(out, up.name);
-    out += ",\"path\":";
-    str(out, up.path);
-    out += ",\"endpoints\":[";
-    for (size_t i = 0; i < up.endpoints.size(); ++i) {
-      if (i > 0) {
-        out += ',';
-      }
-      str(out, up.endpoints[i].text);
+    j.open('{').key("name").str(up.name).key("path").str(up.path).key("endpoints").open('[');
+    for (const settings::Address& e : up.endpoints) {
+      j.str(e.text);
     }
-    out += "]}";
+    j.close(']').close('}');
   } else {
-    out += "null";
+    j.null();
   }
-  out += ",\"verify_body\":";
-  out += ctx.verify_body ? "true" : "false";
-  out += ",\"params\":";
-  str(out, paramCheckName(ctx.param_check));
-  out += ",\"identity\":{\"auth\":";
-  str(out, authName(ctx.auth));
-  out += ",\"subject\":";
-  strOrNull(out, ctx.identity.authenticated, ctx.identity.subject);
-  out += ",\"groups\":[";
-  for (size_t i = 0; i < ctx.identity.groups.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    str(out, ctx.identity.groups[i]);
-  }
-  out += "]},\"policy_rule\":";
-  strOrNull(out, !ctx.policy_rule.empty(), ctx.policy_rule);
-  out += ",\"forward_credentials\":";
-  out += ctx.forward_credentials ? "true" : "false";
-  out += ",\"rate_limits\":[";
-  for (size_t i = 0; i < limits.size(); ++i) {
-    const LimitResult& l = limits[i];
-    if (i > 0) {
-      out += ',';
-    }
-    out += "{\"name\":";
-    str(out, l.check->spec->name);
-    out += ",\"key\":";
-    str(out, l.check->key);
-    out += ",\"rate\":";
-    str(out, l.check->spec->rate_text);
-    out += ",\"backend\":";
+  j.key("verify_body").boolean(ctx.verify_body);
+  j.key("params").str(paramCheckName(ctx.param_check));
+  j.key("identity").open('{').key("auth").str(authName(ctx.auth));
+  j.key("subject").strOrNull(ctx.identity.authenticated, ctx.identity.subject);
+  j.key("groups").strings(ctx.identity.groups).close('}');
+  j.key("policy_rule").strOrNull(!ctx.policy_rule.empty(), ctx.policy_rule);
+  j.key("forward_credentials").boolean(ctx.forward_credentials);
+  j.key("rate_limits").open('[');
+  for (const LimitResult& l : limits) {
     bool redis = l.check->spec->backend == policy::RateLimitSpec::Backend::kRedis &&
                  snap.policy->redis().present;
-    out += redis ? "\"redis\"" : "\"local\"";
-    out += ",\"allowed\":";
+    j.open('{').key("name").str(l.check->spec->name).key("key").str(l.check->key);
+    j.key("rate").str(l.check->spec->rate_text).key("backend").str(redis ? "redis" : "local");
+    j.key("allowed");
     if (l.evaluated) {
-      char num[64];
-      std::snprintf(num, sizeof(num), "%s,\"remaining\":%" PRIu64,
-                    l.decision.allowed ? "true" : "false", l.decision.remaining);
-      out += num;
+      j.boolean(l.decision.allowed).key("remaining").num(l.decision.remaining);
     } else {
-      out += "null";
+      j.null();
     }
-    out += '}';
+    j.close('}');
   }
-  out += "]}";
-  return out;
+  j.close(']').close('}');
+  return j.take();
 }
 
 }  // namespace
