@@ -162,7 +162,8 @@ class Loader {
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string msg = "unknown key '" + path + "' (expected one of:";
         for (std::string_view a : allowed) {
-          msg += " " + std::string(a);
+          msg += ' ';
+          msg += a;
         }
         error(k.Mark(), msg + ")");
         continue;
