@@ -125,7 +125,7 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
     g.draining = shared.draining.load(std::memory_order_relaxed);
     reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", shared.metrics.scrape(g));
   } else if (path == "/config") {
-    reply(req, 200, "OK", kJson, filters::configJson(*snap) + "\n");
+    reply(req, 200, "OK", kJson, filters::configJson(*snap, &shared.bound) + "\n");
   } else if (path == "/explain") {
     filters::ExplainInput in;
     std::string error;

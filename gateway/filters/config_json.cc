@@ -59,16 +59,38 @@ void matchJson(Json& j, const policy::Match& m) {
   j.close('}');
 }
 
-void settingsJson(Json& j, const settings::Settings& s) {
-  j.key("source_file").str(s.source_file);
-  j.key("listen").str(s.listen.text);
-  j.key("endpoint").str(s.endpoint);
-  j.key("workers").num(s.workers);
-  j.key("admin");
-  if (s.admin) {
-    j.str(s.admin->text);
+void optionalStr(Json& j, const std::optional<std::string>& v) {
+  if (v) {
+    j.str(*v);
   } else {
     j.raw("null");
+  }
+}
+
+void settingsJson(Json& j, const settings::Settings& s, const Bound& bound) {
+  std::optional<std::string> file_admin;
+  if (s.admin) {
+    file_admin = s.admin->text;
+  }
+  j.key("source_file").str(s.source_file);
+  j.key("listen").str(bound.listen);
+  j.key("endpoint").str(s.endpoint);
+  j.key("workers").num(bound.workers);
+  j.key("admin");
+  optionalStr(j, bound.admin);
+  if (bound.listen != s.listen.text || bound.workers != s.workers || bound.admin != file_admin) {
+    j.key("restart_pending").open('{');
+    if (bound.listen != s.listen.text) {
+      j.key("listen").str(s.listen.text);
+    }
+    if (bound.workers != s.workers) {
+      j.key("workers").num(s.workers);
+    }
+    if (bound.admin != file_admin) {
+      j.key("admin");
+      optionalStr(j, file_admin);
+    }
+    j.close('}');
   }
   const auto& l = s.limits;
   j.key("limits").open('{');
@@ -210,10 +232,20 @@ void policyJson(Json& j, const policy::PolicySet& p) {
 
 }  // namespace
 
-std::string configJson(const Snapshot& snap) {
+std::string configJson(const Snapshot& snap, const Bound* bound) {
+  const settings::Settings& s = *snap.settings;
+  Bound as_written;
+  if (bound == nullptr) {
+    as_written.listen = s.listen.text;
+    as_written.workers = s.workers;
+    if (s.admin) {
+      as_written.admin = s.admin->text;
+    }
+    bound = &as_written;
+  }
   Json j;
   j.open('{');
-  settingsJson(j, *snap.settings);
+  settingsJson(j, s, *bound);
   policyJson(j, *snap.policy);
   j.close('}');
   return j.take();

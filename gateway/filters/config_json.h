@@ -3,12 +3,24 @@
 // default filled in, and a summary of the policy files. Secrets never appear: API keys and
 // JWT/HMAC key material are shown as "<redacted>"; only their subjects and counts are.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gateway/filters/snapshot.h"
 
 namespace gw::filters {
 
-std::string configJson(const Snapshot& snap);
+// What the process bound at start. A reload cannot change these; when the file asks for other
+// values, /config shows the bound ones and lists the file's under "restart_pending".
+struct Bound {
+  std::string listen;
+  uint32_t workers = 0;
+  std::optional<std::string> admin;  // nullopt: no admin listener
+};
+
+// `bound`: the running process's listen/workers/admin (null: the snapshot's, as for the
+// `explain` command, which binds nothing).
+std::string configJson(const Snapshot& snap, const Bound* bound = nullptr);
 
 }  // namespace gw::filters

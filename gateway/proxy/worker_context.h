@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway/event/owners.h"
+#include "gateway/filters/config_json.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
 #include "gateway/metrics/metrics.h"
@@ -45,6 +46,8 @@ class SnapshotHolder {
 // Process-wide state shared by all workers.
 struct Shared {
   SnapshotHolder snapshot;
+  // listen/workers/admin as bound at start (set before any other thread runs; then read-only).
+  filters::Bound bound;
   // The access log (null: off). A reload reopens it (log rotation) or replaces it; workers
   // notice through the generation and take a new reference (WorkerContext::accessLog).
   void setAccessLog(std::shared_ptr<spdlog::logger> log) {

@@ -255,9 +255,10 @@ void Server::reload() {
                    running, wanted, running);
     }
   };
-  restartOnly("listen", bound_listen_, now.listen.text);
-  restartOnly("workers", bound_workers_, std::to_string(now.workers));
-  restartOnly("admin", bound_admin_, now.admin ? now.admin->text : "off");
+  const filters::Bound& b = shared_.bound;
+  restartOnly("listen", b.listen, now.listen.text);
+  restartOnly("workers", std::to_string(b.workers), std::to_string(now.workers));
+  restartOnly("admin", b.admin.value_or("off"), now.admin ? now.admin->text : "off");
   // The access log is reopened on every reload (a rotated file is let go); if the new path
   // cannot be opened the old log stays.
   if (now.access_log.path == "off") {
@@ -356,9 +357,11 @@ int Server::run() {
   event_add(sighup.get(), nullptr);
   auto snap = shared_.snapshot.load();
   const settings::Settings& s = *snap->settings;
-  bound_listen_ = s.listen.text;
-  bound_workers_ = std::to_string(s.workers);
-  bound_admin_ = s.admin ? s.admin->text : "off";
+  shared_.bound.listen = s.listen.text;
+  shared_.bound.workers = s.workers;
+  if (s.admin) {
+    shared_.bound.admin = s.admin->text;
+  }
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
   // The admin listener first: once the data port accepts, /healthz and /readyz answer too
   // (probes and tests may look at both as soon as the data port is up).

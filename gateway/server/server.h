@@ -39,8 +39,6 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
   event_base* main_base_ = nullptr;
   std::unique_ptr<FileWatcher> watcher_;
-  // What run() bound, as written: a reload that changes these is reported, not applied.
-  std::string bound_listen_, bound_workers_, bound_admin_;
   std::chrono::steady_clock::time_point drain_deadline_{};
   bool drain_started_ = false;
 };

@@ -451,6 +451,24 @@ TEST_CASE("admin: a watched config file reloads itself, a broken one is counted 
     Response ex = adminGet(admin, "/explain?method=tools/call&name=get_forecast");
     CHECK(field(ex.body, "route") == "\"weather\"");
   }
+
+  SECTION("restart-only keys: /config shows the bound values and the file's as pending") {
+    const std::string bound_listen = field(cfg.body, "listen");
+    REQUIRE(bound_listen == "\"127.0.0.1:" + std::to_string(gw.port()) + "\"");
+    CHECK(cfg.body.find("restart_pending") == std::string::npos);
+    std::string next = readFile(file);
+    next.replace(next.find("127.0.0.1:" + std::to_string(gw.port())),
+                 10 + std::to_string(gw.port()).size(), "127.0.0.1:1");
+    next.replace(next.find("workers: 2"), 10, "workers: 1");
+    REQUIRE(writeFile(file, next));
+    REQUIRE(waitForSample(admin, "mcp_gateway_config_reloads_total{result=\"success\"}", 1));
+    Response now = adminGet(admin, "/config");
+    CHECK(field(now.body, "listen") == bound_listen);
+    CHECK(field(now.body, "workers") == "2");
+    CHECK(now.body.find("\"restart_pending\":{\"listen\":\"127.0.0.1:1\",\"workers\":1}") !=
+          std::string::npos);
+    CHECK(fetch(gw.port(), call("get_weather")).status == 200);
+  }
 }
 
 TEST_CASE("admin: /config shows the effective settings with secrets redacted", "[admin][config]") {

@@ -1,5 +1,5 @@
-// filters/config_json: policy settings are shown in the words the YAML uses, and every field
-// a rate limit accepts is shown.
+// filters/config_json: policy settings are shown in the words the YAML uses, every field a
+// rate limit accepts is shown, and restart-only keys show what the process bound.
 
 #include "gateway/filters/config_json.h"
 
@@ -11,7 +11,7 @@
 
 namespace {
 
-std::string configFor(const std::string& policy) {
+std::string configFor(const std::string& policy, const gw::filters::Bound* bound = nullptr) {
   gw::policy::test::TempDir dir;
   std::string policy_path = dir.write("policy.yaml", policy);
   std::string path = dir.write("gateway.yaml",
@@ -30,7 +30,7 @@ std::string configFor(const std::string& policy) {
     UNSCOPED_INFO(e.str());
   }
   REQUIRE(snap);
-  return gw::filters::configJson(*snap);
+  return gw::filters::configJson(*snap, bound);
 }
 
 bool has(const std::string& json, const std::string& part) {
@@ -72,4 +72,23 @@ TEST_CASE("config json: rate limits show match, key, rate, burst and backend", "
   CHECK(has(j,
             "{\"name\":\"everyone\",\"match\":{},\"key\":[\"client_ip\"],\"rate\":\"5/s\","
             "\"burst\":5,\"backend\":\"local\""));
+}
+
+TEST_CASE("config json: listen, workers and admin show what is bound, the file values are pending",
+          "[config]") {
+  // As written (the explain command binds nothing): no restart_pending.
+  std::string plain = configFor("default: allow\n");
+  CHECK(has(plain,
+            "\"listen\":\"127.0.0.1:8080\",\"endpoint\":\"/mcp\",\"workers\":0,"
+            "\"admin\":null,"));
+  CHECK_FALSE(has(plain, "restart_pending"));
+
+  gw::filters::Bound same{.listen = "127.0.0.1:8080", .workers = 0, .admin = std::nullopt};
+  CHECK_FALSE(has(configFor("default: allow\n", &same), "restart_pending"));
+
+  gw::filters::Bound other{.listen = "127.0.0.1:9000", .workers = 4, .admin = "127.0.0.1:9901"};
+  CHECK(has(configFor("default: allow\n", &other),
+            "\"listen\":\"127.0.0.1:9000\",\"endpoint\":\"/mcp\",\"workers\":4,"
+            "\"admin\":\"127.0.0.1:9901\",\"restart_pending\":{\"listen\":\"127.0.0.1:8080\","
+            "\"workers\":0,\"admin\":null},"));
 }
