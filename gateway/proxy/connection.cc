@@ -171,7 +171,13 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
   down_timer_ = event::makeTimer<Connection, &Connection::onDownTimer>(w_.base, this);
   up_timer_ = event::makeTimer<Connection, &Connection::onUpTimer>(w_.base, this);
   keepalive_timer_ = event::makeTimer<Connection, &Connection::onKeepaliveTimer>(w_.base, this);
-  resume_ = event::makeTimer<Connection, &Connection::onResume>(w_.base, this);
+  if (!w_.flush) {
+    w_.flush.reset(evtimer_new(
+        w_.base, [](evutil_socket_t, short, void* arg) {
+          flushPending(*static_cast<WorkerContext*>(arg));
+        },
+        &w_));
+  }
   // Buffers (head copy, field views, decoded values) grow on the first request and keep
   // their capacity afterwards: an idle connection costs only its bufferevent.
   ++w_.local_connections;
@@ -183,6 +189,9 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
 Connection::~Connection() {
   if (alive_ != nullptr) {
     *alive_ = false;
+  }
+  if (flush_queued_) {
+    w_.pending_flush[flush_slot_] = nullptr;
   }
   if (redis_handle_ != 0 && redis_owner_ != nullptr) {
     redis_owner_->cancel(redis_handle_);
@@ -703,7 +712,38 @@ void Connection::finishRequest(bool keep_alive) {
 }
 
 void Connection::scheduleFlush() {
-  event_active(resume_.get(), EV_TIMEOUT, 0);  // no-op when already scheduled
+  if (flush_queued_) {
+    return;
+  }
+  flush_queued_ = true;
+  flush_slot_ = w_.pending_flush.size();
+  w_.pending_flush.push_back(this);
+  if (flush_slot_ == 0) {
+    event_active(w_.flush.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void Connection::flushPending(WorkerContext& w) {
+  std::vector<Connection*>& list = w.pending_flush;
+  // Upstream-bound bytes first, back to back; a connection queued by a callback below is
+  // handled whole by onResume.
+  const size_t queued = list.size();
+  for (size_t i = 0; i < queued; ++i) {
+    Connection* c = list[i];
+    if (c != nullptr && c->lease_.bev && !writeEnabled(c->lease_.bev.get())) {
+      c->up_drained_ = sendNow(c->lease_.bev.get()) == Sent::kDrained;
+    }
+  }
+  // Bounded: a connection re-queues itself only for new output or a pipelined request
+  // already in its input, as it would with any event.
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (Connection* c = list[i]) {
+      c->flush_queued_ = false;
+      list[i] = nullptr;
+      c->onResume();
+    }
+  }
+  list.clear();
 }
 
 // From the loop, after the callback that queued output: write it, then do what the write
@@ -712,8 +752,9 @@ void Connection::onResume() {
   bool alive = true;
   alive_ = &alive;
   bool parse = std::exchange(parse_pending_, false);
+  bool up_drained = std::exchange(up_drained_, false);
   if (lease_.bev && !writeEnabled(lease_.bev.get()) &&
-      sendNow(lease_.bev.get()) == Sent::kDrained) {
+      (up_drained || sendNow(lease_.bev.get()) == Sent::kDrained)) {
     onUpWrite(lease_.bev.get(), this);
   }
   if (alive && !writeEnabled(down_.get()) && sendNow(down_.get()) == Sent::kDrained) {

@@ -36,6 +36,10 @@ class Connection final : public sse::EventSink {
   // Closes the connection (and any exchange on it) now; `this` is gone afterwards.
   void closeNow();
 
+  // The worker's flush event: writes the output every connection queued in this loop turn
+  // (WorkerContext::pending_flush), upstream-bound first, then client-bound.
+  static void flushPending(WorkerContext& w);
+
   // sse::EventSink: events of a tools/list SSE answer (schema learning).
   void onEvent(std::string_view event, std::string_view data) noexcept override;
 
@@ -140,9 +144,12 @@ class Connection final : public sse::EventSink {
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
   event::EventPtr up_timer_;
   event::EventPtr keepalive_timer_;
-  // Run from the loop after the current callback: writes queued output straight to the
-  // sockets, then parses a pipelined request when parse_pending_.
-  event::EventPtr resume_;
+  // Queued in w_.pending_flush (at flush_slot_) until the worker's flush event writes the
+  // output straight to the sockets (flushPending, then onResume), then parses a pipelined
+  // request when parse_pending_.
+  bool flush_queued_ = false;
+  bool up_drained_ = false;  // flushPending wrote the upstream output whole (onResume reports it)
+  size_t flush_slot_ = 0;
   bool parse_pending_ = false;
   bool* alive_ = nullptr;  // set to false by the destructor (onResume's guard)
   std::chrono::steady_clock::time_point started_{};

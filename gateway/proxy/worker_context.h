@@ -88,6 +88,12 @@ struct WorkerContext {
   std::string scratch;  // message heads are built here, then added to an output in one piece
   event::EvBufferPtr relay_batch;  // chunked relay: a read's chunks, re-framed as one (empty
                                    // between callbacks)
+  // Connections with output queued in this loop turn, written by one event after the turn's
+  // callbacks: all upstream-bound output back to back, then all client-bound (an upstream
+  // woken by the first request then finds the rest waiting instead of sleeping between them).
+  // A closed connection leaves a null.
+  std::vector<Connection*> pending_flush;
+  event::EventPtr flush;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
 

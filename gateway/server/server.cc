@@ -85,6 +85,7 @@ class Worker {
     listener_.reset();
     retry_.reset();
     control_.reset();
+    ctx_.flush.reset();
     ctx_.pools.reset();
     ctx_.redis.reset();
     ctx_.retired_redis.clear();  // all before base_ goes
