@@ -173,9 +173,8 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
   keepalive_timer_ = event::makeTimer<Connection, &Connection::onKeepaliveTimer>(w_.base, this);
   if (!w_.flush) {
     w_.flush.reset(evtimer_new(
-        w_.base, [](evutil_socket_t, short, void* arg) {
-          flushPending(*static_cast<WorkerContext*>(arg));
-        },
+        w_.base,
+        [](evutil_socket_t, short, void* arg) { flushPending(*static_cast<WorkerContext*>(arg)); },
         &w_));
   }
   // Buffers (head copy, field views, decoded values) grow on the first request and keep
