@@ -41,6 +41,7 @@ kGappedEvents = 100
 kGapMs = 10
 kEventBytes = 128
 kFirstEventTargetUs = 1000      # issue #5: gateway SSE first event <= 1 ms (gapped stream)
+kFdReserve = 500                # descriptors per proxy not spent on idle client connections
 
 children = []  # Popen objects, each the leader of its own process group
 
@@ -111,16 +112,41 @@ def processTree(pid):
     return pids
 
 
-def cpuTicks(pid):
-    total = 0
+def cpuTicksSplit(pid):
+    """(utime, stime) in clock ticks, summed over the process tree (stat fields 14, 15)."""
+    user = system = 0
     for p in processTree(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+            user += int(fields[11])
+            system += int(fields[12])
         except OSError:
             pass
-    return total
+    return user, system
+
+
+def cpuTicks(pid):
+    return sum(cpuTicksSplit(pid))
+
+
+def tcpOutSegs():
+    """The system-wide Tcp OutSegs counter of /proc/net/snmp (a "Tcp:" header line, then a
+    "Tcp:" value line)."""
+    with open("/proc/net/snmp") as f:
+        tcp = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(tcp[1][tcp[0].index("OutSegs")])
+
+
+def cpuBusyTicks(cpu):
+    """Busy and idle clock ticks of one CPU since boot, from its /proc/stat line (busy = user,
+    nice, system, irq, softirq, steal; idle = idle, iowait)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                v = [int(x) for x in line.split()[1:9]]
+                return v[0] + v[1] + v[2] + v[5] + v[6] + v[7], v[3] + v[4]
+    raise RuntimeError(f"cpu{cpu} not in /proc/stat")
 
 
 def rssKiB(pid):
@@ -143,7 +169,8 @@ def responseBody():
 
 
 def writeConfigs(tmp, ports, fdLimit, idleConns):
-    conns = max(1024, fdLimit - 64)
+    # Room for the scale phase's idle clients plus wrk's 50 and the upstream connections.
+    conns = max(1024, fdLimit - 64, idleConns + 1000)
     common = f"""daemon off;
 worker_processes 1;
 worker_rlimit_nofile {fdLimit};
@@ -209,13 +236,18 @@ http {{
     }}
 }}
 """)
-    # Idle client connections hold one descriptor each; HAProxy warns when 2 x maxconn exceeds
-    # the limit but serves.
+    # Idle client connections hold one descriptor each, but HAProxy budgets 2 per maxconn (client
+    # + server side) and by default refuses to start when that exceeds the open-files limit
+    # (which cannot always be raised: a 20000 hard limit caps maxconn at ~9900). `ulimit-n` pins
+    # its limit to ours and `no strict-limits` turns the refusal into an ALERT in its log, so it
+    # holds idleConns idle clients like the others.
     maxconn = max(1000, idleConns + 100)
     with open(f"{tmp}/haproxy.cfg", "w") as f:
         f.write(f"""global
     nbthread 1
     maxconn {maxconn}
+    ulimit-n {fdLimit}
+    no strict-limits
 
 defaults
     mode http
@@ -269,7 +301,7 @@ backend be_sse
 endpoint: /mcp
 workers: 1
 limits:
-  max_connections: {max(4096, fdLimit - 100)}
+  max_connections: {max(4096, fdLimit - 100, idleConns + 1000)}
   keepalive_timeout: 300s
 mcp:
   protocol_versions: [2026-07-28]
@@ -389,15 +421,17 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     fdLimit = soft
     idleNote = ""
-    # HAProxy reserves two descriptors per connection in maxconn and refuses to start when that
-    # exceeds the limit, so the idle-connection count is what HAProxy can hold; all proxies are
+    # An idle client connection holds one descriptor in every proxy (HAProxy included: its
+    # maxconn budget of 2 per connection is waived with `no strict-limits`, see writeConfigs);
+    # the rest of the limit is kept for listeners, upstream connections and logs. All proxies are
     # measured at the same count.
-    haproxyMax = (fdLimit - 300) // 2
-    if idleConns > haproxyMax >= 1000:
+    idleMax = fdLimit - kFdReserve
+    if idleConns > idleMax >= 1000:
         idleNote = (f"{idleConns} idle connections were asked for, but with an open-files limit "
-                    f"of {fdLimit} HAProxy (2 descriptors per connection in maxconn) can hold "
-                    f"at most {haproxyMax}; every proxy was measured at {haproxyMax}.")
-        idleConns = haproxyMax
+                    f"of {fdLimit} (hard {hard}) a proxy (one descriptor per connection, "
+                    f"{kFdReserve} kept for everything else) can hold at most {idleMax}; every "
+                    f"proxy was measured at {idleMax}.")
+        idleConns = idleMax
     tmp = tempfile.mkdtemp(prefix="mcp-bench-")
     ports = {s: freePort() for s in kSetups + ["sse", "nginx-sse"]}
     # Where each setup takes the SSE request: nginx's unbuffered listener, the SSE upstream
@@ -453,15 +487,33 @@ def main():
     for run in range(runs):
         for setup in rotated(kSetups, run):
             pid = procs[setup].pid
-            t0 = cpuTicks(pid)
+            u0, s0 = cpuTicksSplit(pid)
+            seg0 = tcpOutSegs()
+            load0 = cpuBusyTicks(kLoadCpu)
             r = runWrk(ports[setup], seconds, 50, False)
-            t1 = cpuTicks(pid)
-            r["cpu_s"] = (t1 - t0) / os.sysconf("SC_CLK_TCK")
-            r["cpu_per_10k"] = r["cpu_s"] / r["requests"] * 10000 if r["requests"] else None
+            load1 = cpuBusyTicks(kLoadCpu)
+            seg1 = tcpOutSegs()
+            u1, s1 = cpuTicksSplit(pid)
+            tick = os.sysconf("SC_CLK_TCK")
+            r["user_s"] = (u1 - u0) / tick
+            r["sys_s"] = (s1 - s0) / tick
+            r["cpu_s"] = r["user_s"] + r["sys_s"]
+            per10k = 10000 / r["requests"] if r["requests"] else None
+            r["cpu_per_10k"] = r["cpu_s"] * per10k if per10k else None
+            r["user_per_10k"] = r["user_s"] * per10k if per10k else None
+            r["sys_per_10k"] = r["sys_s"] * per10k if per10k else None
             r["busy_pct"] = 100 * r["cpu_s"] / (r["duration_us"] / 1e6)
+            r["segs_per_req"] = (seg1 - seg0) / r["requests"] if r["requests"] else None
+            # The load side (wrk + upstream on kLoadCpu): its CPU per request bounds what any
+            # proxy could reach on this machine: requests / its busy seconds, were the proxy free.
+            loadBusy = (load1[0] - load0[0]) / tick
+            r["load_busy_pct"] = 100 * loadBusy / max(1e-9, (sum(load1) - sum(load0)) / tick)
+            r["load_per_10k"] = loadBusy * per10k if per10k else None
+            r["ceiling_rps"] = r["requests"] / loadBusy if loadBusy > 0 else None
             cap[setup].append(r)
             log(f"capacity run {run + 1} {setup}: {r['rps']:,.0f} req/s, errors {r['errors']:.0f},"
-                f" cpu {r['cpu_s']:.2f}s")
+                f" cpu {r['cpu_s']:.2f}s (user {r['user_s']:.2f}s, sys {r['sys_s']:.2f}s),"
+                f" {fmt(r['segs_per_req'], 2)} TCP segments/request")
 
     loads.append(("latency", loadavg()))
     lat = {s: [] for s in kSetups}
@@ -677,12 +729,54 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
 
     w("## Proxy CPU per 10k requests\n")
     w("CPU seconds (utime + stime of the proxy's whole process tree from /proc/PID/stat, before "
-      "and after each capacity run) divided by the requests wrk completed, × 10,000.\n")
+      "and after each capacity run) divided by the requests wrk completed, × 10,000 (clock-tick "
+      f"resolution, {1000 // os.sysconf('SC_CLK_TCK')} ms).\n")
     table("proxy CPU seconds per 10k requests", cap, "cpu_per_10k", 3, "s", skip=("direct",))
     ratios("CPU-per-request ratios (same run; < 1 = gateway cheaper)", cap, "cpu_per_10k")
+    w("### user / system CPU seconds per 10k requests\n")
+    w("The same figure split into utime (the proxy's own code) and stime (the kernel working for "
+      "it: mostly TCP send and receive, epoll); each run shows user / system.\n")
+    w("| setup | " + " | ".join(f"run {i + 1}" for i in range(runs))
+      + " | median user | median system |")
+    w("|" + "---|" * (runs + 3))
+    for s in kProxies:
+        us = [r.get("user_per_10k") for r in cap[s]]
+        ss = [r.get("sys_per_10k") for r in cap[s]]
+        w(f"| {s} | " + " | ".join(f"{fmt(u, 3)} / {fmt(y, 3)}" for u, y in zip(us, ss))
+          + f" | **{fmt(med(us), 3)}** s | **{fmt(med(ss), 3)}** s |")
+    w("")
+    floor = [g.get("sys_per_10k") / n["cpu_per_10k"]
+             if g.get("sys_per_10k") is not None and n.get("cpu_per_10k") else None
+             for g, n in zip(cap["gateway-header"], cap["nginx"])]
+    w(f"kernel floor: gateway-header system CPU alone ÷ nginx total CPU = **{fmt(med(floor), 2)}** "
+      f"(median of the per-run ratios {', '.join(fmt(x, 2) for x in floor)}). A gateway ÷ nginx "
+      "CPU-per-request target below this ratio cannot be met by user-space work, since the "
+      "system time is the kernel's TCP work for the same reads and writes every proxy makes.\n")
+    table("TCP segments sent per request", cap, "segs_per_req", 2, "segments")
+    w("From the `Tcp: OutSegs` counter of /proc/net/snmp before and after each capacity run, "
+      "divided by the requests wrk completed. The counter is system-wide: it counts all loopback "
+      "traffic, both directions of every hop (and anything else the shared host sent meanwhile), "
+      "so 4.0 per proxied request = one segment per hop per direction (client → proxy → upstream "
+      "and back) with no pure ACKs; `direct` (one hop) should show ~2. More means pure ACKs or "
+      "requests/answers split over several segments.\n")
     table("proxy CPU busy during the capacity run (% of one CPU; well below 100 = the proxy was "
           "not the bottleneck — CPU 1 (wrk + upstream) or the shared host was)", cap, "busy_pct",
           0, "%", skip=("direct",))
+    w("### load side: CPU 1 (wrk + upstream) during the capacity run\n")
+    w("wrk and the upstream share CPU 1; what they spend per request bounds what any proxy can "
+      "reach here. *ceiling* = requests ÷ CPU 1's busy seconds: the req/s this run would have "
+      "reached had the proxy cost nothing (CPU 1 100% busy); *÷ nginx* compares it with nginx's "
+      "measured req/s in the same round.\n")
+    w("| setup | CPU 1 busy (median %) | CPU 1 s per 10k requests (median) | ceiling req/s "
+      "(median) | ceiling ÷ nginx req/s (median) |")
+    w("|---|---|---|---|---|")
+    for s in kProxies:
+        ceil = [r.get("ceiling_rps") for r in cap[s]]
+        vsN = [c / n["rps"] if c and n.get("rps") else None for c, n in zip(ceil, cap["nginx"])]
+        w(f"| {s} | {fmt(med([r.get('load_busy_pct') for r in cap[s]]))} | "
+          f"{fmt(med([r.get('load_per_10k') for r in cap[s]]), 3)} | {fmt(med(ceil))} | "
+          f"**{fmt(med(vsN), 2)}** |")
+    w("")
 
     w("## Unloaded latency (wrk -c1)\n")
     for key, name in (("p50_us", "p50"), ("p90_us", "p90"), ("p99_us", "p99")):
@@ -699,6 +793,11 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
           "— memory is not noisy the way time is).\n")
         if idleNote:
             w(idleNote + "\n")
+        w("HAProxy runs with `ulimit-n` = the open-files limit and `no strict-limits` in `global`: "
+          "it budgets 2 descriptors per `maxconn` (client and server side) and would refuse to "
+          "start with `maxconn` above half the limit (a hard limit of 20,000 would cap it below "
+          "10,000), although an idle client connection holds only one; with `no strict-limits` "
+          "it logs an ALERT and serves, so it is measured at the same count as the others.\n")
         w("| setup | idle conns held | RSS before (MiB) | RSS with conns (MiB) | KiB per conn |")
         w("|---|---|---|---|---|")
         for s in kProxies:

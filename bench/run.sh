@@ -9,12 +9,14 @@
 # Environment: BENCH_SECONDS, BENCH_LATENCY_SECONDS, BENCH_RUNS, BENCH_IDLE_CONNS,
 # BENCH_SSE_STREAMS, BENCH_SSE_EVENTS, BENCH_SSE_SECONDS (see README.md); BENCH_GATEWAY=BINARY
 # measures that gateway binary instead of building this checkout (BENCH_GATEWAY_REV names it in
-# the report), e.g. an older revision for a before/after comparison.
+# the report), e.g. an older revision for a before/after comparison; BENCH_BUILD_DIR=DIR builds
+# there instead of build-bench (relative paths are taken from the checkout's root).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
-build="$root/build-bench"
+build="${BENCH_BUILD_DIR:-build-bench}"
+if [[ "$build" != /* ]]; then build="$root/$build"; fi
 
 driver_pid=""
 cleanup() {
