@@ -45,6 +45,19 @@ bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,
 std::string expand(std::string text, const std::map<std::string, std::string>& vars);
 // Milliseconds from a to b (negative when b is earlier).
 long long msBetween(Clock::time_point a, Clock::time_point b);
+
+// Polls `done` every 5 ms until it holds or `timeout` passes.
+template <class Pred>
+bool waitFor(Pred done, Ms timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(Ms(5));
+  }
+  return done();
+}
 // Whether 127.0.0.1:port accepts a TCP connection right now.
 bool canConnect(uint16_t port);
 

@@ -111,19 +111,6 @@ std::string reloadedLine(Gateway& gw) {
   return "reloaded " + gw.configPath();
 }
 
-// Polls `done` every 5 ms until it holds or `timeout` passes.
-template <class Pred>
-bool waitFor(Pred done, Ms timeout) {
-  auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(Ms(5));
-  }
-  return done();
-}
-
 // SIGHUP, then waits until the log shows one more successful reload than `before`.
 bool reloadAndWait(Gateway& gw, size_t before, Ms timeout = Ms(5000)) {
   if (::kill(gw.pid(), SIGHUP) != 0) {
