@@ -1248,41 +1248,63 @@ void Connection::relayBody() {
         w_.relay_batch = event::makeBuffer();
       }
       evbuffer* batch = w_.relay_batch.get();
-      auto flushBatch = [&] { relayData(batch, evbuffer_get_length(batch)); };
-      while (evbuffer_get_length(in) > 0) {
+      using Kind = http::ChunkedDecoder::Kind;
+      // The decoder walks the input's first extent in place; the data it finds is copied into
+      // the batch and what it consumed is drained once per extent, not once per chunk.
+      bool pulled = false;  // the first extent was already made as long as a step may need
+      Kind last = Kind::kNeedMore;
+      for (size_t avail; (avail = evbuffer_get_length(in)) > 0;) {
         evbuffer_iovec vec;
         if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
           break;
         }
-        std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
-        http::ChunkedDecoder::Step step = resp_chunked_.next(view);
-        size_t avail = evbuffer_get_length(in);
-        if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < avail) {
-          size_t want = std::min<size_t>(avail, http::ChunkedDecoder::kMaxTrailerBytes + 8);
-          const char* p =
-              reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
-          step = resp_chunked_.next(std::string_view(p, want));
+        std::string_view rest(static_cast<const char*>(vec.iov_base), vec.iov_len);
+        size_t used = 0;
+        last = Kind::kNeedMore;
+        while (!rest.empty()) {
+          http::ChunkedDecoder::Step step = resp_chunked_.next(rest);
+          last = step.kind;
+          if (last == Kind::kNeedMore || last == Kind::kError) {
+            break;
+          }
+          if (last == Kind::kData) {
+            evbuffer_add(batch, rest.data(), step.length);
+          }
+          rest.remove_prefix(step.length);
+          used += step.length;
+          if (last == Kind::kDone) {
+            break;
+          }
         }
-        if (step.kind == http::ChunkedDecoder::Kind::kNeedMore) {
-          break;
-        }
-        if (step.kind == http::ChunkedDecoder::Kind::kError) {
-          flushBatch();  // what came before the bad framing is the client's
+        evbuffer_drain(in, used);
+        if (last == Kind::kError) {
+          relayData(batch, evbuffer_get_length(batch));  // what came before is the client's
           abortExchange("upstream_bad_chunk");
           return;
         }
-        if (step.kind == http::ChunkedDecoder::Kind::kData) {
-          evbuffer_remove_buffer(in, batch, step.length);
-          continue;
-        }
-        evbuffer_drain(in, step.length);
-        if (step.kind == http::ChunkedDecoder::Kind::kDone) {
-          flushBatch();
+        if (last == Kind::kDone) {
+          relayData(batch, evbuffer_get_length(batch));
           responseComplete();
           return;
         }
+        if (used > 0) {
+          pulled = false;
+        }
+        if (last == Kind::kNeedMore) {
+          // A size line or trailer split across extents: make it contiguous once (bounded by
+          // what a step may need), then decode on; still short means wait for more bytes.
+          size_t left = avail - used;
+          if (pulled || rest.size() >= left) {
+            break;
+          }
+          size_t want = std::min<size_t>(left, http::ChunkedDecoder::kMaxTrailerBytes + 8);
+          if (evbuffer_pullup(in, static_cast<ev_ssize_t>(want)) == nullptr) {
+            break;
+          }
+          pulled = true;
+        }
       }
-      flushBatch();
+      relayData(batch, evbuffer_get_length(batch));
       break;
     }
   }

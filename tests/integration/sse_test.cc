@@ -287,3 +287,75 @@ TEST_CASE("sse: a burst of thousands of small events in one upstream write is re
     CHECK(c.body() == events);
   }
 }
+
+TEST_CASE("sse: chunk framing split anywhere across upstream reads is decoded exactly",
+          "[sse][chunked]") {
+  // Each piece is its own upstream write, apart in time, so the gateway sees it in its own
+  // read: size lines, chunk extensions, the CRLF after data and the trailer section are all
+  // cut in the middle. The answer ends exactly where the upstream's did: the pooled upstream
+  // connection carries the next exchange.
+  const std::string e1 = "data: 0123456789\ndata: x\n\n";
+  const std::string e2 = ": keep\n\ndata: split\n\n";
+  char ext_size[16];
+  std::snprintf(ext_size, sizeof(ext_size), "%zx", e2.size());
+  const std::string body =
+      chunk(e1) + ext_size + ";ext=\"q\"\r\n" + e2 + "\r\n0\r\nX-Trailer: 1\r\n\r\n";
+  const std::string events = e1 + e2;
+  // Pieces of 1, 2, 3, 1, 2, 3 ... bytes: every kind of split comes up.
+  std::vector<std::string> pieces;
+  for (size_t at = 0, n = 1; at < body.size(); at += n, n = n % 3 + 1) {
+    pieces.push_back(body.substr(at, n));
+  }
+  RawUpstream up([&](UpstreamConn& c) {
+    while (c.readRequest()) {
+      if (!c.send(sseHead())) {
+        return;
+      }
+      for (const std::string& p : pieces) {
+        c.sleep(Ms(5));
+        if (!c.send(p)) {
+          return;
+        }
+      }
+    }
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port());
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    REQUIRE(c.send(mcpPost(toolsCallBody())));
+    auto head = c.readHead();
+    REQUIRE(head);
+    CHECK(head->status == 200);
+    REQUIRE(c.readBodyToEnd(Ms(5000)));
+    CHECK(c.body() == events);
+  }
+  CHECK(up.acceptCount() == 1);
+}
+
+TEST_CASE("sse: a malformed chunk mid-stream: what came before is relayed, then the answer is cut",
+          "[sse][chunked]") {
+  RawUpstream up([](UpstreamConn& c) {
+    if (!c.readRequest()) {
+      return;
+    }
+    c.send(sseHead() + chunk("data: 1\n\n"));
+    c.sleep(Ms(50));
+    c.send("zz\r\ndata: 2\n\n\r\n");
+    c.sleep(Ms(2000));
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port());
+  REQUIRE(c.send(mcpPost(toolsCallBody())));
+  auto head = c.readHead();
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  auto t0 = Clock::now();
+  CHECK_FALSE(c.readBodyToEnd(Ms(3000)));
+  CHECK(c.peerClosed());
+  CHECK(msBetween(t0, Clock::now()) < 1500);
+  CHECK(c.body() == "data: 1\n\n");
+  CHECK(waitFor(
+      [&] { return readFile(gw.accessLogPath()).find("upstream_bad_chunk") != std::string::npos; },
+      Ms(2000)));
+}
