@@ -86,6 +86,15 @@ void Framer::feedBytes(const char* p, size_t n) noexcept {
         ++i;
         continue;
       }
+      // Most lines of a stream are "data:" lines: taken whole when the name is all here.
+      if (n - i >= 5 && std::memcmp(p + i, "data:", 5) == 0) {
+        name_len_ = 4;
+        std::memcpy(name_, "data", 4);
+        startValue();
+        skip_space_ = true;
+        i += 5;
+        continue;
+      }
       line_ = Line::kName;
     }
     switch (line_) {
