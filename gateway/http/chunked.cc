@@ -157,6 +157,17 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
         return error("missing CRLF after chunk data");
       }
       state_ = State::kSize;
+      // The next size line is usually here too: one step covers both (a short or bad one is
+      // left to the next call, which decides it on its own).
+      if (data.size() > 2) {
+        uint64_t size = 0;
+        const Step line = parseSizeLine(data.substr(2), size);
+        if (line.kind == Kind::kFraming) {
+          remaining_ = size;
+          state_ = size == 0 ? State::kTrailer : State::kData;
+          return Step{Kind::kFraming, 2 + line.length, ""};
+        }
+      }
       return Step{Kind::kFraming, 2, ""};
     }
     case State::kTrailer: {

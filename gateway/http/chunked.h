@@ -3,7 +3,8 @@
 //
 // The caller peeks at the next contiguous bytes of the stream, asks next(), and then
 // consumes exactly step.length bytes: payload bytes (kData) are moved to where they go,
-// framing bytes (kFraming, kDone) are dropped. kNeedMore means nothing can be decided from
+// framing bytes (kFraming, kDone) are dropped; the CRLF after chunk data and the next size
+// line, when both are there, are one kFraming step. kNeedMore means nothing can be decided from
 // `data`: call again with at least one more byte (the same unconsumed bytes first). Chunk
 // extensions are accepted and dropped; trailer fields are dropped. Rejected (kError): a size
 // that is not 1*HEXDIG or overflows 2^63, a size line over kMaxLineBytes, a missing CRLF

@@ -177,6 +177,52 @@ TEST_CASE("chunked: data steps never cross the chunk boundary", "[http][chunked]
   CHECK(s.kind == Kind::kError);  // "d" where CRLF must follow the chunk data
 }
 
+TEST_CASE("chunked: the CRLF after data and the next size line are one framing step",
+          "[http][chunked]") {
+  struct Expect {
+    Kind kind;
+    size_t length;
+  };
+  auto steps = [](std::string_view wire) {
+    ChunkedDecoder dec;
+    std::vector<Expect> out;
+    size_t at = 0;
+    for (int guard = 0; guard < 32; ++guard) {
+      ChunkedDecoder::Step s = dec.next(wire.substr(at));
+      out.push_back({s.kind, s.length});
+      if (s.kind == Kind::kNeedMore || s.kind == Kind::kError || s.kind == Kind::kDone) {
+        break;
+      }
+      at += s.length;
+    }
+    return out;
+  };
+  auto same = [](const std::vector<Expect>& got, const std::vector<Expect>& want) {
+    if (got.size() != want.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i].kind != want[i].kind || got[i].length != want[i].length) {
+        return false;
+      }
+    }
+    return true;
+  };
+  CHECK(same(steps("3\r\nabc\r\n5;x=y\r\nhello\r\n0\r\n\r\n"),
+             {{Kind::kFraming, 3},
+              {Kind::kData, 3},
+              {Kind::kFraming, 9},  // "\r\n5;x=y\r\n"
+              {Kind::kData, 5},
+              {Kind::kFraming, 5},  // "\r\n0\r\n"
+              {Kind::kDone, 2}}));
+  // The next size line cut short: the CRLF alone, then more is needed.
+  CHECK(same(steps("3\r\nabc\r\n5"),
+             {{Kind::kFraming, 3}, {Kind::kData, 3}, {Kind::kFraming, 2}, {Kind::kNeedMore, 0}}));
+  // A bad size line after the CRLF is still reported, by the next step.
+  CHECK(same(steps("3\r\nabc\r\nzz\r\n"),
+             {{Kind::kFraming, 3}, {Kind::kData, 3}, {Kind::kFraming, 2}, {Kind::kError, 0}}));
+}
+
 struct BadCase {
   const char* name;
   std::string_view wire;
