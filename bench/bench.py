@@ -489,9 +489,9 @@ def main():
             pid = procs[setup].pid
             u0, s0 = cpuTicksSplit(pid)
             seg0 = tcpOutSegs()
-            load0 = cpuBusyTicks(kLoadCpu)
+            cpu1a = cpuBusyTicks(kLoadCpu)
             r = runWrk(ports[setup], seconds, 50, False)
-            load1 = cpuBusyTicks(kLoadCpu)
+            cpu1b = cpuBusyTicks(kLoadCpu)
             seg1 = tcpOutSegs()
             u1, s1 = cpuTicksSplit(pid)
             tick = os.sysconf("SC_CLK_TCK")
@@ -506,8 +506,8 @@ def main():
             r["segs_per_req"] = (seg1 - seg0) / r["requests"] if r["requests"] else None
             # The load side (wrk + upstream on kLoadCpu): its CPU per request bounds what any
             # proxy could reach on this machine: requests / its busy seconds, were the proxy free.
-            loadBusy = (load1[0] - load0[0]) / tick
-            r["load_busy_pct"] = 100 * loadBusy / max(1e-9, (sum(load1) - sum(load0)) / tick)
+            loadBusy = (cpu1b[0] - cpu1a[0]) / tick
+            r["load_busy_pct"] = 100 * loadBusy / max(1e-9, (sum(cpu1b) - sum(cpu1a)) / tick)
             r["load_per_10k"] = loadBusy * per10k if per10k else None
             r["ceiling_rps"] = r["requests"] / loadBusy if loadBusy > 0 else None
             cap[setup].append(r)
