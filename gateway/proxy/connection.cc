@@ -1386,7 +1386,8 @@ void Connection::upstreamFailed(int status, int code, const char* message, const
   sendLocalReply();
 }
 
-// The exchange cannot finish: close the upstream at once (never pooled) and the client.
+// The exchange cannot finish: close the upstream at once (never pooled), and the client once
+// what was already queued for it is written (at once when the client is gone).
 void Connection::abortExchange(const char* outcome) {
   outcome_ = outcome;
   if (status_ == 0) {
@@ -1394,7 +1395,13 @@ void Connection::abortExchange(const char* outcome) {
   }
   releaseUpstream(false);
   endRequest();
-  closeNow();
+  // The answer is cut (no last chunk, or short of its length), but what was already queued
+  // for the client still goes out first; a client that is gone gets nothing more.
+  if (std::string_view(outcome) == "client_closed") {
+    closeNow();
+  } else {
+    closeAfterFlush();
+  }
 }
 
 // ---- schema learning ------------------------------------------------------------------

@@ -16,11 +16,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -836,4 +839,191 @@ TEST_CASE("writepath: drain waits for an idle connection's pending output, then 
   auto code = gw.process().wait(Ms(5000));
   REQUIRE(code);
   CHECK(*code == 0);
+}
+
+TEST_CASE(
+    "writepath: chunked answer to a slow client, size lines and a 16 KiB trailer across reads",
+    "[writepath][chunked]") {
+  // Chunk sizes all around the 16 KiB read size and the buffer's extents, one chunk larger than
+  // many reads, size lines with extensions up to the 4 KiB line limit, and a trailer section of
+  // exactly ChunkedDecoder::kMaxTrailerBytes: wherever the reads cut the framing, the client
+  // gets every byte, and the answer ends exactly where the upstream's did (the pooled upstream
+  // connection carries the next exchange). The client reads nothing at first: the upstream read
+  // is paused with a half-decoded chunk in the gateway's input.
+  const size_t sizes[] = {1,     16378, 16384, 16385, 3,     1 << 20, 7,     40000, 16379,
+                          2,     16383, 100,   65537, 32768, 32767,   5,     24576, 8191,
+                          16386, 1,     49151, 16380, 4,     12288,   98304, 16377, 9};
+  std::string data;
+  std::string wire;
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    std::string d = pattern(sizes[i], static_cast<uint32_t>(200 + i));
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%zx", sizes[i]);
+    std::string line = hex;
+    if (i % 4 == 1) {
+      line += ";ext=" + std::string(4095 - line.size() - 5, 'e');  // 4095 bytes before the CR
+    } else if (i % 4 == 3) {
+      line += " ; a=1;b=\"x\"";
+    }
+    wire += line + "\r\n" + d + "\r\n";
+    data += d;
+  }
+  std::string trailers;
+  for (int t = 0; t < 4; ++t) {  // 4 lines of 4096 bytes with their CRLF: 16384
+    trailers += "X-T" + std::to_string(t) + ": " + std::string(4096 - 8, 'v') + "\r\n";
+  }
+  REQUIRE(trailers.size() == 16 * 1024);
+  wire += "0\r\n" + trailers + "\r\n";
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n";
+  RawUpstream up([&](UpstreamConn& c) {
+    for (int n = 0; c.readRequest(Ms(15000)); ++n) {
+      if (!c.send(head, Ms(10000))) {
+        return;
+      }
+      // Pieces of odd sizes around 16 KiB (the first round with a pause between them, so the
+      // gateway reads them apart), the second round in one write.
+      const size_t steps[] = {16383, 16385, 5, 16384, 9, 32771, 1, 16387};
+      for (size_t at = 0, k = 0; at < wire.size(); ++k) {
+        size_t len = n == 0 ? steps[k % std::size(steps)] : wire.size();
+        if (!c.send(std::string_view(wire).substr(at, len), Ms(15000))) {
+          return;
+        }
+        at += len;
+        if (n == 0 && k < 40) {
+          c.sleep(Ms(1));
+        }
+      }
+    }
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port(), Ms(2000), 8 * 1024);
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    auto t0 = Clock::now();
+    REQUIRE(c.send(mcpPost(toolsCallBody("echo", round))));
+    std::this_thread::sleep_for(Ms(300));
+    auto r = c.readResponse(Ms(15000));
+    INFO("took " << msBetween(t0, Clock::now()) << " ms");
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->chunked);
+    CHECK(r->complete);
+    CHECK(r->body.size() == data.size());
+    CHECK(firstDiff(r->body, data) == data.size());
+  }
+  CHECK(up.acceptCount() == 1);
+  CHECK_FALSE(c.peerClosed());
+}
+
+TEST_CASE(
+    "writepath: pipelined requests on 4 connections, chunked answers cut mid-framing, in order",
+    "[writepath][chunked]") {
+  // Each client sends all its requests in one write; the upstream answers every other one
+  // chunked, in chunks of varied sizes, written in three pieces cut inside a size line and
+  // inside the CRLF after data, so the gateway's flush list holds several connections whose
+  // answers are half decoded at every turn.
+  RawUpstream up([](UpstreamConn& c) {
+    for (int n = 0;; ++n) {
+      auto req = c.readRequest(Ms(15000));
+      if (!req) {
+        return;
+      }
+      const std::string& body = req->body;
+      if (n % 2 == 0) {
+        if (!c.send(okHead(body.size()) + body, Ms(10000))) {
+          return;
+        }
+        continue;
+      }
+      std::string resp =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+      for (size_t pos = 0, k = 0; pos < body.size(); ++k) {
+        size_t len = std::min(body.size() - pos, 1 + (k * 7919 + body.size()) % 9000);
+        resp += chunk(std::string_view(body).substr(pos, len));
+        pos += len;
+      }
+      resp += chunk("");
+      size_t cut1 = resp.find("\r\n\r\n") + 5;        // inside the first size line
+      size_t cut2 = std::max(cut1, resp.size() - 6);  // inside the last data's CRLF
+      for (auto [from, to] :
+           {std::pair{size_t{0}, cut1}, std::pair{cut1, cut2}, std::pair{cut2, resp.size()}}) {
+        if (!c.send(std::string_view(resp).substr(from, to - from), Ms(10000))) {
+          return;
+        }
+        c.sleep(Ms(1));
+      }
+    }
+  });
+  GatewayConfig cfg = configFor(up);
+  cfg.workers = 2;
+  Gateway gw(cfg);
+  constexpr int kClients = 4;
+  constexpr int kRequests = 30;
+  std::vector<std::string> failures(kClients);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      Client c(gw.port());
+      std::vector<std::string> bodies;
+      std::string all;
+      for (int i = 0; i < kRequests; ++i) {
+        size_t size = 1 + static_cast<size_t>(t * 4099 + i * 7717) % 30000;
+        bodies.push_back(pattern(size, static_cast<uint32_t>(t * 100 + i)));
+        all += mcpPost(bodies.back());
+      }
+      if (!c.send(all, Ms(10000))) {
+        failures[static_cast<size_t>(t)] = "send";
+        return;
+      }
+      for (int i = 0; i < kRequests; ++i) {
+        const std::string& body = bodies[static_cast<size_t>(i)];
+        auto r = c.readResponse(Ms(10000));
+        if (!r || r->status != 200 || r->body != body) {
+          failures[static_cast<size_t>(t)] =
+              "response " + std::to_string(i) + ": " +
+              (r ? "status " + std::to_string(r->status) + ", " + std::to_string(r->body.size()) +
+                       " of " + std::to_string(body.size()) + " bytes, first difference at " +
+                       std::to_string(firstDiff(r->body, body))
+                 : std::string("no answer"));
+          return;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  for (int t = 0; t < kClients; ++t) {
+    INFO("client " << t);
+    CHECK(failures[static_cast<size_t>(t)].empty());
+    if (!failures[static_cast<size_t>(t)].empty()) {
+      WARN(failures[static_cast<size_t>(t)]);
+    }
+  }
+  CHECK(up.requestCount() == kClients * kRequests);
+}
+
+TEST_CASE("writepath: a malformed chunk in the same upstream read as the data before it",
+          "[writepath][chunked]") {
+  // relayBody's kError branch relays the data decoded before the bad framing ("what came
+  // before is the client's"), then abortExchange closes the client connection at once: the
+  // answer head and the data just queued for the client must still reach it before the close.
+  RawUpstream up([](UpstreamConn& c) {
+    if (!c.readRequest()) {
+      return;
+    }
+    c.send(sseHead() + chunk("data: 1\n\n") + "zz\r\ndata: 2\n\n\r\n");
+    c.sleep(Ms(2000));
+  });
+  Gateway gw(configFor(up));
+  Client c(gw.port());
+  REQUIRE(c.send(mcpPost(toolsCallBody())));
+  auto head = c.readHead(Ms(3000));
+  REQUIRE(head);  // fails when the connection is closed with nothing written
+  CHECK(head->status == 200);
+  CHECK_FALSE(c.readBodyToEnd(Ms(3000)));
+  CHECK(c.peerClosed());
+  CHECK(c.body() == "data: 1\n\n");
 }
