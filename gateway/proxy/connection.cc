@@ -1297,6 +1297,9 @@ void Connection::relayBody() {
           if (pulled || rest.size() >= left) {
             break;
           }
+          static_assert(
+              http::ChunkedDecoder::kMaxLineBytes <= http::ChunkedDecoder::kMaxTrailerBytes,
+              "a size line must fit in what is made contiguous");
           size_t want = std::min<size_t>(left, http::ChunkedDecoder::kMaxTrailerBytes + 8);
           if (evbuffer_pullup(in, static_cast<ev_ssize_t>(want)) == nullptr) {
             break;
