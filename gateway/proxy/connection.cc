@@ -275,8 +275,9 @@ void Connection::onDownEvent(bufferevent*, short what, void* arg) {
     // The client is gone. Mid-exchange this is the protocol's cancellation signal: the
     // upstream connection is closed at once and never pooled.
     if (c->state_ == State::kExchange || c->state_ == State::kBody) {
-      c->abortExchange("client_closed");
-      return;  // abortExchange deleted c
+      c->endAborted("client_closed");
+      c->closeNow();  // nothing more can reach it
+      return;
     }
     c->closeNow();
   }
@@ -1389,22 +1390,22 @@ void Connection::upstreamFailed(int status, int code, const char* message, const
   sendLocalReply();
 }
 
-// The exchange cannot finish: close the upstream at once (never pooled), and the client once
-// what was already queued for it is written (at once when the client is gone).
-void Connection::abortExchange(const char* outcome) {
+// The exchange cannot finish: the upstream is closed at once (never pooled) and the request
+// is logged; the caller closes the client.
+void Connection::endAborted(const char* outcome) {
   outcome_ = outcome;
   if (status_ == 0) {
     status_ = 499;
   }
   releaseUpstream(false);
   endRequest();
-  // The answer is cut (no last chunk, or short of its length), but what was already queued
-  // for the client still goes out first; a client that is gone gets nothing more.
-  if (std::string_view(outcome) == "client_closed") {
-    closeNow();
-  } else {
-    closeAfterFlush();
-  }
+}
+
+// The answer is cut (no last chunk, or short of its length), but what was already queued for
+// the client still goes out before its connection is closed.
+void Connection::abortExchange(const char* outcome) {
+  endAborted(outcome);
+  closeAfterFlush();
 }
 
 // ---- schema learning ------------------------------------------------------------------

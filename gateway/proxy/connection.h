@@ -100,7 +100,8 @@ class Connection final : public sse::EventSink {
   void writeBody(evbuffer* src, size_t n);
   void responseComplete();
   void upstreamFailed(int status, int code, const char* message, const char* outcome);
-  void abortExchange(const char* outcome);
+  void abortExchange(const char* outcome);  // endAborted, then close once output is written
+  void endAborted(const char* outcome);
   void releaseUpstream(bool reusable);
   void learnTools(std::string_view json) noexcept;
   void endRequest();  // metrics, then the access-log line
