@@ -50,6 +50,16 @@ bool streamEnds(Client& c, Ms timeout) {
   return c.peerClosed();
 }
 
+// One tools/call on `c`: a 200 whose streamed body, read to its end, is exactly `events`.
+void expectStream(Client& c, const std::string& events) {
+  REQUIRE(c.send(mcpPost(toolsCallBody())));
+  auto head = c.readHead();
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  REQUIRE(c.readBodyToEnd(Ms(5000)));
+  CHECK(c.body() == events);
+}
+
 }  // namespace
 
 TEST_CASE("sse: events are relayed as they arrive, chunked, with X-Accel-Buffering once", "[sse]") {
@@ -279,12 +289,7 @@ TEST_CASE("sse: a burst of thousands of small events in one upstream write is re
   Client c(gw.port());
   for (int round = 0; round < 3; ++round) {
     INFO("round " << round);
-    REQUIRE(c.send(mcpPost(toolsCallBody())));
-    auto head = c.readHead();
-    REQUIRE(head);
-    CHECK(head->status == 200);
-    REQUIRE(c.readBodyToEnd(Ms(5000)));
-    CHECK(c.body() == events);
+    expectStream(c, events);
   }
 }
 
@@ -323,12 +328,7 @@ TEST_CASE("sse: chunk framing split anywhere across upstream reads is decoded ex
   Client c(gw.port());
   for (int round = 0; round < 2; ++round) {
     INFO("round " << round);
-    REQUIRE(c.send(mcpPost(toolsCallBody())));
-    auto head = c.readHead();
-    REQUIRE(head);
-    CHECK(head->status == 200);
-    REQUIRE(c.readBodyToEnd(Ms(5000)));
-    CHECK(c.body() == events);
+    expectStream(c, events);
   }
   CHECK(up.acceptCount() == 1);
 }

@@ -64,6 +64,27 @@ size_t firstDiff(std::string_view a, std::string_view b) {
   return n;
 }
 
+// Why `r` is not a 200 echoing `body` (for a client thread's failure message).
+std::string notEcho(const std::optional<Response>& r, const std::string& body) {
+  if (!r) {
+    return "no answer";
+  }
+  return "status " + std::to_string(r->status) + ", " + std::to_string(r->body.size()) + " of " +
+         std::to_string(body.size()) + " bytes, first difference at " +
+         std::to_string(firstDiff(r->body, body));
+}
+
+// One check per client thread: its failure message, empty when all went well.
+void checkClients(const std::vector<std::string>& failures) {
+  for (size_t t = 0; t < failures.size(); ++t) {
+    INFO("client " << t);
+    CHECK(failures[t].empty());
+    if (!failures[t].empty()) {
+      WARN(failures[t]);
+    }
+  }
+}
+
 GatewayConfig configFor(const RawUpstream& up) {
   GatewayConfig cfg;
   cfg.upstream_endpoints = {up.address()};
@@ -720,11 +741,7 @@ TEST_CASE("writepath: 8 clients x 100 requests on 2 workers share pooled connect
         auto r = c.readResponse(Ms(10000));
         if (!r || r->status != 200 || r->body != body) {
           failures[static_cast<size_t>(t)] =
-              "request " + std::to_string(i) + ": " +
-              (r ? "status " + std::to_string(r->status) + ", " + std::to_string(r->body.size()) +
-                       " of " + std::to_string(body.size()) + " bytes, first difference at " +
-                       std::to_string(firstDiff(r->body, body))
-                 : std::string("no answer"));
+              "request " + std::to_string(i) + ": " + notEcho(r, body);
           return;
         }
         ++ok;
@@ -734,13 +751,7 @@ TEST_CASE("writepath: 8 clients x 100 requests on 2 workers share pooled connect
   for (auto& th : threads) {
     th.join();
   }
-  for (int t = 0; t < kClients; ++t) {
-    INFO("client " << t);
-    CHECK(failures[static_cast<size_t>(t)].empty());
-    if (!failures[static_cast<size_t>(t)].empty()) {
-      WARN(failures[static_cast<size_t>(t)]);
-    }
-  }
+  checkClients(failures);
   CHECK(ok.load() == kClients * kRequests);
   // Pooled connections were shared: far fewer upstream connections than requests.
   CHECK(up.acceptCount() <= 2 * kClients);
@@ -982,11 +993,7 @@ TEST_CASE(
         auto r = c.readResponse(Ms(10000));
         if (!r || r->status != 200 || r->body != body) {
           failures[static_cast<size_t>(t)] =
-              "response " + std::to_string(i) + ": " +
-              (r ? "status " + std::to_string(r->status) + ", " + std::to_string(r->body.size()) +
-                       " of " + std::to_string(body.size()) + " bytes, first difference at " +
-                       std::to_string(firstDiff(r->body, body))
-                 : std::string("no answer"));
+              "response " + std::to_string(i) + ": " + notEcho(r, body);
           return;
         }
       }
@@ -995,13 +1002,7 @@ TEST_CASE(
   for (auto& th : threads) {
     th.join();
   }
-  for (int t = 0; t < kClients; ++t) {
-    INFO("client " << t);
-    CHECK(failures[static_cast<size_t>(t)].empty());
-    if (!failures[static_cast<size_t>(t)].empty()) {
-      WARN(failures[static_cast<size_t>(t)]);
-    }
-  }
+  checkClients(failures);
   CHECK(up.requestCount() == kClients * kRequests);
 }
 
