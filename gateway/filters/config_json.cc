@@ -97,19 +97,27 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound) {
   j.key("max_connections").num(l.max_connections);
   j.key("max_request_line").num(l.max_request_line);
   j.key("max_header_bytes").num(l.max_header_bytes);
+  j.key("max_header_line").num(l.max_header_line);
   j.key("max_headers").num(l.max_headers);
   j.key("max_body_bytes").num(l.max_body_bytes);
   j.key("header_timeout_ms").num(ms(l.header_timeout));
   j.key("body_timeout_ms").num(ms(l.body_timeout));
   j.key("keepalive_timeout_ms").num(ms(l.keepalive_timeout));
+  j.key("send_timeout_ms").num(ms(l.send_timeout));
+  j.key("request_buffering").boolean(l.request_buffering);
+  j.key("max_buffered_body_bytes").num(l.max_buffered_body_bytes);
+  j.key("max_connections_per_client").num(l.max_connections_per_client);
   j.close('}');
   j.key("mcp").open('{');
   j.key("protocol_versions").strings(s.mcp.protocol_versions);
   j.key("legacy").str(s.mcp.legacy == settings::LegacyMode::kReject ? "reject" : "passthrough");
   j.key("verify_body").boolean(s.mcp.verify_body);
   j.key("allowed_origins").strings(s.mcp.allowed_origins);
+  j.key("allowed_hosts").strings(s.mcp.allowed_hosts);
+  j.key("max_param_headers").num(s.mcp.max_param_headers);
   j.key("sse_keepalive_ms").num(ms(s.mcp.sse_keepalive));
   j.close('}');
+  j.key("trusted_proxies").strings(s.trusted_proxies_text);
   j.key("upstreams").open('[');
   for (const auto& u : s.upstreams) {
     j.open('{');

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <exception>
 #include <filesystem>
@@ -47,13 +48,25 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "drain_timeout",
                                          "rate_limit_headers",
                                          "metrics",
-                                         "watch_files"};
+                                         "watch_files",
+                                         "trusted_proxies"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
-constexpr std::string_view kLimitsKeys[] = {
-    "max_connections", "max_request_line", "max_header_bytes", "max_headers",
-    "max_body_bytes",  "header_timeout",   "body_timeout",     "keepalive_timeout"};
-constexpr std::string_view kMcpKeys[] = {"protocol_versions", "legacy", "verify_body",
-                                         "allowed_origins", "sse_keepalive"};
+constexpr std::string_view kLimitsKeys[] = {"max_connections",
+                                            "max_request_line",
+                                            "max_header_bytes",
+                                            "max_header_line",
+                                            "max_headers",
+                                            "max_body_bytes",
+                                            "header_timeout",
+                                            "body_timeout",
+                                            "keepalive_timeout",
+                                            "send_timeout",
+                                            "request_buffering",
+                                            "max_buffered_body_bytes",
+                                            "max_connections_per_client"};
+constexpr std::string_view kMcpKeys[] = {"protocol_versions", "legacy",        "verify_body",
+                                         "allowed_origins",   "allowed_hosts", "max_param_headers",
+                                         "sse_keepalive"};
 constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "endpoints",
                                               "path",
@@ -74,6 +87,7 @@ constexpr std::string_view kBalances[] = {"round_robin", "first_healthy"};
 constexpr uint32_t kMaxWorkers = 256;
 constexpr uint32_t kMaxHeadersCeiling = 1000;
 constexpr uint64_t kMinHeaderBytes = 1024;
+constexpr uint64_t kMinHeaderLine = 256;
 constexpr uint64_t kMaxHeaderBytes = 1024 * 1024;
 
 size_t editDistance(std::string_view a, std::string_view b) {
@@ -512,6 +526,8 @@ class Loader {
         }
       } else if (e.key == "rate_limit_headers") {
         readBool(e, s.rate_limit_headers);
+      } else if (e.key == "trusted_proxies") {
+        walkTrustedProxies(e, s);
       }
     }
     if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&
@@ -579,6 +595,30 @@ class Loader {
         readDuration(e, l.body_timeout);
       } else if (e.key == "keepalive_timeout") {
         readDuration(e, l.keepalive_timeout);
+      } else if (e.key == "max_header_line") {
+        uint64_t v = 0;
+        if (readSize(e, v)) {
+          if (v < kMinHeaderLine || v > kMaxHeaderBytes) {
+            error(valueMark(e), "'" + e.path + "' must be between 256 bytes and 1MiB");
+          } else {
+            l.max_header_line = v;
+          }
+        }
+      } else if (e.key == "send_timeout") {
+        readDuration(e, l.send_timeout);
+      } else if (e.key == "request_buffering") {
+        readBool(e, l.request_buffering);
+      } else if (e.key == "max_buffered_body_bytes") {
+        uint64_t v = 0;
+        if (readSize(e, v)) {
+          if (v == 0) {
+            error(valueMark(e), "'" + e.path + "' must be at least 1 byte");
+          } else {
+            l.max_buffered_body_bytes = v;
+          }
+        }
+      } else if (e.key == "max_connections_per_client") {
+        readUint32(e, l.max_connections_per_client);
       }
     }
     // Only meaningful when both are valid (or defaulted).
@@ -613,10 +653,67 @@ class Loader {
         readBool(e, m.verify_body);
       } else if (e.key == "allowed_origins") {
         readStringList(e, m.allowed_origins);
+      } else if (e.key == "allowed_hosts") {
+        walkAllowedHosts(e, m);
+      } else if (e.key == "max_param_headers") {
+        uint32_t v = 0;
+        if (readUint32(e, v)) {
+          if (v < 1 || v > kMaxHeadersCeiling) {
+            error(valueMark(e), "'" + e.path + "' must be between 1 and 1000");
+          } else {
+            m.max_param_headers = v;
+          }
+        }
       } else if (e.key == "sse_keepalive") {
         readDuration(e, m.sse_keepalive);
       }
     }
+  }
+
+  // host[:port] globs: `*` matches any run of characters; no scheme, path or userinfo.
+  void walkAllowedHosts(const Entry& e, Mcp& m) {
+    std::vector<std::string> v;
+    std::vector<YAML::Node> nodes;
+    if (!readStringList(e, v, &nodes)) {
+      return;
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string& h = v[i];
+      bool ok = !h.empty() && std::all_of(h.begin(), h.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == ':' ||
+               c == '*' || c == '[' || c == ']' || c == '_';
+      });
+      if (!ok) {
+        error(nodes[i].Mark(), "'" + e.path + "[" + std::to_string(i) +
+                                   "]' must be a host[:port] glob (letters, digits, '-', '.', "
+                                   "':', '[', ']' and '*'), got '" +
+                                   h + "'");
+        return;
+      }
+    }
+    m.allowed_hosts = std::move(v);
+  }
+
+  void walkTrustedProxies(const Entry& e, Settings& s) {
+    std::vector<std::string> v;
+    std::vector<YAML::Node> nodes;
+    if (!readStringList(e, v, &nodes)) {
+      return;
+    }
+    std::vector<core::Cidr> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      core::Cidr c;
+      if (!core::parseCidr(v[i], c)) {
+        error(nodes[i].Mark(), "'" + e.path + "[" + std::to_string(i) +
+                                   "]' must be an IP address or a CIDR range with no host bits "
+                                   "set (10.0.0.0/8, ::1, fd00::/8), got '" +
+                                   v[i] + "'");
+        return;
+      }
+      out.push_back(c);
+    }
+    s.trusted_proxies = std::move(out);
+    s.trusted_proxies_text = std::move(v);
   }
 
   void walkUpstreams(const Entry& ue, Settings& s) {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/core/cidr.h"
+
 namespace gw::settings {
 
 using Duration = std::chrono::milliseconds;
@@ -27,11 +29,16 @@ struct Limits {
   uint32_t max_connections = 4096;
   uint64_t max_request_line = 8 * 1024;
   uint64_t max_header_bytes = 32 * 1024;
+  uint64_t max_header_line = 8 * 1024;  // one field line (name: value), without CRLF → 431
   uint32_t max_headers = 100;
   uint64_t max_body_bytes = 4 * 1024 * 1024;
   Duration header_timeout = std::chrono::seconds(10);
   Duration body_timeout = std::chrono::seconds(30);
   Duration keepalive_timeout = std::chrono::seconds(60);
+  Duration send_timeout = std::chrono::seconds(60);  // client takes no byte of held output; 0 = off
+  bool request_buffering = true;  // read the whole body before contacting the upstream
+  uint64_t max_buffered_body_bytes = 256ull * 1024 * 1024;  // across all connections → 503
+  uint32_t max_connections_per_client = 256;                // per peer address; 0 = no limit
 };
 
 enum class LegacyMode : uint8_t { kReject, kPassthrough };
@@ -40,7 +47,9 @@ struct Mcp {
   std::vector<std::string> protocol_versions{"2026-07-28"};
   LegacyMode legacy = LegacyMode::kReject;
   bool verify_body = false;
-  std::vector<std::string> allowed_origins;           // exact match on the Origin value
+  std::vector<std::string> allowed_origins;  // exact match on the Origin value
+  std::vector<std::string> allowed_hosts;    // host[:port] globs for Host; empty = any → 403
+  uint32_t max_param_headers = 32;           // Mcp-Param-* fields per request → 431 beyond
   Duration sse_keepalive = std::chrono::seconds(15);  // 0 = off
 };
 
@@ -96,10 +105,12 @@ struct Settings {
   AccessLog access_log;
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);
-  bool rate_limit_headers = false;        // RateLimit-Policy / RateLimit on admitted answers too
-  bool watch_files = true;                // reload when the config or a policy file changes
-  uint32_t metrics_max_tool_names = 100;  // distinct gen_ai_tool_name values; then "other"
-  std::string source_file;                // the config file this came from (absolute)
+  bool rate_limit_headers = false;          // RateLimit-Policy / RateLimit on admitted answers too
+  bool watch_files = true;                  // reload when the config or a policy file changes
+  uint32_t metrics_max_tool_names = 100;    // distinct gen_ai_tool_name values; then "other"
+  std::vector<core::Cidr> trusted_proxies;  // peers whose X-Forwarded-* / Forwarded are kept
+  std::vector<std::string> trusted_proxies_text;  // as written (for /config)
+  std::string source_file;                        // the config file this came from (absolute)
 
   // Index of the upstream with this name, or -1.
   int upstreamIndex(std::string_view name) const noexcept;

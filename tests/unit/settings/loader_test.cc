@@ -571,3 +571,68 @@ TEST_CASE("the bundled config and the examples load cleanly", "[settings]") {
 
 }  // namespace
 }  // namespace gw::settings
+
+TEST_CASE("settings: edge limits, allowed_hosts, max_param_headers and trusted_proxies",
+          "[settings]") {
+  using gw::settings::loadString;
+  auto ok = loadString(
+      "limits:\n"
+      "  max_header_line: 4KiB\n"
+      "  send_timeout: 5s\n"
+      "  request_buffering: false\n"
+      "  max_buffered_body_bytes: 1MiB\n"
+      "  max_connections_per_client: 8\n"
+      "mcp:\n"
+      "  allowed_hosts: [localhost, \"127.0.0.1:*\", \"*.example.com\"]\n"
+      "  max_param_headers: 4\n"
+      "trusted_proxies: [10.0.0.0/8, \"::1\"]\n"
+      "upstreams: [{name: a, endpoints: [127.0.0.1:9000]}]\n"
+      "routes: [{name: d, upstream: a}]\n",
+      "/tmp/edge.yaml");
+  REQUIRE(ok.errors.empty());
+  const auto& s = *ok.settings;
+  CHECK(s.limits.max_header_line == 4096);
+  CHECK(s.limits.send_timeout == std::chrono::seconds(5));
+  CHECK_FALSE(s.limits.request_buffering);
+  CHECK(s.limits.max_buffered_body_bytes == 1024 * 1024);
+  CHECK(s.limits.max_connections_per_client == 8);
+  CHECK(s.mcp.allowed_hosts.size() == 3);
+  CHECK(s.mcp.max_param_headers == 4);
+  CHECK(s.trusted_proxies.size() == 2);
+
+  auto defaults = loadString(
+      "upstreams: [{name: a, endpoints: [127.0.0.1:9000]}]\nroutes: [{name: d, upstream: a}]\n",
+      "/tmp/edge.yaml");
+  REQUIRE(defaults.errors.empty());
+  CHECK(defaults.settings->limits.max_header_line == 8192);
+  CHECK(defaults.settings->limits.request_buffering);
+  CHECK(defaults.settings->limits.send_timeout == std::chrono::seconds(60));
+  CHECK(defaults.settings->limits.max_buffered_body_bytes == 256ull * 1024 * 1024);
+  CHECK(defaults.settings->limits.max_connections_per_client == 256);
+  CHECK(defaults.settings->mcp.max_param_headers == 32);
+  CHECK(defaults.settings->mcp.allowed_hosts.empty());
+  CHECK(defaults.settings->trusted_proxies.empty());
+
+  struct Bad {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Bad& b : {
+           Bad{"limits: {max_header_line: 10}\n", "between 256 bytes and 1MiB"},
+           Bad{"limits: {max_buffered_body_bytes: 0}\n", "at least 1 byte"},
+           Bad{"limits: {request_buffering: maybe}\n", "request_buffering"},
+           Bad{"mcp: {max_param_headers: 0}\n", "between 1 and 1000"},
+           Bad{"mcp: {allowed_hosts: [\"http://x\"]}\n", "host[:port] glob"},
+           Bad{"trusted_proxies: [10.1.2.3/8]\n", "no host bits"},
+           Bad{"trusted_proxies: [proxy.local]\n", "CIDR"},
+           Bad{"trusted_proxy: []\n", "unknown key 'trusted_proxy'"},
+       }) {
+    std::string yaml = std::string(b.yaml) +
+                       "upstreams: [{name: a, endpoints: [127.0.0.1:9000]}]\n"
+                       "routes: [{name: d, upstream: a}]\n";
+    auto r = loadString(yaml, "/tmp/edge.yaml");
+    INFO(b.yaml);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].message.find(b.message) != std::string::npos);
+  }
+}
