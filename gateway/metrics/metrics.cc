@@ -246,6 +246,8 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap server;
   MergedMap client;
   MergedMap rejections;
+  MergedMap refused;
+  Merged suppressed;
   Merged in;
   Merged out;
   Merged accepted;
@@ -256,6 +258,8 @@ std::string Registry::scrape(const Gauges& g) const {
       w->server_ops.forEach([&](const Cell& c) { merge(c, server); });
       w->client_ops.forEach([&](const Cell& c) { merge(c, client); });
       w->rejections.forEach([&](const Cell& c) { merge(c, rejections); });
+      w->connections_refused.forEach([&](const Cell& c) { merge(c, refused); });
+      suppressed.count += w->log_lines_suppressed.count.load(Cell::kRelaxed);
       in.count += w->bytes_in.count.load(Cell::kRelaxed);
       out.count += w->bytes_out.count.load(Cell::kRelaxed);
       accepted.count += w->connections_accepted.count.load(Cell::kRelaxed);
@@ -283,6 +287,12 @@ std::string Registry::scrape(const Gauges& g) const {
                         MetricType::Counter, static_cast<double>(out.count)));
   fams.push_back(scalar("mcp_gateway_connections_accepted_total", "Client connections accepted",
                         MetricType::Counter, static_cast<double>(accepted.count)));
+  fams.push_back(counterFamily("mcp_gateway_connections_refused_total",
+                               "Client connections closed at accept, by reason", {"reason"},
+                               refused));
+  fams.push_back(scalar("mcp_gateway_log_lines_suppressed_total",
+                        "Malformed-request log lines dropped by the per-worker log rate limit",
+                        MetricType::Counter, static_cast<double>(suppressed.count)));
   fams.push_back(scalar("mcp_gateway_active_connections", "Open client connections",
                         MetricType::Gauge, static_cast<double>(g.connections)));
   fams.push_back(scalar("mcp_gateway_active_exchanges", "Requests with an upstream in flight",

@@ -125,6 +125,9 @@ struct WorkerMetrics {
   Cell bytes_in;   // request bytes read from clients (heads and bodies)
   Cell bytes_out;  // response bytes written to clients
   Cell connections_accepted;
+  // reason: max_connections | per_client_limit (closed at accept)
+  Family connections_refused{1};
+  Cell log_lines_suppressed;  // malformed-request log lines dropped by the per-worker limit
   std::atomic<int64_t> sse_streams{0};  // event streams being relayed now
   ToolLabelCache tool_labels;           // the worker thread's own (not read by a scrape)
 };

@@ -10,11 +10,15 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <utility>
+
+#include <sys/socket.h>
 
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
+#include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/schema.h"
 #include "gateway/mcp/verifier.h"
@@ -36,6 +40,10 @@ constexpr size_t kPipelineHigh = 64 * 1024;
 constexpr size_t kMaxCapture = 4 * 1024 * 1024;
 // Upstream response heads are bounded like request heads, with room to spare.
 constexpr size_t kMaxResponseHead = 64 * 1024;
+// Lingering close: after an error answer the write side is shut and the client's input is
+// read and dropped for at most this long, so the client reads the answer instead of a reset
+// (nginx lingering_timeout, Envoy delayed_close_timeout).
+constexpr milliseconds kLingerTime{2000};
 
 // now + d, or "never" when d is 0 (a timeout of 0 means no limit).
 Clock::time_point deadlineAfter(milliseconds d) {
@@ -74,6 +82,8 @@ const char* reasonPhrase(int status) {
       return "URI Too Long";
     case 415:
       return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
     case 429:
       return "Too Many Requests";
     case 431:
@@ -138,12 +148,62 @@ bool writeEnabled(bufferevent* bev) {
   return (bufferevent_get_enabled(bev) & EV_WRITE) != 0;
 }
 
+// The outcome (log, metrics label) of a request head that did not parse: one fixed name per
+// status, never the parser's free text.
+const char* garbageOutcome(int status) {
+  switch (status) {
+    case 414:
+      return "request_line_too_long";
+    case 431:
+      return "header_too_large";
+    case 501:
+      return "unsupported_transfer_coding";
+    default:
+      return "malformed_request";
+  }
+}
+
+void onGarbageTimer(evutil_socket_t, short, void* arg) {
+  auto& w = *static_cast<WorkerContext*>(arg);
+  if (w.garbage_suppressed > 0) {
+    spdlog::warn("suppressed {} more malformed-request log lines (limit {} a second per worker)",
+                 w.garbage_suppressed, WorkerContext::kGarbageLinesPerSecond);
+    w.garbage_suppressed = 0;
+  }
+}
+
+// One log line for a request whose head did not parse (or did not arrive), at most
+// kGarbageLinesPerSecond a second per worker: a flood of garbage cannot fill a disk. The
+// lines dropped are counted (mcp_gateway_log_lines_suppressed_total) and summed up in one
+// line a second later. `peer` is an address printed by inet_ntop; `reason` is static text.
+void logGarbage(WorkerContext& w, std::string_view peer, int status, const char* reason) {
+  int64_t second = static_cast<int64_t>(std::time(nullptr));
+  if (second != w.garbage_second) {
+    w.garbage_second = second;
+    w.garbage_lines = 0;
+  }
+  if (w.garbage_lines < WorkerContext::kGarbageLinesPerSecond) {
+    ++w.garbage_lines;
+    spdlog::warn("rejected a malformed request from {}: {} ({})", peer, reason, status);
+    return;
+  }
+  w.metrics->log_lines_suppressed.add(1);
+  if (w.garbage_suppressed++ == 0) {
+    if (!w.garbage_timer) {
+      w.garbage_timer.reset(evtimer_new(w.base, onGarbageTimer, &w));
+    }
+    timeval tv{1, 0};
+    evtimer_add(w.garbage_timer.get(), &tv);
+  }
+}
+
 }  // namespace
 
 // ---- lifetime ---------------------------------------------------------------------------
 
-void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer) {
-  auto* c = new Connection(w, fd, std::move(peer));
+void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
+                       const core::IpAddress& ip) {
+  auto* c = new Connection(w, fd, std::move(peer), ip);
   if (!c->down_) {
     delete c;
     return;
@@ -152,16 +212,21 @@ void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer) {
   // holds back bytes.
   bufferevent_disable(c->down_.get(), EV_WRITE);
   bufferevent_enable(c->down_.get(), EV_READ);
-  c->armDownTimer(c->s_->limits.keepalive_timeout);
+  c->setSendTimeout();
+  // A new connection must send its first request within header_timeout (not the keep-alive
+  // timeout): a client that opens sockets and stays silent cannot hold slots for long.
+  c->armDownTimer(c->s_->limits.header_timeout);
 }
 
-Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer)
-    : w_(w), peer_(std::move(peer)), arena_(64 * 1024) {
+Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
+                       const core::IpAddress& ip)
+    : w_(w), peer_(std::move(peer)), peer_ip_(ip), arena_(64 * 1024) {
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
   down_.reset(bufferevent_socket_new(w_.base, fd, BEV_OPT_CLOSE_ON_FREE));
   if (!down_) {
     evutil_closesocket(fd);
+    w_.shared->client_counts.release(peer_ip_);
     return;
   }
   upstream::setNoDelay(fd);
@@ -199,10 +264,12 @@ Connection::~Connection() {
     w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
   }
   countSse(false);
+  releaseBody();
   if (down_) {
     w_.connections.erase(this);
     --w_.local_connections;
     w_.shared->connections.fetch_sub(1, std::memory_order_relaxed);
+    w_.shared->client_counts.release(peer_ip_);
   }
 }
 
@@ -221,7 +288,7 @@ bool Connection::closeIfIdle() {
 // Closes once the queued output reached the client (bounded by keepalive_timeout).
 void Connection::closeAfterFlush() {
   if (evbuffer_get_length(bufferevent_get_output(down_.get())) == 0) {
-    closeNow();
+    lingerOrClose();
     return;
   }
   state_ = State::kClosing;
@@ -229,6 +296,36 @@ void Connection::closeAfterFlush() {
   bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
   armDownTimer(s_->limits.keepalive_timeout);
   scheduleFlush();
+}
+
+// The output is written: close now, or — after an error answer — shut the write side and
+// read and drop what the client still sends until it closes or kLingerTime passes. Closing a
+// socket with unread input makes the kernel send a reset, which can destroy the answer in the
+// client's receive buffer before it was read.
+void Connection::lingerOrClose() {
+  if (!linger_ || state_ == State::kLinger) {
+    closeNow();
+    return;
+  }
+  state_ = State::kLinger;
+  ::shutdown(bufferevent_getfd(down_.get()), SHUT_WR);
+  evbuffer* in = bufferevent_get_input(down_.get());
+  evbuffer_drain(in, evbuffer_get_length(in));
+  bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
+  bufferevent_disable(down_.get(), EV_WRITE);
+  bufferevent_enable(down_.get(), EV_READ);
+  armDownTimer(kLingerTime);
+}
+
+// send_timeout: a client that takes no byte of the output held for it for this long is
+// closed (the write event's timeout runs only while the socket holds bytes back).
+void Connection::setSendTimeout() {
+  if (s_->limits.send_timeout == send_timeout_) {
+    return;
+  }
+  send_timeout_ = s_->limits.send_timeout;
+  timeval tv = toTimeval(send_timeout_);
+  bufferevent_set_timeouts(down_.get(), nullptr, send_timeout_.count() > 0 ? &tv : nullptr);
 }
 
 void Connection::armDownTimer(milliseconds d) {
@@ -253,7 +350,7 @@ void Connection::onDownWrite(bufferevent*, void* arg) {
     bufferevent_disable(c->down_.get(), EV_WRITE);  // the next bytes go out from onResume
   }
   if (c->state_ == State::kClosing && evbuffer_get_length(out) == 0) {
-    c->closeNow();
+    c->lingerOrClose();
     return;
   }
   if (c->state_ == State::kIdle && evbuffer_get_length(out) <= kOutLow) {
@@ -271,6 +368,15 @@ void Connection::onDownWrite(bufferevent*, void* arg) {
 
 void Connection::onDownEvent(bufferevent*, short what, void* arg) {
   auto* c = static_cast<Connection*>(arg);
+  if (what & BEV_EVENT_TIMEOUT) {
+    // send_timeout: the client took no byte of its output for that long. An exchange in
+    // flight (an SSE stream to a reader that stopped) ends with it.
+    if (c->state_ == State::kExchange || c->state_ == State::kBody) {
+      c->endAborted("send_timeout");
+    }
+    c->closeNow();
+    return;
+  }
   if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
     // The client is gone. Mid-exchange this is the protocol's cancellation signal: the
     // upstream connection is closed at once and never pooled.
@@ -290,6 +396,8 @@ void Connection::onDownTimer() {
       return;
     case State::kHead:
       outcome_ = "header_timeout";
+      garbage_ = true;
+      logGarbage(w_, peer_, 408, "request head not received in time");
       sendPlainError(408, "Request Timeout", "request head not received in time\n");
       return;
     case State::kBody:
@@ -310,13 +418,19 @@ void Connection::onDownTimer() {
       }
       return;
     case State::kClosing:
-      closeNow();  // the client does not take the last bytes
+    case State::kLinger:
+      closeNow();  // the client does not take the last bytes, or lingered long enough
       return;
   }
 }
 
 // Reads whatever the current state can use from the downstream input buffer.
 void Connection::process() {
+  if (state_ == State::kLinger) {
+    evbuffer* in = bufferevent_get_input(down_.get());
+    evbuffer_drain(in, evbuffer_get_length(in));
+    return;
+  }
   if (state_ == State::kIdle || state_ == State::kHead) {
     parseHead();
   } else if (state_ == State::kBody) {
@@ -344,8 +458,11 @@ void Connection::parseHead() {
     bytes_in_ = bytes_out_ = 0;
     outcome_ = "";
     endpoint_ = nullptr;
+    garbage_ = false;
+    linger_ = false;
     snap_ = w_.shared->snapshot.load();
     s_ = snap_->settings.get();
+    setSendTimeout();
     armDownTimer(s_->limits.header_timeout);
     started_ = Clock::now();
   }
@@ -359,8 +476,12 @@ void Connection::parseHead() {
     return;
   }
   if (pr.status == http::ParseStatus::kError) {
-    outcome_ = pr.reason;
+    // Not a request the gateway parsed: no access-log line, a rate-limited log line instead
+    // (logGarbage); the outcome is a fixed name per status, the parser's reason goes to the log.
     int status = http::statusFor(pr.error);
+    outcome_ = garbageOutcome(status);
+    garbage_ = true;
+    logGarbage(w_, peer_, status, pr.reason);
     std::string text = std::string(pr.reason) + "\n";
     sendPlainError(status, reasonPhrase(status), text.c_str());
     return;
@@ -378,8 +499,9 @@ void Connection::startRequest() {
   ctx_.head = &head_;
   ctx_.client_ip = peer_;
   close_after_ = !head_.keep_alive;
+  linger_ = false;
+  garbage_ = false;
   sent_continue_ = false;
-  reply_after_body_ = false;
   body_mode_ = BodyMode::kNone;
   request_sent_ = false;
   resp_started_ = false;
@@ -388,8 +510,26 @@ void Connection::startRequest() {
   outcome_ = "";
   endpoint_ = nullptr;
   body_read_ = false;
+  limits_done_ = false;
+  sent_id_ = mcp::RequestId{};
   forwarded_ = false;
   ratelimit_lines_.clear();
+  const bool has_body = head_.framing != http::BodyFraming::kNone;
+
+  // Expect (RFC 9110 §10.1.1): only 100-continue is understood. It is honoured on HTTP/1.1
+  // (an HTTP/1.0 100-continue is ignored, as the RFC requires); anything else, or a list,
+  // gets 417 and the connection closes (its body, if any, is never read).
+  if (const http::HeaderField* ex = http::findField(head_.fields, "expect")) {
+    if (!core::iequals(ex->value, "100-continue") ||
+        http::countFields(head_.fields, "expect") != 1) {
+      filters::setReply(ctx_, 417, mcp::code::kInvalidRequest,
+                        "Expectation Failed: only 'Expect: 100-continue' is supported",
+                        "expectation_failed", false);
+      close_after_ = true;
+      sendLocalReply();
+      return;
+    }
+  }
 
   if (head_.framing == http::BodyFraming::kContentLength &&
       head_.content_length > s_->limits.max_body_bytes) {
@@ -402,39 +542,94 @@ void Connection::startRequest() {
   }
 
   filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
-  bool has_body = head_.framing != http::BodyFraming::kNone;
   if (st == filters::FilterStatus::kLocalReply) {
-    if (ctx_.reply.echo_id && has_body) {
-      reply_after_body_ = true;  // read the (bounded) body only to echo the id
-      body_mode_ = BodyMode::kBuffer;
-    } else {
-      if (has_body) {
-        close_after_ = true;  // the body is not read: the connection cannot be reused
-      }
-      sendLocalReply();
-      return;
-    }
-  } else if (st == filters::FilterStatus::kNeedBody ||
-             head_.framing == http::BodyFraming::kChunked) {
-    body_mode_ = BodyMode::kBuffer;  // chunked goes upstream with one Content-Length
+    replyBeforeBody();
+    return;
+  }
+  if (st == filters::FilterStatus::kNeedBody || head_.framing == http::BodyFraming::kChunked ||
+      (has_body && s_->limits.request_buffering)) {
+    // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
+    // upstream with one Content-Length), and every body under request_buffering — a slow or
+    // truncated body then never ties up an upstream connection.
+    body_mode_ = BodyMode::kBuffer;
   } else if (has_body) {
     body_mode_ = BodyMode::kStream;
   }
 
-  if (body_mode_ == BodyMode::kBuffer) {
-    beginBodyRead();
-    return;
-  }
-
-  // Straight through: after the rate limits, connect and stream the body as it arrives.
-  body_remaining_ = head_.framing == http::BodyFraming::kContentLength ? head_.content_length : 0;
   state_ = State::kExchange;
   armDownTimer(milliseconds(0));
   bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  if (body_mode_ == BodyMode::kBuffer && ctx_.need_body &&
+      !(head_.expect_continue && head_.version == http::Version::kHttp11)) {
+    // The body is checked before the limits are charged, so a request refused for its body
+    // uses no quota. (With Expect: 100-continue the limits come first: a request that will
+    // get 429 must never see a 100.)
+    beginBodyRead();
+    return;
+  }
+  // Head-only decisions first: the limits, then (limitsPassed) the body or the upstream.
   runLimits();
 }
 
+// A request answered from its head alone (401, 403, 404, 405, 415, 429…): its body is never
+// read from the socket and no 100 Continue is sent. The id is echoed only when the whole body
+// is already in the input buffer; otherwise the answer carries "id": null and the connection
+// closes, since the body bytes still to come cannot be told from a next request.
+void Connection::replyBeforeBody() {
+  if (head_.framing != http::BodyFraming::kNone) {
+    if (body_read_) {
+      size_t len = evbuffer_get_length(body_.get());
+      verify_buf_.resize(len);
+      evbuffer_copyout(body_.get(), verify_buf_.data(), len);
+      ctx_.reply.id = mcp::extractId(verify_buf_);
+    } else if (!takeBufferedBody()) {
+      close_after_ = true;
+    }
+  }
+  sendLocalReply();
+}
+
+// The whole Content-Length body is already here: take it off the input (the connection can
+// go on) and, when the reply echoes ids, read the id from it. False when it is not all here
+// (or chunked).
+bool Connection::takeBufferedBody() {
+  evbuffer* in = bufferevent_get_input(down_.get());
+  if (head_.framing != http::BodyFraming::kContentLength ||
+      evbuffer_get_length(in) < head_.content_length) {
+    return false;
+  }
+  const size_t len = head_.content_length;
+  if (ctx_.reply.echo_id && ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+    verify_buf_.resize(len);
+    evbuffer_copyout(in, verify_buf_.data(), len);
+    ctx_.reply.id = mcp::extractId(verify_buf_);
+  }
+  evbuffer_drain(in, len);
+  bytes_in_ += len;
+  return true;
+}
+
 // ---- request body -----------------------------------------------------------------------
+
+// Holds n more request-body bytes against limits.max_buffered_body_bytes (all connections).
+// False: over the cap; nothing was taken.
+bool Connection::reserveBody(uint64_t n) {
+  const uint64_t cap = s_->limits.max_buffered_body_bytes;
+  uint64_t held = w_.shared->buffered_body_bytes.fetch_add(n, std::memory_order_relaxed);
+  if (held + n > cap) {
+    w_.shared->buffered_body_bytes.fetch_sub(n, std::memory_order_relaxed);
+    return false;
+  }
+  body_reserved_ += n;
+  return true;
+}
+
+void Connection::releaseBody() {
+  if (body_reserved_ > 0) {
+    w_.shared->buffered_body_bytes.fetch_sub(body_reserved_, std::memory_order_relaxed);
+    body_reserved_ = 0;
+  }
+}
 
 // Reads the whole body (bounded by max_body_bytes) into body_, then bodyComplete().
 void Connection::beginBodyRead() {
@@ -445,9 +640,18 @@ void Connection::beginBodyRead() {
   evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
   req_chunked_.reset();
   body_remaining_ = head_.content_length;
+  if (head_.framing == http::BodyFraming::kContentLength && !reserveBody(head_.content_length)) {
+    filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+                      "Service Unavailable: the gateway holds too many request bodies; retry",
+                      "body_buffer_full", false);
+    ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+    replyBeforeBody();
+    return;
+  }
   state_ = State::kBody;
+  bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
   armDownTimer(s_->limits.body_timeout);
-  if (head_.expect_continue && !sent_continue_ &&
+  if (head_.expect_continue && head_.version == http::Version::kHttp11 && !sent_continue_ &&
       evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
     addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
     sent_continue_ = true;
@@ -482,7 +686,7 @@ bool Connection::moveChunkedBody(evbuffer* in) {
         }
         return true;
       case http::ChunkedDecoder::Kind::kError:
-        outcome_ = step.reason;
+        outcome_ = "bad_chunk";
         sendPlainError(400, "Bad Request", "malformed chunked body\n");
         return false;
       case http::ChunkedDecoder::Kind::kData:
@@ -490,6 +694,15 @@ bool Connection::moveChunkedBody(evbuffer* in) {
           filters::setReply(ctx_, 413, mcp::code::kBodyTooLarge,
                             "Content Too Large: the body exceeds max_body_bytes", "body_too_large",
                             false);
+          close_after_ = true;
+          sendLocalReply();
+          return false;
+        }
+        if (!reserveBody(step.length)) {
+          filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+                            "Service Unavailable: the gateway holds too many request bodies; retry",
+                            "body_buffer_full", false);
+          ctx_.reply.extra_headers = "Retry-After: 1\r\n";
           close_after_ = true;
           sendLocalReply();
           return false;
@@ -533,14 +746,10 @@ void Connection::readBody() {
 
 void Connection::bodyComplete() {
   armDownTimer(milliseconds(0));
+  bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  body_read_ = true;
+  state_ = State::kExchange;
   size_t len = evbuffer_get_length(body_.get());
-  if (reply_after_body_) {
-    verify_buf_.resize(len);
-    evbuffer_copyout(body_.get(), verify_buf_.data(), len);
-    ctx_.reply.id = mcp::extractId(verify_buf_);
-    sendLocalReply();
-    return;
-  }
   if (ctx_.need_body) {
     // The one body copy: contiguous and padded for simdjson (verify / classify only).
     verify_buf_.resize(len + mcp::bodyPadding());
@@ -552,10 +761,13 @@ void Connection::bodyComplete() {
       sendLocalReply();
       return;
     }
+    sent_id_ = mcp::extractId(std::string_view(verify_buf_.data(), len));
   }
-  body_read_ = true;
-  state_ = State::kExchange;
-  runLimits();
+  if (limits_done_) {
+    connectUpstream();
+  } else {
+    runLimits();
+  }
 }
 
 // ---- rate limits ------------------------------------------------------------------------
@@ -594,26 +806,35 @@ void Connection::nextLimit() {
       return;
     }
   }
+  limitsPassed();
+}
+
+// Every limit admitted the request: read its body if it is buffered and not read yet,
+// else go upstream.
+void Connection::limitsPassed() {
+  limits_done_ = true;
+  if (body_mode_ == BodyMode::kBuffer && !body_read_) {
+    beginBodyRead();
+    return;
+  }
   connectUpstream();
 }
 
-// True: admitted, go on with the next limit. False: a 429 is on its way.
+// True: admitted, go on with the next limit. False: a 429 (or 503) is on its way.
 bool Connection::onLimitDecision(const ratelimit::Decision& d) {
   const filters::LimitCheck& c = limits_[limit_index_];
   if (!d.allowed) {
-    filters::setRateLimitedReply(ctx_, c, d);
-    bool has_body = head_.framing != http::BodyFraming::kNone;
-    if (body_read_) {
-      std::string body(evbuffer_get_length(body_.get()), '\0');
-      evbuffer_copyout(body_.get(), body.data(), body.size());
-      ctx_.reply.id = mcp::extractId(body);
-      sendLocalReply();
-    } else if (has_body) {
-      reply_after_body_ = true;  // read the bounded body only to echo the id
-      beginBodyRead();
+    if (d.unavailable) {
+      // The backend could not decide (Redis down, on_error: deny): the caller is not over
+      // its limit, and a 429 would tell the agent the wrong thing.
+      filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+                        "Service Unavailable: the rate-limit store is unavailable; retry",
+                        "ratelimit_unavailable");
+      ctx_.reply.extra_headers = "Retry-After: 1\r\n";
     } else {
-      sendLocalReply();
+      filters::setRateLimitedReply(ctx_, c, d);
     }
+    replyBeforeBody();
     return false;
   }
   if (s_->rate_limit_headers && d.remaining <= best_remaining_) {
@@ -633,8 +854,14 @@ void Connection::sendLocalReply() {
   if (*outcome_ == '\0') {
     outcome_ = r.reason;
   }
-  if (state_ == State::kBody && !reply_after_body_) {
+  if (state_ == State::kBody) {
     close_after_ = true;  // body only partly read
+  }
+  if (r.status >= 400) {
+    linger_ = true;  // if this answer ends the connection, let the client read it
+  }
+  if (w_.shared->draining.load(std::memory_order_relaxed)) {
+    close_after_ = true;  // the answer says so: no keep-alive while draining
   }
   char head[256];
   int n = std::snprintf(head, sizeof(head),
@@ -656,6 +883,7 @@ void Connection::sendLocalReply() {
 void Connection::sendPlainError(int status, const char* reason_phrase, const char* text) {
   status_ = status;
   close_after_ = true;
+  linger_ = true;
   char head[256];
   size_t len = std::strlen(text);
   int n = std::snprintf(head, sizeof(head),
@@ -675,6 +903,7 @@ void Connection::finishRequest(bool keep_alive) {
   if (head_.head_bytes > 0 || status_ != 0) {
     endRequest();
   }
+  releaseBody();
   releaseUpstream(false);
   evtimer_del(keepalive_timer_.get());
   evtimer_del(up_timer_.get());
@@ -689,7 +918,7 @@ void Connection::finishRequest(bool keep_alive) {
     bufferevent_disable(down_.get(), EV_READ);
     bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
     if (evbuffer_get_length(bufferevent_get_output(down_.get())) == 0) {
-      closeNow();
+      lingerOrClose();
     }
     return;
   }
@@ -856,14 +1085,23 @@ void Connection::writeRequest() {
   bufferevent* ub = lease_.bev.get();
   evbuffer* out = bufferevent_get_output(ub);
   if (body_mode_ == BodyMode::kBuffer) {
-    writeUpstreamHead(out, evbuffer_get_length(body_.get()));
+    size_t len = evbuffer_get_length(body_.get());
+    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
+      // The body leaves for the upstream now: keep its id for a 502/504 answered later.
+      char prefix[mcp::kIdScanBytes];
+      ev_ssize_t n = evbuffer_copyout(body_.get(), prefix, sizeof(prefix));
+      sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
+    }
+    writeUpstreamHead(out, len);
     evbuffer_add_buffer(out, body_.get());
+    releaseBody();
     request_sent_ = true;
   } else if (body_mode_ == BodyMode::kStream) {
     writeUpstreamHead(out, head_.content_length);
     bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
     armDownTimer(s_->limits.body_timeout);
-    if (head_.expect_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
+    if (head_.expect_continue && head_.version == http::Version::kHttp11 &&
+        evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
       addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
       scheduleFlush();
     }
@@ -1124,6 +1362,9 @@ void Connection::sendResponseHead() {
       }
       break;
   }
+  if (w_.shared->draining.load(std::memory_order_relaxed)) {
+    close_after_ = true;  // no keep-alive while draining: the head says so
+  }
   if (close_after_) {
     h.append("Connection: close\r\n");
   } else if (head_.version == http::Version::kHttp10) {
@@ -1382,10 +1623,7 @@ void Connection::upstreamFailed(int status, int code, const char* message, const
     close_after_ = true;
   }
   filters::setReply(ctx_, status, code, message, outcome, false);
-  if (body_mode_ == BodyMode::kBuffer && verify_buf_.size() > 0 && ctx_.need_body) {
-    ctx_.reply.id = mcp::extractId(
-        std::string_view(verify_buf_.data(), verify_buf_.size() - mcp::bodyPadding()));
-  }
+  ctx_.reply.id = sent_id_;
   state_ = State::kExchange;
   sendLocalReply();
 }
@@ -1481,7 +1719,9 @@ void Connection::endRequest() {
   }
   m.bytes_in.add(bytes_in_);
   m.bytes_out.add(bytes_out_);
-  logAccess();
+  if (!garbage_) {
+    logAccess();  // one line per request the gateway parsed (garbage: logGarbage)
+  }
 }
 
 void Connection::logAccess() {

@@ -28,8 +28,10 @@ namespace gw::proxy {
 
 class Connection final : public sse::EventSink {
  public:
-  // Takes ownership of fd. `peer` is the client's address text (no port).
-  static void start(WorkerContext& w, evutil_socket_t fd, std::string peer);
+  // Takes ownership of fd. `peer` is the client's address text (no port); `ip` the same
+  // address, whose slot in Shared::client_counts the caller took (given back on destruction).
+  static void start(WorkerContext& w, evutil_socket_t fd, std::string peer,
+                    const core::IpAddress& ip);
 
   // Closes the connection when it waits between requests (drain). True when closed.
   bool closeIfIdle();
@@ -49,11 +51,12 @@ class Connection final : public sse::EventSink {
     kHead,      // reading a request head (header timeout)
     kBody,      // reading the request body (body timeout)
     kExchange,  // request going upstream / response coming back
-    kClosing,   // flushing the last bytes, then close
+    kClosing,   // flushing the last bytes, then close (or linger)
+    kLinger,    // lingering close: write side shut, input read and dropped, bounded in time
   };
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
 
-  Connection(WorkerContext& w, evutil_socket_t fd, std::string peer);
+  Connection(WorkerContext& w, evutil_socket_t fd, std::string peer, const core::IpAddress& ip);
   ~Connection() override;
 
   // downstream
@@ -69,6 +72,13 @@ class Connection final : public sse::EventSink {
   void runLimits();
   void nextLimit();
   bool onLimitDecision(const ratelimit::Decision& d);
+  void limitsPassed();
+  void replyBeforeBody();
+  bool takeBufferedBody();
+  bool reserveBody(uint64_t n);
+  void releaseBody();
+  void lingerOrClose();
+  void setSendTimeout();
   void pumpStreamBody();
   bool moveChunkedBody(evbuffer* in);
   void bodyComplete();
@@ -113,8 +123,12 @@ class Connection final : public sse::EventSink {
   event::BufferEventPtr down_;
   event::EventPtr down_timer_;
   std::string peer_;
+  core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on destruction
   State state_ = State::kIdle;
   bool close_after_ = false;
+  bool linger_ = false;   // the close after this answer is a lingering close (error answers)
+  bool garbage_ = false;  // the head did not parse: no access-log line (rate-limited log)
+  std::chrono::milliseconds send_timeout_{-1};  // as set on down_ (send_timeout)
 
   // request
   std::shared_ptr<const filters::Snapshot> snap_;
@@ -126,10 +140,12 @@ class Connection final : public sse::EventSink {
   BodyMode body_mode_ = BodyMode::kNone;
   uint64_t body_remaining_ = 0;  // kStream with Content-Length: bytes still to move
   http::ChunkedDecoder req_chunked_;
-  event::EvBufferPtr body_;  // kBuffer: the whole body
-  std::string verify_buf_;   // contiguous padded copy (verify / classify only)
-  bool reply_after_body_ = false;
-  bool body_read_ = false;  // body_ holds the whole request body
+  event::EvBufferPtr body_;     // kBuffer: the whole body
+  std::string verify_buf_;      // contiguous padded copy (verify / classify only)
+  bool body_read_ = false;      // body_ holds the whole request body
+  bool limits_done_ = false;    // the rate limits admitted this request
+  uint64_t body_reserved_ = 0;  // bytes of Shared::buffered_body_bytes this request holds
+  mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
 
   // rate limits
   std::vector<filters::LimitCheck> limits_;

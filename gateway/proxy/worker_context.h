@@ -17,6 +17,7 @@
 #include "gateway/http/parser.h"
 #include "gateway/metrics/metrics.h"
 #include "gateway/policy/policy.h"
+#include "gateway/proxy/client_counts.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
 #include "gateway/upstream/pool.h"
@@ -64,6 +65,8 @@ struct Shared {
   std::atomic<int64_t> streams{0};      // exchanges in flight
   std::atomic<uint64_t> requests{0};
   std::atomic<bool> draining{false};
+  std::atomic<uint64_t> buffered_body_bytes{0};  // request bodies held (max_buffered_body_bytes)
+  ClientCounts client_counts;                    // open connections per client address
   // Local rate-limit buckets, shared by every worker; they survive reloads.
   std::unique_ptr<ratelimit::LocalLimiter> limiter;
   metrics::Registry metrics;
@@ -96,6 +99,13 @@ struct WorkerContext {
   event::EventPtr flush;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
+  // Log lines about requests whose head did not parse: at most kGarbageLinesPerSecond a
+  // second per worker; the rest are counted and summed up in one "suppressed" line.
+  static constexpr uint32_t kGarbageLinesPerSecond = 10;
+  int64_t garbage_second = 0;
+  uint32_t garbage_lines = 0;
+  uint64_t garbage_suppressed = 0;
+  event::EventPtr garbage_timer;  // prints the "suppressed" line after a second with drops
 
   // The current access log (null: off); one relaxed load per call unless a reload changed it.
   spdlog::logger* accessLog() {

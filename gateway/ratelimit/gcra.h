@@ -39,6 +39,7 @@ struct Decision {
   std::chrono::milliseconds retry_after{0};  // when !allowed: until one request fits (ceil)
   uint64_t remaining = 0;                    // requests that would still fit now
   std::chrono::milliseconds reset{0};        // until the bucket is full again (ceil)
+  bool unavailable = false;  // !allowed because the store could not decide (on_error: deny)
 };
 
 // One GCRA decision at `now_ns` against the bucket whose TAT is `tat_ns` (ns, same epoch as

@@ -223,6 +223,7 @@ Decision RedisLimiter::errorOutcome(const Pending& p) noexcept {
       return d;
     case OnError::kDeny:
       d.allowed = false;
+      d.unavailable = true;
       d.retry_after = std::chrono::seconds(1);
       d.reset = std::chrono::seconds(1);
       return d;

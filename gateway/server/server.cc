@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "gateway/admin/admin.h"
@@ -150,16 +151,30 @@ class Worker {
         static_cast<int64_t>(s.limits.max_connections)) {
       // Full: refuse this one and stop accepting for a moment (no busy loop).
       evutil_closesocket(fd);
+      w->ctx_.metrics->connections_refused.at({"max_connections"}).add(1);
       w->pauseAccepting();
       return;
     }
     char text[INET6_ADDRSTRLEN] = "?";
+    core::IpAddress ip;
     if (sa->sa_family == AF_INET) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(sa)->sin_addr, text, sizeof(text));
+      const auto* in = reinterpret_cast<sockaddr_in*>(sa);
+      inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+      std::memcpy(ip.bytes.data(), &in->sin_addr, 4);
     } else if (sa->sa_family == AF_INET6) {
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(sa)->sin6_addr, text, sizeof(text));
+      const auto* in6 = reinterpret_cast<sockaddr_in6*>(sa);
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+      std::memcpy(ip.bytes.data(), &in6->sin6_addr, 16);
+      ip.v6 = true;
     }
-    proxy::Connection::start(w->ctx_, fd, text);
+    // One address may hold at most max_connections_per_client: beyond it the socket is closed
+    // at once (no answer: nothing was read), and counted.
+    if (!w->ctx_.shared->client_counts.tryAcquire(ip, s.limits.max_connections_per_client)) {
+      evutil_closesocket(fd);
+      w->ctx_.metrics->connections_refused.at({"per_client_limit"}).add(1);
+      return;
+    }
+    proxy::Connection::start(w->ctx_, fd, text, ip);
   }
 
   static void onAcceptError(evconnlistener*, void* arg) {
@@ -323,6 +338,18 @@ void Server::beginDrain() {
   }
 }
 
+// A second SIGTERM/SIGINT during a drain: the operator wants out now (as Caddy and Traefik
+// do). Streams still open are cut; the logs are flushed first.
+void Server::exitNow(int sig) {
+  spdlog::warn("{} during the drain: exiting now, cutting {} connections",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", shared_.connections.load());
+  if (auto log = shared_.accessLog()) {
+    log->flush();
+  }
+  spdlog::default_logger()->flush();
+  std::_Exit(1);
+}
+
 void Server::onDrainTick() {
   if (!drain_started_) {
     return;
@@ -346,6 +373,8 @@ int Server::run() {
     auto* self = static_cast<Server*>(arg);
     if (sig == SIGHUP) {
       self->reload();
+    } else if (self->drain_started_) {
+      self->exitNow(static_cast<int>(sig));
     } else {
       self->beginDrain();
     }

@@ -33,6 +33,7 @@ class Server {
   void watchFiles();
   void beginDrain();
   void onDrainTick();
+  [[noreturn]] void exitNow(int sig);
 
   std::string config_path_;
   proxy::Shared shared_;

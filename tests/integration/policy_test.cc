@@ -579,7 +579,11 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
     Response r = fetch(gw.port(), call("echo", std::to_string(900 + i)));
     long long ms = msBetween(t0, Clock::now());
     INFO("request " << i << " after redis stopped: " << r.status << " in " << ms << " ms");
-    CHECK(r.status == 429);
+    // on_error: deny with Redis down is 503 (issue 12): the caller is not over its limit.
+    CHECK(r.status == 503);
+    CHECK(r.header("Retry-After") == "1");
+    CHECK(r.body.find("-31012") != std::string::npos);
+    CHECK(r.body.find("rate-limit store is unavailable") != std::string::npos);
     CHECK(ms <= 500);
   }
   std::this_thread::sleep_for(Ms(100));
