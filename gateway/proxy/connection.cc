@@ -761,7 +761,6 @@ void Connection::bodyComplete() {
       sendLocalReply();
       return;
     }
-    sent_id_ = mcp::extractId(std::string_view(verify_buf_.data(), len));
   }
   if (limits_done_) {
     connectUpstream();
@@ -923,6 +922,7 @@ void Connection::finishRequest(bool keep_alive) {
     return;
   }
   state_ = State::kIdle;
+  linger_ = false;  // a later close of an idle connection follows no error answer
   armDownTimer(s_->limits.keepalive_timeout);
   bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
   if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh) {
