@@ -681,19 +681,21 @@ def buildCases():
              mcp_only=True),
         # --- item 5: Expect
         Case("`Expect: foo`", "5", "RFC 9110 §10.1.1: 417",
-             data=request(extra=b"Expect: foo\r\n")),
+             data=request(extra=b"Expect: foo\r\n"), watch=["Expect"]),
         Case("`Expect: 100-continue`, allowed request", "5", "RFC 9110 §10.1.1: 100 then 200",
-             kind="expect", steps=[("head", request(body=b"", extra=b"Expect: 100-continue\r\n"
-                                                     b"Content-Length: %d\r\n" % len(BODY))),
-                                   ("body", BODY)]),
+             kind="expect", watch=["Expect"],
+             steps=[("head", request(body=b"", extra=b"Expect: 100-continue\r\n"
+                                     b"Content-Length: %d\r\n" % len(BODY))),
+                    ("body", BODY)]),
         Case("`Expect: 100-continue`, Host refused", "5", "item 5: 403, no 100, body unread",
-             kind="expect", note="nginx/HAProxy have no Host allow-list: not refused there",
+             kind="expect", watch=["Expect"],
+             note="nginx/HAProxy have no Host allow-list: not refused there",
              steps=[("head", request(hosts=(b"evil.example",), body=b"",
                                      extra=b"Expect: 100-continue\r\nContent-Length: %d\r\n"
                                      % len(BODY))),
                     ("body", BODY)]),
-        Case("`Expect: 100-continue`, Content-Length 2 MB > limit", "5",
-             "item 5: 413, no 100, body unread", kind="expect",
+        Case("`Expect: 100-continue`, Content-Length 2 MB > limit, 1 KB sent", "5",
+             "item 5: 413, no 100, body unread", kind="expect", watch=["Expect"],
              steps=[("head", request(body=b"", extra=b"Expect: 100-continue\r\n"
                                      b"Content-Length: 2000000\r\n")),
                     ("body", b"x" * 1000)]),
