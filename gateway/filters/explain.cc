@@ -4,6 +4,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "gateway/core/ascii.h"
 #include "gateway/filters/json_writer.h"
 #include "gateway/filters/limits.h"
@@ -277,7 +279,14 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
 
   // The request a client would send, field by field.
   std::string raw = "POST " + s.endpoint + " HTTP/1.1\r\nHost: explain\r\n";
-  raw += "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
+  // A header.Content-Type input replaces the default (to ask about charsets and media types).
+  const bool own_content_type =
+      std::any_of(in.headers.begin(), in.headers.end(),
+                  [](const auto& h) { return core::iequals(h.first, "content-type"); });
+  if (!own_content_type) {
+    raw += "Content-Type: application/json\r\n";
+  }
+  raw += "Accept: application/json, text/event-stream\r\n";
   auto field = [&](std::string_view name, std::string_view value) {
     raw += name;
     raw += ": ";
