@@ -35,8 +35,9 @@ bool safeFieldText(std::string_view s) {
   return true;
 }
 
-// The JSON-RPC message a client would send for these inputs.
-std::string defaultBody(const ExplainInput& in) {
+// The JSON-RPC message a client would send for these inputs (with the _meta protocol
+// version a 2026-07-28 client mirrors, so verify mode explains the request, not the gap).
+std::string defaultBody(const ExplainInput& in, std::string_view version) {
   JsonWriter j;
   j.open('{').key("jsonrpc").str("2.0");
   if (!in.method.starts_with("notifications/")) {
@@ -58,6 +59,10 @@ std::string defaultBody(const ExplainInput& in) {
     for (const auto& [k, v] : in.params) {
       j.key(k).str(v);
     }
+    j.close('}');
+  }
+  if (!version.empty()) {
+    j.key("_meta").open('{').key("io.modelcontextprotocol/protocolVersion").str(version);
     j.close('}');
   }
   j.close('}').close('}');
@@ -275,7 +280,7 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
   const settings::Settings& s = *snap.settings;
   std::string version = in.protocol_version.value_or(
       s.mcp.protocol_versions.empty() ? std::string() : s.mcp.protocol_versions.front());
-  std::string body = in.body ? *in.body : defaultBody(in);
+  std::string body = in.body ? *in.body : defaultBody(in, version);
 
   // The request a client would send, field by field.
   std::string raw = "POST " + s.endpoint + " HTTP/1.1\r\nHost: explain\r\n";
