@@ -4,6 +4,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "gateway/core/ascii.h"
 #include "gateway/filters/json_writer.h"
 #include "gateway/filters/limits.h"
@@ -33,8 +35,9 @@ bool safeFieldText(std::string_view s) {
   return true;
 }
 
-// The JSON-RPC message a client would send for these inputs.
-std::string defaultBody(const ExplainInput& in) {
+// The JSON-RPC message a client would send for these inputs (with the _meta protocol
+// version a 2026-07-28 client mirrors, so verify mode explains the request, not the gap).
+std::string defaultBody(const ExplainInput& in, std::string_view version) {
   JsonWriter j;
   j.open('{').key("jsonrpc").str("2.0");
   if (!in.method.starts_with("notifications/")) {
@@ -56,6 +59,10 @@ std::string defaultBody(const ExplainInput& in) {
     for (const auto& [k, v] : in.params) {
       j.key(k).str(v);
     }
+    j.close('}');
+  }
+  if (!version.empty()) {
+    j.key("_meta").open('{').key("io.modelcontextprotocol/protocolVersion").str(version);
     j.close('}');
   }
   j.close('}').close('}');
@@ -273,11 +280,18 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
   const settings::Settings& s = *snap.settings;
   std::string version = in.protocol_version.value_or(
       s.mcp.protocol_versions.empty() ? std::string() : s.mcp.protocol_versions.front());
-  std::string body = in.body ? *in.body : defaultBody(in);
+  std::string body = in.body ? *in.body : defaultBody(in, version);
 
   // The request a client would send, field by field.
   std::string raw = "POST " + s.endpoint + " HTTP/1.1\r\nHost: explain\r\n";
-  raw += "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
+  // A header.Content-Type input replaces the default (to ask about charsets and media types).
+  const bool own_content_type =
+      std::any_of(in.headers.begin(), in.headers.end(),
+                  [](const auto& h) { return core::iequals(h.first, "content-type"); });
+  if (!own_content_type) {
+    raw += "Content-Type: application/json\r\n";
+  }
+  raw += "Accept: application/json, text/event-stream\r\n";
   auto field = [&](std::string_view name, std::string_view value) {
     raw += name;
     raw += ": ";

@@ -8,6 +8,7 @@
 #include "gateway/core/ascii.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/methods.h"
 
 namespace gw::filters {
 
@@ -31,6 +32,106 @@ std::string quoted(std::string_view v) {
 bool methodNeedsName(std::string_view m) noexcept {
   return m == "tools/call" || m == "prompts/get" || m == "resources/read" || m == "tasks/get" ||
          m == "tasks/update" || m == "tasks/cancel";
+}
+
+enum class MediaCheck : uint8_t { kOk, kNotJson, kCharset };
+
+bool isUtf8Label(std::string_view label) noexcept {
+  return iequals(label, "utf-8") || iequals(label, "utf8");
+}
+
+// Content-Type (RFC 9110 §8.3.1, §5.6.6): `application/json` with optional parameters;
+// a `charset` parameter must name UTF-8 (RFC 8259 §8.1: JSON is UTF-8; a server that honours
+// another charset would read a different message than the gateway checked). `utf-8` and
+// `utf8` in any case, token or quoted-string, are UTF-8. Malformed parameters → kNotJson,
+// two charset parameters → kCharset.
+MediaCheck checkContentType(std::string_view v) noexcept {
+  const size_t semi = v.find(';');
+  if (!iequals(core::trimOws(v.substr(0, semi)), "application/json")) {
+    return MediaCheck::kNotJson;
+  }
+  const size_t n = v.size();
+  auto isOws = [&](size_t k) { return k < n && (v[k] == ' ' || v[k] == '\t'); };
+  bool seen_charset = false;
+  size_t i = semi;
+  while (i < n) {  // at a ';'
+    ++i;
+    while (isOws(i)) {
+      ++i;
+    }
+    if (i == n) {
+      break;
+    }
+    if (v[i] == ';') {
+      continue;  // empty parameter
+    }
+    const size_t name_start = i;
+    while (i < n && core::isTchar(static_cast<unsigned char>(v[i]))) {
+      ++i;
+    }
+    const std::string_view name = v.substr(name_start, i - name_start);
+    if (name.empty() || i == n || v[i] != '=') {
+      return MediaCheck::kNotJson;
+    }
+    ++i;
+    char buf[8];
+    size_t len = 0;
+    bool overflow = false;
+    auto keep = [&](char c) {
+      if (len < sizeof buf) {
+        buf[len++] = c;
+      } else {
+        overflow = true;
+      }
+    };
+    if (i < n && v[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < n) {
+        const auto c = static_cast<unsigned char>(v[i]);
+        if (c == '"') {
+          closed = true;
+          ++i;
+          break;
+        }
+        if (c == '\\') {
+          if (i + 1 == n) {
+            break;
+          }
+          ++i;
+        } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+          return MediaCheck::kNotJson;
+        }
+        keep(v[i]);
+        ++i;
+      }
+      if (!closed) {
+        return MediaCheck::kNotJson;
+      }
+    } else {
+      const size_t start = i;
+      while (i < n && core::isTchar(static_cast<unsigned char>(v[i]))) {
+        keep(v[i]);
+        ++i;
+      }
+      if (i == start) {
+        return MediaCheck::kNotJson;
+      }
+    }
+    while (isOws(i)) {
+      ++i;
+    }
+    if (i < n && v[i] != ';') {
+      return MediaCheck::kNotJson;
+    }
+    if (iequals(name, "charset")) {
+      if (seen_charset || overflow || !isUtf8Label(std::string_view(buf, len))) {
+        return MediaCheck::kCharset;
+      }
+      seen_charset = true;
+    }
+  }
+  return MediaCheck::kOk;
 }
 
 // 405 for anything but POST on the MCP endpoint (GET/DELETE belong to legacy servers).
@@ -118,11 +219,28 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     return methodNotAllowed(ctx);
   }
   const http::HeaderField* ct = http::findField(head.fields, "content-type");
-  std::string_view media = ct ? ct->value.substr(0, ct->value.find(';')) : std::string_view{};
-  if (!iequals(core::trimOws(media), "application/json")) {
+  const MediaCheck media = ct == nullptr || http::countFields(head.fields, "content-type") != 1
+                               ? MediaCheck::kNotJson
+                               : checkContentType(ct->value);
+  if (media == MediaCheck::kNotJson) {
     setReply(ctx, 415, mcp::code::kUnsupportedMediaType,
              "Unsupported Media Type: Content-Type must be application/json",
              "unsupported_media_type");
+    return FilterStatus::kLocalReply;
+  }
+  if (media == MediaCheck::kCharset) {
+    setReply(ctx, 415, mcp::code::kUnsupportedMediaType,
+             "Unsupported Media Type: a JSON body must be UTF-8 (charset=utf-8 or none)",
+             "charset_unsupported");
+    return FilterStatus::kLocalReply;
+  }
+  // RFC 9110 §8.4, §15.5.16: the gateway verifies and routes the bytes as sent, so a coded
+  // body (gzip, or even the meaningless `identity`) is refused rather than passed on.
+  if (http::findField(head.fields, "content-encoding") != nullptr) {
+    setReply(ctx, 415, mcp::code::kUnsupportedMediaType,
+             "Unsupported Media Type: Content-Encoding is not accepted on requests",
+             "content_encoding_unsupported");
+    ctx.reply.extra_headers = "Accept-Encoding: identity\r\n";
     return FilterStatus::kLocalReply;
   }
   if (!ctx.mcp.has_method) {
@@ -135,6 +253,14 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     setReply(ctx, 400, mcp::code::kHeaderMismatch,
              "Header mismatch: the Mcp-Name header is required for " + quoted(ctx.mcp.method),
              "header_missing");
+    return FilterStatus::kLocalReply;
+  }
+  // Spec item 38: Mcp-Name mirrors params.name/uri/taskId of the methods that have one;
+  // on a known method without one it is a header nothing in the body backs.
+  if (ctx.mcp.has_name && mcp::definesNoName(ctx.mcp.method)) {
+    setReply(ctx, 400, mcp::code::kHeaderMismatch,
+             "Header mismatch: Mcp-Name is not defined for " + quoted(ctx.mcp.method),
+             "name_unexpected");
     return FilterStatus::kLocalReply;
   }
   ctx.learn_tools = ctx.mcp.method == "tools/list";
@@ -279,8 +405,7 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
     if (ctx.param_check == ParamCheck::kVerified) {
       ctx.param_check = ParamCheck::kNotChecked;
     }
-    setReply(ctx, 400, vr.code, std::move(vr.message),
-             vr.code == mcp::code::kHeaderMismatch ? "header_mismatch" : "body_invalid", false);
+    setReply(ctx, 400, vr.code, std::move(vr.message), vr.reason, false);
     ctx.reply.id = std::move(vr.id);
     return FilterStatus::kLocalReply;
   }

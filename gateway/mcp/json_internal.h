@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -11,10 +12,21 @@
 
 namespace gw::mcp {
 
-// The JSON text of an id element: a string re-escaped with appendJsonEscaped, a number
-// printed (integers as integers, doubles shortest round-trip). kNull for null and for
-// any other type.
-RequestId requestIdOf(simdjson::dom::element id);
+// The JSON text of an id element: a string re-escaped with appendJsonEscaped, an integer
+// printed. A number with a fraction or an exponent is echoed exactly as written (`1.50`,
+// `1e3`): its text is read from `padded_doc`, the document `id` is the top-level "id" of
+// (it needs simdjson::SIMDJSON_PADDING readable bytes after it); with an empty padded_doc
+// it is printed shortest round-trip. kNull for null and for any other type.
+RequestId requestIdOf(simdjson::dom::element id, std::string_view padded_doc = {});
+
+// The raw text (trailing whitespace trimmed) of the value at `prefix` + `rest` (object keys
+// compared after unescaping; the first match wins, so call it on documents already checked
+// for duplicate keys) in the JSON document `padded_doc`, which must be valid JSON and have
+// simdjson::SIMDJSON_PADDING readable bytes after it. False when a step is missing or not
+// an object. A second, on-demand pass: only for the rare values the DOM does not keep
+// exactly (numbers with a fraction or exponent).
+bool rawMemberText(std::string_view padded_doc, std::span<const std::string_view> prefix,
+                   std::span<const std::string> rest, std::string_view& out);
 
 // Appends 'value' for a human-readable message: at most `max_bytes` bytes of it (cut at a
 // UTF-8 boundary, "..." marks a cut), JSON-escaped, between single quotes.

@@ -9,6 +9,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <utility>
 
 namespace gw::mcp {
 
@@ -60,6 +61,26 @@ size_t utf8SequenceLength(std::string_view s, size_t i) {
 
 bool needsEscape(unsigned char c) {
   return c < 0x20 || c == '"' || c == '\\' || c >= 0x7F;
+}
+
+// The member `key` (compared after unescaping) of an on-demand object; the first match.
+bool findMember(simdjson::ondemand::object& obj, std::string_view key,
+                simdjson::ondemand::value& out) {
+  for (auto result : obj) {
+    simdjson::ondemand::field field;
+    if (std::move(result).get(field) != simdjson::SUCCESS) {
+      return false;
+    }
+    std::string_view k;
+    if (field.unescaped_key().get(k) != simdjson::SUCCESS) {
+      return false;
+    }
+    if (k == key) {
+      out = field.value();
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -152,7 +173,46 @@ std::string errorBody(const RequestId& id, int code, std::string_view message,
   return out;
 }
 
-RequestId requestIdOf(simdjson::dom::element id) {
+bool rawMemberText(std::string_view padded_doc, std::span<const std::string_view> prefix,
+                   std::span<const std::string> rest, std::string_view& out) {
+  thread_local simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  if (parser
+          .iterate(padded_doc.data(), padded_doc.size(),
+                   padded_doc.size() + simdjson::SIMDJSON_PADDING)
+          .get(doc) != simdjson::SUCCESS) {
+    return false;
+  }
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS) {
+    return false;
+  }
+  const size_t total = prefix.size() + rest.size();
+  if (total == 0) {
+    return false;
+  }
+  simdjson::ondemand::value v;
+  for (size_t k = 0; k < total; ++k) {
+    const std::string_view key =
+        k < prefix.size() ? prefix[k] : std::string_view(rest[k - prefix.size()]);
+    if (!findMember(obj, key, v)) {
+      return false;
+    }
+    if (k + 1 < total && v.get_object().get(obj) != simdjson::SUCCESS) {
+      return false;
+    }
+  }
+  std::string_view raw = v.raw_json_token();
+  while (!raw.empty() &&
+         (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r')) {
+    raw.remove_suffix(1);
+  }
+  out = raw;
+  return !raw.empty();
+}
+
+RequestId requestIdOf(simdjson::dom::element id, std::string_view padded_doc) {
+  static constexpr std::string_view kIdPath[] = {"id"};
   RequestId out;
   out.kind = RequestId::Kind::kJson;
   char num[40];
@@ -173,6 +233,11 @@ RequestId requestIdOf(simdjson::dom::element id) {
       if (id.get_int64().get(v) != simdjson::SUCCESS) {
         return RequestId::null();
       }
+      std::string_view raw;
+      if (v == 0 && !padded_doc.empty() && rawMemberText(padded_doc, kIdPath, {}, raw)) {
+        out.json.assign(raw);  // `-0` as written
+        return out;
+      }
       out.json.assign(num, std::to_chars(num, num + sizeof num, v).ptr);
       return out;
     }
@@ -185,6 +250,12 @@ RequestId requestIdOf(simdjson::dom::element id) {
       return out;
     }
     case simdjson::dom::element_type::DOUBLE: {
+      // Echo the number as written: `1.50` stays `1.50`, `1e3` stays `1e3`.
+      std::string_view raw;
+      if (!padded_doc.empty() && rawMemberText(padded_doc, kIdPath, {}, raw)) {
+        out.json.assign(raw);
+        return out;
+      }
       double v = 0;
       if (id.get_double().get(v) != simdjson::SUCCESS) {
         return RequestId::null();
@@ -232,6 +303,14 @@ RequestId extractId(std::string_view body) {
   simdjson::dom::element id;
   if (obj.at_key("id").get(id) != simdjson::SUCCESS) {
     return RequestId::absent();
+  }
+  int64_t zero = 1;
+  if (id.type() == simdjson::dom::element_type::DOUBLE ||
+      (id.get_int64().get(zero) == simdjson::SUCCESS && zero == 0)) {
+    // The body is not padded here; a padded copy, on this reject path only, to echo the
+    // number exactly as written.
+    const simdjson::padded_string padded(body);
+    return requestIdOf(id, std::string_view(padded.data(), padded.size()));
   }
   return requestIdOf(id);
 }

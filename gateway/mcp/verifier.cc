@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "gateway/mcp/json_internal.h"
+#include "gateway/mcp/methods.h"
+#include "gateway/mcp/number.h"
 
 namespace gw::mcp {
 
@@ -128,10 +130,13 @@ std::string_view nameField(std::string_view method) {
   return {};
 }
 
-void reject(VerifyResult& r, int code, std::string message) {
+void reject(VerifyResult& r, int code, std::string message, const char* reason = nullptr) {
   r.ok = false;
   r.code = code;
   r.message = std::move(message);
+  r.reason = reason != nullptr               ? reason
+             : code == code::kHeaderMismatch ? "header_mismatch"
+                                             : "body_invalid";
 }
 
 // "Header mismatch: <header> header value '<h>' does not match body value '<b>'"
@@ -175,106 +180,35 @@ std::string paramHeaderName(const HeaderParam& hp) {
   return h;
 }
 
-// A header value as a JSON-style number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
-// `exact` receives the value when it is an integer literal that fits int64.
-struct HeaderNumber {
-  double value = 0;
-  bool is_int = false;
-  int64_t exact = 0;
-};
-
-bool parseHeaderNumber(std::string_view s, HeaderNumber& out) {
-  size_t i = 0;
-  const size_t n = s.size();
-  auto digits = [&]() {
-    const size_t start = i;
-    while (i < n && s[i] >= '0' && s[i] <= '9') {
-      ++i;
-    }
-    return i - start;
-  };
-  if (i < n && s[i] == '-') {
-    ++i;
-  }
-  const size_t int_start = i;
-  const size_t int_digits = digits();
-  if (int_digits == 0 || (int_digits > 1 && s[int_start] == '0')) {
-    return false;
-  }
-  bool plain = true;
-  if (i < n && s[i] == '.') {
-    ++i;
-    plain = false;
-    if (digits() == 0) {
-      return false;
-    }
-  }
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    plain = false;
-    if (i < n && (s[i] == '+' || s[i] == '-')) {
-      ++i;
-    }
-    if (digits() == 0) {
-      return false;
-    }
-  }
-  if (i != n) {
-    return false;
-  }
-  const char* end = s.data() + n;
-  const auto dres = std::from_chars(s.data(), end, out.value);
-  if (dres.ec != std::errc() || dres.ptr != end) {
-    return false;  // out of double range
-  }
-  if (plain) {
-    const auto ires = std::from_chars(s.data(), end, out.exact);
-    out.is_int = ires.ec == std::errc() && ires.ptr == end;
-  }
-  return true;
-}
-
-std::string numberText(element e) {
-  char buf[40];
-  char* end = buf;
+// The text of a body number: an integer printed from its value (simdjson keeps those
+// exactly, and the printed form is the canonical one), anything else (a fraction or an
+// exponent, kept by the DOM only as a double) read back as written from the padded body.
+bool bodyNumberText(element e, std::string_view padded_body, const HeaderParam& hp,
+                    std::string& out) {
+  char buf[24];
   int64_t i = 0;
   uint64_t u = 0;
-  double d = 0;
-  if (e.get_int64().get(i) == simdjson::SUCCESS) {
-    end = std::to_chars(buf, buf + sizeof buf, i).ptr;
-  } else if (e.get_uint64().get(u) == simdjson::SUCCESS) {
-    end = std::to_chars(buf, buf + sizeof buf, u).ptr;
-  } else if (e.get_double().get(d) == simdjson::SUCCESS) {
-    end = std::to_chars(buf, buf + sizeof buf, d).ptr;
-  }
-  return std::string(buf, end);
-}
-
-// Body number `e` equal to header number `h`: exactly when both are int64 integers,
-// otherwise as doubles (42 == 42.0 == 4.2e1).
-bool numberEquals(element e, const HeaderNumber& h) {
   switch (e.type()) {
-    case element_type::INT64: {
-      int64_t v = 0;
-      if (e.get_int64().get(v) != simdjson::SUCCESS) {
+    case element_type::INT64:
+      if (e.get_int64().get(i) != simdjson::SUCCESS) {
         return false;
       }
-      return h.is_int ? v == h.exact : static_cast<double>(v) == h.value;
-    }
-    case element_type::UINT64: {
-      uint64_t v = 0;
-      if (e.get_uint64().get(v) != simdjson::SUCCESS) {
+      out.assign(buf, std::to_chars(buf, buf + sizeof buf, i).ptr);
+      return true;
+    case element_type::UINT64:
+      if (e.get_uint64().get(u) != simdjson::SUCCESS) {
         return false;
       }
-      // Above INT64_MAX, so never equal to an int64 literal.
-      return !h.is_int && static_cast<double>(v) == h.value;
-    }
+      out.assign(buf, std::to_chars(buf, buf + sizeof buf, u).ptr);
+      return true;
     case element_type::DOUBLE: {
-      double v = 0;
-      if (e.get_double().get(v) != simdjson::SUCCESS) {
+      static constexpr std::string_view kArgs[] = {"params", "arguments"};
+      std::string_view raw;
+      if (!rawMemberText(padded_body, kArgs, hp.path, raw)) {
         return false;
       }
-      return v == h.value;
+      out.assign(raw);
+      return true;
     }
     default:
       return false;
@@ -306,7 +240,7 @@ bool resolveArgument(bool has_args, object args, const std::vector<std::string>&
 
 // The Mcp-Param-* checks of item 45 for one annotated argument. False with r rejected.
 bool checkParam(const HeaderParam& hp, bool has_args, object args, const McpHeaders& headers,
-                VerifyResult& r) {
+                std::string_view padded_body, VerifyResult& r) {
   element arg;
   const bool present =
       resolveArgument(has_args, args, hp.path, arg) && arg.type() != element_type::NULL_VALUE;
@@ -347,9 +281,9 @@ bool checkParam(const HeaderParam& hp, bool has_args, object args, const McpHead
                "Header mismatch: " + paramHeaderName(hp) + " argument is not a number");
         return false;
       }
-      HeaderNumber hn;
-      if (!parseHeaderNumber(hv, hn) || !numberEquals(arg, hn)) {
-        reject(r, code::kHeaderMismatch, mismatch(paramHeaderName(hp), hv, numberText(arg)));
+      std::string bv;
+      if (!bodyNumberText(arg, padded_body, hp, bv) || !sameNumber(hv, bv)) {
+        reject(r, code::kHeaderMismatch, mismatch(paramHeaderName(hp), hv, bv));
         return false;
       }
       return true;
@@ -373,7 +307,8 @@ bool checkParam(const HeaderParam& hp, bool has_args, object args, const McpHead
 
 // Header checks for a request (kind kRequest). False with r rejected.
 bool checkRequestHeaders(std::string_view method, bool has_params, object params,
-                         const McpHeaders& headers, const ToolSchema* tool, VerifyResult& r) {
+                         const McpHeaders& headers, const ToolSchema* tool,
+                         std::string_view padded_body, VerifyResult& r) {
   if (!headers.has_method) {
     reject(r, code::kHeaderMismatch, missingHeader("Mcp-Method", {}));
     return false;
@@ -429,7 +364,7 @@ bool checkRequestHeaders(std::string_view method, bool has_params, object params
     object args;
     const bool has_args = objectMember(params, "arguments", args);
     for (const HeaderParam& hp : tool->params) {
-      if (!checkParam(hp, has_args, args, headers, r)) {
+      if (!checkParam(hp, has_args, args, headers, padded_body, r)) {
         return false;
       }
     }
@@ -502,7 +437,7 @@ VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const 
   const bool id_valid = !has_id || id_type == element_type::STRING ||
                         id_type == element_type::INT64 || id_type == element_type::UINT64 ||
                         id_type == element_type::DOUBLE || id_type == element_type::NULL_VALUE;
-  r.id = !has_id ? RequestId::absent() : id_valid ? requestIdOf(id) : RequestId::null();
+  r.id = !has_id ? RequestId::absent() : id_valid ? requestIdOf(id, body) : RequestId::null();
 
   st.max_depth = options.max_depth;
   st.too_deep = false;
@@ -531,12 +466,10 @@ VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const 
   if (!member(obj, "method", method_el)) {
     element unused;
     if (member(obj, "result", unused) || member(obj, "error", unused)) {
+      // Spec item 3: the client MUST NOT POST a response (with or without header checks:
+      // it is no request for the server and must not reach one as if it were).
       r.kind = BodyKind::kResponse;
-      if (options.check_headers) {
-        reject(r, code::kInvalidRequest, "JSON-RPC responses may not be POSTed");
-        return r;
-      }
-      r.ok = true;
+      reject(r, code::kInvalidRequest, "JSON-RPC responses may not be POSTed", "response_posted");
       return r;
     }
     reject(r, code::kInvalidRequest, "Invalid Request: missing \"method\"");
@@ -548,18 +481,28 @@ VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const 
     return r;
   }
   r.method = method;
-  if (!id_valid) {
-    reject(r, code::kInvalidRequest, "Invalid Request: \"id\" must be a string, number or null");
+  // MCP RequestId is string | number: JSON-RPC's discouraged null is not an id here.
+  if (!id_valid || (has_id && id_type == element_type::NULL_VALUE)) {
+    reject(r, code::kInvalidRequest, "Invalid Request: \"id\" must be a string or a number",
+           "id_invalid");
     return r;
   }
   r.kind = has_id ? BodyKind::kRequest : BodyKind::kNotification;
+  if (!has_id && isRequestOnlyMethod(method)) {
+    std::string m = "Invalid Request: ";
+    appendQuotedValue(m, method);
+    m.append(" is a request and needs an \"id\"");
+    reject(r, code::kInvalidRequest, std::move(m), "request_without_id");
+    return r;
+  }
 
   if (options.check_headers) {
     object params;
     const bool has_params = objectMember(obj, "params", params);
-    const bool passed = r.kind == BodyKind::kRequest
-                            ? checkRequestHeaders(method, has_params, params, headers, tool, r)
-                            : checkNotificationHeaders(method, has_params, params, headers, r);
+    const bool passed =
+        r.kind == BodyKind::kRequest
+            ? checkRequestHeaders(method, has_params, params, headers, tool, body, r)
+            : checkNotificationHeaders(method, has_params, params, headers, r);
     if (!passed) {
       return r;
     }

@@ -11,9 +11,17 @@
 // `params._meta["io.modelcontextprotocol/protocolVersion"]` equal to MCP-Protocol-Version,
 // and — when `tool` is given (a tools/call of a tool whose annotations are known) — every
 // annotated argument present and non-null has its Mcp-Param header with the same decoded
-// value (integers compared numerically, 42 == 42.0; booleans as true/false; strings
-// exactly) and an annotated argument absent or null has no header. Headers the schema does
-// not declare are ignored.
+// value (integers compared as exact decimals over the number texts, never through a
+// double: 42 == 42.0 == 4.2e1, 9007199254740993 != 9007199254740992 — see number.h;
+// booleans as true/false; strings exactly) and an annotated argument absent or null has no
+// header. Headers the schema does not declare are ignored.
+//
+// JSON-RPC 2.0 / MCP message rules, checked with or without header checks (they are about
+// the message, and a body the gateway reads must not pass as something it is not):
+// "id" must be a string or a number (MCP RequestId; null, objects, arrays and booleans
+// → -32600); a request-only method (methods.h) must carry an "id"; a response or error
+// object (result/error, no method) may not be POSTed. A numeric id with a fraction or an
+// exponent is accepted (JSON-RPC only says SHOULD NOT) and echoed exactly as written.
 
 #include <cstddef>
 #include <string>
@@ -29,15 +37,18 @@ enum class BodyKind : uint8_t { kUnknown, kRequest, kNotification, kResponse };
 
 struct VerifyOptions {
   size_t max_depth = 64;
-  bool check_headers = true;  // false: only classify (kind, id, method) and check syntax
+  // false: no header comparisons; only syntax and the JSON-RPC/MCP message rules (the body
+  // of a trusted request without Mcp-Method, read to tell a notification).
+  bool check_headers = true;
 };
 
 struct VerifyResult {
   bool ok = false;
   BodyKind kind = BodyKind::kUnknown;
-  int code = 0;         // when !ok: -32700, -32600 or -32020
-  std::string message;  // when !ok: short, safe to send (values escaped/quoted)
-  RequestId id;         // the request id when readable
+  int code = 0;             // when !ok: -32700, -32600 or -32020
+  std::string message;      // when !ok: short, safe to send (values escaped/quoted)
+  const char* reason = "";  // when !ok: outcome name (static, snake_case) for logs/metrics
+  RequestId id;             // the request id when readable
   // The body's "method" (unescaped), "" if none. A view into this thread's parser buffers,
   // not into the body: valid until the next verifyBody() call on the same thread.
   std::string_view method;
@@ -45,11 +56,13 @@ struct VerifyResult {
 
 // `body` must be followed by at least simdjson::SIMDJSON_PADDING readable bytes (the
 // caller's buffer capacity); they are not part of the JSON.
-// Codes: -32700 BOM / not JSON / invalid UTF-8 / trailing data; -32600 batch, non-object,
-// too deep, duplicate key, bad "jsonrpc", bad "method" or "id", a POSTed response (only
-// with check_headers); -32020 any header check. `id` is kNull until the body is readable
-// (and when "id" itself is duplicated or of a wrong type). Header checks apply to kRequest;
-// for a kNotification, Mcp-Method and MCP-Protocol-Version are compared only when sent
+// Codes and reasons: -32700 BOM / not JSON / invalid UTF-8 / trailing data ("body_invalid");
+// -32600 batch, non-object, too deep, duplicate key, bad "jsonrpc", bad "method"
+// ("body_invalid"), an "id" that is null or not a string or number ("id_invalid"), a
+// request-only method without an "id" ("request_without_id"), a POSTed response
+// ("response_posted"); -32020 any header check ("header_mismatch"). `id` is kNull until the
+// body is readable (and when "id" itself is duplicated or of a wrong type). Header checks apply to
+// kRequest; for a kNotification, Mcp-Method and MCP-Protocol-Version are compared only when sent
 // (and the version only when the body carries one). Mcp-Param checks run only when
 // `tool` names the body's params.name on a tools/call.
 VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const ToolSchema* tool,

@@ -208,20 +208,37 @@ TEST_CASE("verifyBody classification and ids") {
        "-3", "a"},
       {R"({"jsonrpc":"2.0","id":2.5,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson,
        "2.5", "a"},
+      // Fractions and exponents are accepted (JSON-RPC: SHOULD NOT) and echoed as written.
+      {R"({"jsonrpc":"2.0","id":2.50,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson,
+       "2.50", "a"},
+      {R"({"jsonrpc":"2.0","id":1e3,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson,
+       "1e3", "a"},
+      {R"({"jsonrpc":"2.0","id" : 1.0E+3 ,"method":"a"})", BodyKind::kRequest,
+       RequestId::Kind::kJson, "1.0E+3", "a"},
+      {R"({"jsonrpc":"2.0","method":"a","\u0069d":-0.000})", BodyKind::kRequest,
+       RequestId::Kind::kJson, "-0.000", "a"},
+      {R"({"jsonrpc":"2.0","id":-0,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson,
+       "-0", "a"},
+      {R"({"jsonrpc":"2.0","id":0,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson, "0",
+       "a"},
+      {R"({"jsonrpc":"2.0","id":9007199254740993,"method":"a"})", BodyKind::kRequest,
+       RequestId::Kind::kJson, "9007199254740993", "a"},
+      {R"({"jsonrpc":"2.0","id":18446744073709551615,"method":"a"})", BodyKind::kRequest,
+       RequestId::Kind::kJson, "18446744073709551615", "a"},
+      {R"({"jsonrpc":"2.0","id":123456789012345678901234567890e-10,"method":"a"})",
+       BodyKind::kRequest, RequestId::Kind::kJson, "123456789012345678901234567890e-10", "a"},
+      {R"({"jsonrpc":"2.0","id":"","method":"a"})", BodyKind::kRequest, RequestId::Kind::kJson,
+       R"("")", "a"},
+      {R"({"jsonrpc":"2.0","method":"notifications/progress"})", BodyKind::kNotification,
+       RequestId::Kind::kAbsent, "", "notifications/progress"},
+      {R"({"jsonrpc":"2.0","method":"custom/thing"})", BodyKind::kNotification,
+       RequestId::Kind::kAbsent, "", "custom/thing"},
       {R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen"})", BodyKind::kRequest,
        RequestId::Kind::kJson, R"("listen:0")", "subscriptions/listen"},
       {R"({"jsonrpc":"2.0","id":"q\"\\\u0041\n","method":"a"})", BodyKind::kRequest,
        RequestId::Kind::kJson, R"("q\"\\A\n")", "a"},
-      {R"({"jsonrpc":"2.0","id":null,"method":"a"})", BodyKind::kRequest, RequestId::Kind::kNull,
-       "", "a"},
       {R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{}})",
        BodyKind::kNotification, RequestId::Kind::kAbsent, "", "notifications/cancelled"},
-      {R"({"jsonrpc":"2.0","method":"tools\/c\u0061ll"})", BodyKind::kNotification,
-       RequestId::Kind::kAbsent, "", "tools/call"},
-      {R"({"jsonrpc":"2.0","id":1,"result":{}})", BodyKind::kResponse, RequestId::Kind::kJson, "1",
-       ""},
-      {R"({"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"x"}})", BodyKind::kResponse,
-       RequestId::Kind::kNull, "", ""},
       {" \r\n\t{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"} \r\n\t ", BodyKind::kRequest,
        RequestId::Kind::kJson, "1", "m"},
   };
@@ -266,7 +283,226 @@ TEST_CASE("verifyBody rejects POSTed responses when checking headers") {
   CHECK(r.kind == BodyKind::kResponse);
   CHECK(r.code == code::kInvalidRequest);
   CHECK(r.message == "JSON-RPC responses may not be POSTed");
+  CHECK(std::string_view(r.reason) == "response_posted");
   CHECK(r.id.json == "1");
+}
+
+// The JSON-RPC 2.0 / MCP message rules hold with and without header checks (verify mode, and
+// the body of a trusted request without Mcp-Method read to tell a notification).
+struct MessageCase {
+  std::string_view name;
+  std::string body;
+  std::string_view reason;
+  RequestId::Kind id_kind;
+  std::string_view id_json;
+  std::string_view message_part;
+};
+
+void runMessageCases(const std::vector<MessageCase>& cases) {
+  for (const MessageCase& c : cases) {
+    INFO(c.name << ": " << c.body);
+    for (bool check : {true, false}) {
+      VerifyOptions opts;
+      opts.check_headers = check;
+      const VerifyResult r = verify(c.body, callHeaders(), &kSqlTool, opts);
+      INFO("check_headers=" << check << " message: " << r.message);
+      CHECK_FALSE(r.ok);
+      CHECK(r.code == code::kInvalidRequest);
+      CHECK(std::string_view(r.reason) == c.reason);
+      CHECK(r.id.kind == c.id_kind);
+      CHECK(r.id.json == c.id_json);
+      CHECK(r.message.find(c.message_part) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("verifyBody: id must be a string or a number (JSON-RPC 2.0 §4, MCP RequestId)") {
+  const std::string tail = R"("method":"tools/list","params":{)" + std::string(kMeta) + "}}";
+  auto withId = [&](std::string_view id) {
+    return R"({"jsonrpc":"2.0","id":)" + std::string(id) + "," + tail;
+  };
+  const std::string_view msg = R"("id" must be a string or a number)";
+  std::vector<MessageCase> cases = {
+      {"null", withId("null"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"null with whitespace", withId(" \r\n\tnull \t"), "id_invalid", RequestId::Kind::kNull, "",
+       msg},
+      {"true", withId("true"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"false", withId("false"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"empty object", withId("{}"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"object", withId(R"({"id":1})"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"empty array", withId("[]"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"array of a number", withId("[1]"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"nested array", withId(R"([["x"]])"), "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"escaped key, null", R"({"jsonrpc":"2.0","\u0069\u0064":null,)" + tail, "id_invalid",
+       RequestId::Kind::kNull, "", msg},
+      {"id last, null", R"({"jsonrpc":"2.0",)" + tail.substr(0, tail.size() - 1) + R"(,"id":null})",
+       "id_invalid", RequestId::Kind::kNull, "", msg},
+      {"null id on a notification method", R"({"jsonrpc":"2.0","id":null,"method":"x"})",
+       "id_invalid", RequestId::Kind::kNull, "", msg},
+  };
+  runMessageCases(cases);
+}
+
+TEST_CASE("verifyBody: a request-only method needs an id (MCP ClientRequest, JSON-RPC §4.1)") {
+  const char* methods[] = {"tools/call",
+                           "tools/list",
+                           "prompts/get",
+                           "prompts/list",
+                           "resources/read",
+                           "resources/list",
+                           "resources/templates/list",
+                           "server/discover",
+                           "subscriptions/listen",
+                           "completion/complete",
+                           "tasks/get",
+                           "tasks/update",
+                           "tasks/cancel",
+                           "tasks/list",
+                           "tasks/result",
+                           "initialize",
+                           "ping",
+                           "logging/setLevel",
+                           "resources/subscribe",
+                           "resources/unsubscribe"};
+  std::vector<MessageCase> cases;
+  for (const char* m : methods) {
+    cases.push_back({m,
+                     R"({"jsonrpc":"2.0","method":")" + std::string(m) + R"(","params":{)" +
+                         std::string(kMeta) + "}}",
+                     "request_without_id", RequestId::Kind::kAbsent, "",
+                     "is a request and needs an \"id\""});
+  }
+  // Every spelling: escapes in the method or the key, members in any order, no params.
+  cases.push_back({"escaped method", R"({"jsonrpc":"2.0","method":"tools\/c\u0061ll"})",
+                   "request_without_id", RequestId::Kind::kAbsent, "", "'tools/call'"});
+  cases.push_back({"escaped key", R"({"\u006dethod":"tools/list","jsonrpc":"2.0"})",
+                   "request_without_id", RequestId::Kind::kAbsent, "", "'tools/list'"});
+  cases.push_back({"params first",
+                   R"({"params":{"name":"x"},"method":"tools/call","jsonrpc":"2.0"})",
+                   "request_without_id", RequestId::Kind::kAbsent, "", "'tools/call'"});
+  cases.push_back({"whitespace", " {\r\n \"jsonrpc\" : \"2.0\" ,\t\"method\" : \"ping\" } ",
+                   "request_without_id", RequestId::Kind::kAbsent, "", "'ping'"});
+  runMessageCases(cases);
+
+  SECTION("case and near-misses are not these methods (the server's business)") {
+    for (const char* m : {"TOOLS/CALL", "tools/call ", "tools/callx", "tools", "tasks",
+                          "notifications/cancelled", "notifications/tools/list_changed"}) {
+      INFO(m);
+      const VerifyResult r = classify(R"({"jsonrpc":"2.0","method":")" + std::string(m) + R"("})");
+      CHECK(r.ok);
+      CHECK(r.kind == BodyKind::kNotification);
+    }
+  }
+}
+
+TEST_CASE("verifyBody: a POSTed response or error is refused in every mode (spec item 3)") {
+  std::vector<MessageCase> cases = {
+      {"result", R"({"jsonrpc":"2.0","id":1,"result":{}})", "response_posted",
+       RequestId::Kind::kJson, "1", "responses may not be POSTed"},
+      {"result string id", R"({"jsonrpc":"2.0","id":"a","result":{"resultType":"complete"}})",
+       "response_posted", RequestId::Kind::kJson, R"("a")", "responses may not be POSTed"},
+      {"error", R"({"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"x"}})", "response_posted",
+       RequestId::Kind::kJson, "2", "responses may not be POSTed"},
+      {"error with null id", R"({"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"x"}})",
+       "response_posted", RequestId::Kind::kNull, "", "responses may not be POSTed"},
+      {"error without id", R"({"jsonrpc":"2.0","error":{"code":-1,"message":"x"}})",
+       "response_posted", RequestId::Kind::kAbsent, "", "responses may not be POSTed"},
+      {"result null", R"({"jsonrpc":"2.0","id":3,"result":null})", "response_posted",
+       RequestId::Kind::kJson, "3", "responses may not be POSTed"},
+      {"escaped key", R"({"jsonrpc":"2.0","id":4,"r\u0065sult":{}})", "response_posted",
+       RequestId::Kind::kJson, "4", "responses may not be POSTed"},
+      {"both result and error", R"({"jsonrpc":"2.0","id":5,"result":{},"error":{}})",
+       "response_posted", RequestId::Kind::kJson, "5", "responses may not be POSTed"},
+  };
+  runMessageCases(cases);
+}
+
+TEST_CASE("verifyBody: integer Mcp-Param equivalence over every JSON number spelling") {
+  auto body = [](std::string_view count) {
+    return callBody(R"({"region":"us-west1","count":)" + std::string(count) +
+                    R"(,"dry":true,"opts":{"tenant":"Hello, 世界"}})");
+  };
+  struct Case {
+    std::string_view header;
+    std::string_view body;
+    bool ok;
+  };
+  const Case cases[] = {
+      {"1000", "1e3", true},
+      {"1000", "1000.0", true},
+      {"1000", "10E2", true},
+      {"1000", "1.0e+3", true},
+      {"1e3", "1000", true},
+      {"1.0e+3", "10E2", true},
+      {"10E2", "1000.000", true},
+      {"1000", "1e+03", true},
+      {"1.5", "1.50", true},
+      {"1.50", "15e-1", true},
+      {"0", "-0", true},
+      {"-0", "0", true},
+      {"0", "-0.0", true},
+      {"0", "0e10", true},
+      {"-7", "-7.0", true},
+      {"-7", "-0.7E1", true},
+      {"9007199254740993", "9007199254740993", true},
+      {"9007199254740993", "9007199254740993.0", true},
+      {"9007199254740993.0", "9007199254740993", true},
+      {"9.007199254740993e15", "9007199254740993", true},
+      {"9223372036854775807", "9223372036854775807", true},
+      {"18446744073709551615", "18446744073709551615", true},
+      {"18446744073709551615", "1.8446744073709551615e19", true},
+      {"9007199254740992", "9007199254740993", false},
+      {"9007199254740992.0", "9007199254740993", false},
+      {"9007199254740992", "9007199254740993.0", false},
+      {"9007199254740993", "9007199254740992.0", false},
+      {"9.007199254740992e15", "9007199254740993", false},
+      {"18446744073709551614", "18446744073709551615", false},
+      {"1000", "1e4", false},
+      {"1.5", "1.51", false},
+      {"-7", "7", false},
+      {"+1000", "1000", false},
+      {"01000", "1000", false},
+      {"1000.", "1000", false},
+      {".5", "0.5", false},
+      {"1e999999999999", "1", false},
+      {"1e-999999999999", "0", false},
+      {"0x3e8", "1000", false},
+      {"1_000", "1000", false},
+      {"1000 ", "1000", false},  // a decoded sentinel can carry spaces; plain values are trimmed
+  };
+  for (const Case& c : cases) {
+    INFO("header " << c.header << " body " << c.body);
+    McpHeaders h = callHeaders();
+    setParam(h, "Count", c.header);
+    const VerifyResult r = verify(body(c.body), h, &kSqlTool);
+    INFO(r.message);
+    CHECK(r.ok == c.ok);
+    if (!c.ok) {
+      CHECK(r.code == code::kHeaderMismatch);
+      CHECK(std::string_view(r.reason) == "header_mismatch");
+      CHECK(r.message.find("Mcp-Param-Count") != std::string::npos);
+      CHECK(r.id.json == "1");
+    }
+  }
+  SECTION("a fraction or exponent body value is quoted as written in the message") {
+    McpHeaders h = callHeaders();
+    setParam(h, "Count", "7");
+    const VerifyResult r = verify(body("4.20e1"), h, &kSqlTool);
+    CHECK_FALSE(r.ok);
+    CHECK(r.message.find("body value '4.20e1'") != std::string::npos);
+  }
+  SECTION("nested and escaped argument keys are found for the raw text") {
+    const ToolSchema nested{"execute_sql", {{"Deep", {"opts", "n"}, ParamType::kInteger}}};
+    McpHeaders h = callHeaders();
+    h.params.clear();
+    setParam(h, "Deep", "1000");
+    const std::string b = callBody(R"({"opts":{"x":1.5,"\u006e":1.0e3,"y":[1e9]}})");
+    CHECK(verify(b, h, &nested).ok);
+    setParam(h, "Deep", "1001");
+    const VerifyResult r = verify(b, h, &nested);
+    CHECK_FALSE(r.ok);
+    CHECK(r.message.find("body value '1.0e3'") != std::string::npos);
+  }
 }
 
 TEST_CASE("verifyBody duplicate detection on large objects") {
