@@ -353,7 +353,8 @@ void Connection::parseHead() {
   size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
   head_buf_.resize(n);
   evbuffer_copyout(in, head_buf_.data(), n);
-  http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers};
+  http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers,
+                      lim.max_header_line};
   http::ParseResult pr = w_.parser->parseRequest(head_buf_, hl, head_);
   if (pr.status == http::ParseStatus::kIncomplete) {
     return;
