@@ -39,7 +39,9 @@ bool isQuotedPairChar(unsigned char c) noexcept {
 // On success sets size and ext_bytes (the bytes from the first ";" to the CR) and returns
 // kFraming covering the line and its CRLF. `ext_budget` is how many extension bytes this
 // message may still carry.
-Step parseSizeLine(std::string_view data, size_t ext_budget, uint64_t& size,
+// `bws` (upstream responses only) also takes the BWS RFC 9112 §7.1.1 allows around ";" and
+// "=" of an extension.
+Step parseSizeLine(std::string_view data, size_t ext_budget, bool bws, uint64_t& size,
                    size_t& ext_bytes) noexcept {
   const size_t limit =
       data.size() < ChunkedDecoder::kMaxLineBytes ? data.size() : ChunkedDecoder::kMaxLineBytes;
@@ -68,8 +70,15 @@ Step parseSizeLine(std::string_view data, size_t ext_budget, uint64_t& size,
     return error("invalid chunk size");
   }
   const size_t ext_start = i;
+  const auto skipBws = [&]() {
+    while (bws && i < limit && core::isOws(data[i])) {
+      ++i;
+    }
+  };
+  skipBws();
   while (i < limit && data[i] == ';') {
     ++i;
+    skipBws();
     const size_t name = i;
     while (i < limit && core::isTchar(static_cast<unsigned char>(data[i]))) {
       ++i;
@@ -80,8 +89,10 @@ Step parseSizeLine(std::string_view data, size_t ext_budget, uint64_t& size,
     if (i == name) {
       return error("malformed chunk extension");
     }
-    if (data[i] == '=') {
+    skipBws();
+    if (i < limit && data[i] == '=') {
       ++i;
+      skipBws();
       if (i == limit) {
         return ranOut();
       }
@@ -123,9 +134,13 @@ Step parseSizeLine(std::string_view data, size_t ext_budget, uint64_t& size,
     if (i - ext_start > ext_budget) {
       return error("chunk extensions too large");
     }
+    skipBws();
     if (i == limit) {
       return ranOut();
     }
+  }
+  if (i == limit) {
+    return ranOut();
   }
   if (data[i] != '\r') {
     if (data[i] == '\n') {
@@ -195,7 +210,7 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
     case State::kSize: {
       uint64_t size = 0;
       size_t ext = 0;
-      const Step step = parseSizeLine(data, kMaxExtensionBytes - ext_bytes_, size, ext);
+      const Step step = parseSizeLine(data, extBudget(), peer_ == Peer::kUpstream, size, ext);
       if (step.kind == Kind::kError) {
         state_ = State::kError;
       } else if (step.kind == Kind::kFraming) {
@@ -238,7 +253,8 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
       if (data.size() > 2) {
         uint64_t size = 0;
         size_t ext = 0;
-        const Step line = parseSizeLine(data.substr(2), kMaxExtensionBytes - ext_bytes_, size, ext);
+        const Step line =
+            parseSizeLine(data.substr(2), extBudget(), peer_ == Peer::kUpstream, size, ext);
         if (line.kind == Kind::kFraming) {
           ext_bytes_ += ext;
           remaining_ = size;

@@ -30,6 +30,16 @@ class ChunkedDecoder {
   static constexpr size_t kMaxExtensionBytes = 4096;  // per message, from ";" to CR
 
   enum class Kind : uint8_t { kNeedMore, kData, kFraming, kDone, kError };
+
+  // Whose body is decoded. kClient (request bodies, the default) is strict as described
+  // above. kUpstream (response bodies) also takes the BWS RFC 9112 §7.1.1 allows around ";"
+  // and "=" and has no per-message extension budget (each size line is still bounded by
+  // kMaxLineBytes): the gateway re-frames what it relays, so an upstream's spelling cannot
+  // smuggle anything, and servers that pad extensions keep working.
+  enum class Peer : uint8_t { kClient, kUpstream };
+
+  ChunkedDecoder() = default;
+  explicit ChunkedDecoder(Peer peer) : peer_(peer) {}
   struct Step {
     Kind kind = Kind::kNeedMore;
     size_t length = 0;        // bytes of `data` this step covers
@@ -41,7 +51,8 @@ class ChunkedDecoder {
   // Total payload bytes reported so far.
   uint64_t payloadBytes() const noexcept { return payload_; }
   bool done() const noexcept { return state_ == State::kDone; }
-  void reset() noexcept { *this = ChunkedDecoder(); }
+  void reset() noexcept { *this = ChunkedDecoder(peer_); }
+  void reset(Peer peer) noexcept { *this = ChunkedDecoder(peer); }
 
  private:
   enum class State : uint8_t { kSize, kData, kDataCrlf, kTrailer, kDone, kError };
@@ -50,6 +61,11 @@ class ChunkedDecoder {
   uint64_t payload_ = 0;
   size_t trailer_bytes_ = 0;
   size_t ext_bytes_ = 0;
+  Peer peer_ = Peer::kClient;
+
+  size_t extBudget() const noexcept {
+    return peer_ == Peer::kUpstream ? SIZE_MAX : kMaxExtensionBytes - ext_bytes_;
+  }
 };
 
 // Writes the chunk-size line for a chunk of n bytes ("1a2b\r\n") into buf; returns the view.

@@ -811,7 +811,7 @@ bool Connection::attachUpstream() {
 
   resp_buf_.clear();
   resp_.clear();
-  resp_chunked_.reset();
+  resp_chunked_.reset(http::ChunkedDecoder::Peer::kUpstream);
   resp_sse_ = false;
   capture_json_ = false;
   capture_.clear();

@@ -437,3 +437,58 @@ TEST_CASE("chunkSizeLine writes lowercase hex and CRLF", "[http][chunked]") {
 
 }  // namespace
 }  // namespace gw::http
+
+namespace gw::http {
+namespace {
+
+// Upstream responses: RFC 9112 §7.1.1 BWS around ";" and "=" is taken and there is no
+// per-message extension budget; everything else is as strict as for requests.
+TEST_CASE("chunked: upstream responses take RFC BWS in extensions, no extension budget",
+          "[http][chunked][edge-http]") {
+  auto run = [](std::string_view wire, ChunkedDecoder::Peer peer) {
+    ChunkedDecoder dec(peer);
+    size_t at = 0;
+    for (int guard = 0; guard < 1000; ++guard) {
+      const ChunkedDecoder::Step s = dec.next(wire.substr(at));
+      if (s.kind == Kind::kError || s.kind == Kind::kNeedMore) {
+        return s.kind;
+      }
+      if (s.kind == Kind::kDone) {
+        return Kind::kDone;
+      }
+      at += s.length;
+    }
+    return Kind::kError;
+  };
+  using P = ChunkedDecoder::Peer;
+  const std::string_view bws[] = {"3 ;a=1\r\nabc\r\n0\r\n\r\n",
+                                  "3; a = \"x\" ;b\r\nabc\r\n0\r\n\r\n",
+                                  "3\t;\ta\r\nabc\r\n0\r\n\r\n"};
+  for (std::string_view w : bws) {
+    INFO(w);
+    CHECK(run(w, P::kUpstream) == Kind::kDone);
+    CHECK(run(w, P::kClient) == Kind::kError);
+  }
+  std::string many;
+  for (int i = 0; i < 10; ++i) {
+    many += "1;" + std::string(1000, 'e') + "\r\nx\r\n";
+  }
+  many += "0\r\n\r\n";
+  CHECK(run(many, P::kUpstream) == Kind::kDone);
+  CHECK(run(many, P::kClient) == Kind::kError);
+  const std::string_view still_bad[] = {"0x3\r\nabc\r\n0\r\n\r\n", "3;a=\r\nabc\r\n0\r\n\r\n",
+                                        "3\r\nabc\n0\r\n\r\n", "00000000000000003\r\nabc\r\n"};
+  for (std::string_view w : still_bad) {
+    INFO(w);
+    CHECK(run(w, P::kUpstream) == Kind::kError);
+  }
+  // reset() keeps the peer; reset(peer) changes it.
+  ChunkedDecoder dec(P::kUpstream);
+  dec.reset();
+  CHECK(dec.next("3 ;a\r\n").kind == Kind::kFraming);
+  dec.reset(P::kClient);
+  CHECK(dec.next("3 ;a\r\n").kind == Kind::kError);
+}
+
+}  // namespace
+}  // namespace gw::http
