@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "gateway/core/ascii.h"
+#include "gateway/http/host.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/methods.h"
@@ -143,10 +144,21 @@ FilterStatus methodNotAllowed(RequestContext& ctx) {
   return FilterStatus::kLocalReply;
 }
 
-// ---- stage 1: transport rules (path, Origin) ------------------------------------------
+// ---- stage 1: transport rules (Host, method/target form, path, Origin) ------------------
+// Decided from the head alone, before the MCP contract and before legacy passthrough can
+// admit anything: a Host outside mcp.allowed_hosts is 403 (DNS-rebinding protection);
+// CONNECT, TRACE and the asterisk-form target are never forwarded (405, Allow: POST).
 FilterStatus transportStage(RequestContext& ctx) noexcept {
   const auto& s = *ctx.snapshot->settings;
   const auto& head = *ctx.head;
+  if (!http::hostAllowed(s.mcp.allowed_hosts, head.host)) {
+    setReply(ctx, 403, mcp::code::kHostForbidden, "Forbidden: Host not allowed", "host_forbidden",
+             false);
+    return FilterStatus::kLocalReply;
+  }
+  if (head.method == "CONNECT" || head.method == "TRACE" || head.target == "*") {
+    return methodNotAllowed(ctx);
+  }
   if (head.path != s.endpoint) {
     ctx.reply = LocalReply{};
     ctx.reply.status = 404;
@@ -172,7 +184,15 @@ FilterStatus transportStage(RequestContext& ctx) noexcept {
 FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept {
   const auto& s = *ctx.snapshot->settings;
   const auto& head = *ctx.head;
-  mcp::ContractResult cr = mcp::readMcpHeaders(head.fields, arena, ctx.mcp);
+  mcp::ContractResult cr =
+      mcp::readMcpHeaders(head.fields, arena, ctx.mcp, s.mcp.max_param_headers);
+  if (cr.error == mcp::ContractError::kTooManyParams) {
+    setReply(ctx, 431, mcp::code::kTooManyParamHeaders,
+             "Request Header Fields Too Large: more than " +
+                 std::to_string(s.mcp.max_param_headers) + " Mcp-Param headers",
+             "too_many_param_headers", false);
+    return FilterStatus::kLocalReply;
+  }
   if (cr.error != mcp::ContractError::kNone) {
     std::string msg = "Header mismatch: ";
     msg += cr.header;

@@ -23,11 +23,31 @@ constexpr Step error(const char* reason) noexcept {
   return Step{Kind::kError, 0, reason};
 }
 
-// Parses "1*HEXDIG [ chunk-ext ] CRLF" at the front of data. On success sets size and
-// returns kFraming covering the line and its CRLF.
-Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
+bool isQdtext(unsigned char c) noexcept {
+  return c == '\t' || c == ' ' || c == 0x21 || (c >= 0x23 && c <= 0x5b) ||
+         (c >= 0x5d && c <= 0x7e) || c >= 0x80;
+}
+
+bool isQuotedPairChar(unsigned char c) noexcept {
+  return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+// Parses `chunk-size [ chunk-ext ] CRLF` at the front of data (RFC 9112 §7.1, §7.1.1), with
+// no BWS anywhere:
+//   chunk-size = 1*16HEXDIG
+//   chunk-ext  = *( ";" token [ "=" ( token / quoted-string ) ] )
+// On success sets size and ext_bytes (the bytes from the first ";" to the CR) and returns
+// kFraming covering the line and its CRLF. `ext_budget` is how many extension bytes this
+// message may still carry.
+// `bws` (upstream responses only) also takes the BWS RFC 9112 §7.1.1 allows around ";" and
+// "=" of an extension.
+Step parseSizeLine(std::string_view data, size_t ext_budget, bool bws, uint64_t& size,
+                   size_t& ext_bytes) noexcept {
   const size_t limit =
       data.size() < ChunkedDecoder::kMaxLineBytes ? data.size() : ChunkedDecoder::kMaxLineBytes;
+  const auto ranOut = [&]() {
+    return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long") : needMore();
+  };
   uint64_t n = 0;
   size_t i = 0;
   for (; i < limit; ++i) {
@@ -35,39 +55,108 @@ Step parseSizeLine(std::string_view data, uint64_t& size) noexcept {
     if (d < 0) {
       break;
     }
+    if (i == ChunkedDecoder::kMaxSizeDigits) {
+      return error("chunk size has too many digits");
+    }
     if (n > (kMaxChunkSize - static_cast<uint64_t>(d)) / 16) {
       return error("chunk size overflow");
     }
     n = n * 16 + static_cast<uint64_t>(d);
   }
   if (i == limit) {
-    return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long") : needMore();
+    return ranOut();
   }
   if (i == 0) {
     return error("invalid chunk size");
   }
-  // After the digits: optional extensions (BWS ";" ...), then CRLF. Extension bytes are not
-  // interpreted, only kept free of control characters.
-  if (data[i] != '\r' && data[i] != ';' && !core::isOws(data[i])) {
-    return error("invalid chunk size");
-  }
-  for (; i < limit; ++i) {
-    const char c = data[i];
-    if (c == '\r') {
-      if (i + 1 == data.size()) {
-        return needMore();
-      }
-      if (data[i + 1] != '\n') {
-        return error("bare CR in chunk size line");
-      }
-      size = n;
-      return Step{Kind::kFraming, i + 2, ""};
+  const size_t ext_start = i;
+  const auto skipBws = [&]() {
+    while (bws && i < limit && core::isOws(data[i])) {
+      ++i;
     }
-    if (!core::isFieldValueChar(static_cast<unsigned char>(c))) {
-      return error(c == '\n' ? "bare LF in chunk size line" : "control character in chunk");
+  };
+  skipBws();
+  while (i < limit && data[i] == ';') {
+    ++i;
+    skipBws();
+    const size_t name = i;
+    while (i < limit && core::isTchar(static_cast<unsigned char>(data[i]))) {
+      ++i;
+    }
+    if (i == limit) {
+      return ranOut();
+    }
+    if (i == name) {
+      return error("malformed chunk extension");
+    }
+    skipBws();
+    if (i < limit && data[i] == '=') {
+      ++i;
+      skipBws();
+      if (i == limit) {
+        return ranOut();
+      }
+      if (data[i] == '"') {
+        ++i;
+        for (;;) {
+          if (i == limit) {
+            return ranOut();
+          }
+          const auto c = static_cast<unsigned char>(data[i]);
+          if (c == '"') {
+            ++i;
+            break;
+          }
+          if (c == '\\') {
+            if (i + 1 == limit) {
+              return ranOut();
+            }
+            if (!isQuotedPairChar(static_cast<unsigned char>(data[i + 1]))) {
+              return error("malformed chunk extension");
+            }
+            i += 2;
+          } else if (isQdtext(c)) {
+            ++i;
+          } else {
+            return error("malformed chunk extension");
+          }
+        }
+      } else {
+        const size_t value = i;
+        while (i < limit && core::isTchar(static_cast<unsigned char>(data[i]))) {
+          ++i;
+        }
+        if (i == value) {
+          return error("malformed chunk extension");
+        }
+      }
+    }
+    if (i - ext_start > ext_budget) {
+      return error("chunk extensions too large");
+    }
+    skipBws();
+    if (i == limit) {
+      return ranOut();
     }
   }
-  return limit == ChunkedDecoder::kMaxLineBytes ? error("chunk size line too long") : needMore();
+  if (i == limit) {
+    return ranOut();
+  }
+  if (data[i] != '\r') {
+    if (data[i] == '\n') {
+      return error("bare LF in chunk size line");
+    }
+    return error(ext_start == i ? "invalid chunk size" : "malformed chunk extension");
+  }
+  if (i + 1 == data.size()) {
+    return needMore();
+  }
+  if (data[i + 1] != '\n') {
+    return error("bare CR in chunk size line");
+  }
+  size = n;
+  ext_bytes = i - ext_start;
+  return Step{Kind::kFraming, i + 2, ""};
 }
 
 // One trailer field line, or the final empty line. Returns kFraming (a field line, to be
@@ -120,10 +209,12 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
   switch (state_) {
     case State::kSize: {
       uint64_t size = 0;
-      const Step step = parseSizeLine(data, size);
+      size_t ext = 0;
+      const Step step = parseSizeLine(data, extBudget(), peer_ == Peer::kUpstream, size, ext);
       if (step.kind == Kind::kError) {
         state_ = State::kError;
       } else if (step.kind == Kind::kFraming) {
+        ext_bytes_ += ext;
         remaining_ = size;
         state_ = size == 0 ? State::kTrailer : State::kData;
       }
@@ -161,8 +252,11 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
       // left to the next call, which decides it on its own).
       if (data.size() > 2) {
         uint64_t size = 0;
-        const Step line = parseSizeLine(data.substr(2), size);
+        size_t ext = 0;
+        const Step line =
+            parseSizeLine(data.substr(2), extBudget(), peer_ == Peer::kUpstream, size, ext);
         if (line.kind == Kind::kFraming) {
+          ext_bytes_ += ext;
           remaining_ = size;
           state_ = size == 0 ? State::kTrailer : State::kData;
           return Step{Kind::kFraming, 2 + line.length, ""};

@@ -59,6 +59,79 @@ bool isHopByHop(std::string_view name) noexcept {
   }
 }
 
+namespace {
+
+// Lower-case names compared with `_` read as `-` in `name` (targets contain no `_`).
+bool dashedEquals(std::string_view name, std::string_view lower) noexcept {
+  if (name.size() != lower.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i] == '_' ? '-' : core::toLowerAscii(name[i]);
+    if (c != lower[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool dashedStartsWith(std::string_view name, std::string_view lower) noexcept {
+  return name.size() >= lower.size() && dashedEquals(name.substr(0, lower.size()), lower);
+}
+
+constexpr std::string_view kProtected[] = {
+    "content-length", "transfer-encoding",
+    "host",           "authorization",
+    "cookie",         "expect",
+    "content-type",   "content-encoding",
+    "origin",         "mcp-protocol-version",
+    "forwarded",      "x-real-ip",
+};
+constexpr std::string_view kProtectedPrefixes[] = {"mcp-", "x-forwarded-"};
+constexpr std::string_view kHopByHop[] = {
+    "connection", "keep-alive", "proxy-connection",   "te",
+    "trailer",    "upgrade",    "proxy-authenticate", "proxy-authorization",
+};
+
+// `name` (either spelling) is a protected field.
+bool protectedDashed(std::string_view name) noexcept {
+  for (std::string_view p : kProtected) {
+    if (dashedEquals(name, p)) {
+      return true;
+    }
+  }
+  for (std::string_view p : kProtectedPrefixes) {
+    if (dashedStartsWith(name, p)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool isProtectedField(std::string_view name) noexcept {
+  if (name.find('_') != std::string_view::npos) {
+    return false;  // the real fields have no `_` (an alias is caught by isUnderscoreAlias)
+  }
+  return protectedDashed(name);
+}
+
+bool isUnderscoreAlias(std::string_view name) noexcept {
+  if (name.find('_') == std::string_view::npos) {
+    return false;
+  }
+  if (protectedDashed(name)) {
+    return true;
+  }
+  for (std::string_view p : kHopByHop) {
+    if (dashedEquals(name, p)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool forwardRequestField(const HeaderField& f, const ConnectionTokens& conn) noexcept {
   if (isHopByHop(f.name) || core::iequals(f.name, "content-length") ||
       core::iequals(f.name, "expect")) {

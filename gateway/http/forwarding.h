@@ -28,6 +28,21 @@ class ConnectionTokens {
 // Transfer-Encoding, Upgrade, Proxy-Authenticate, Proxy-Authorization.
 bool isHopByHop(std::string_view name) noexcept;
 
+// Fields the gateway or the upstream relies on for framing, routing, credentials or client
+// identity: Content-Length, Transfer-Encoding, Host, Authorization, Cookie, Expect,
+// Content-Type, Content-Encoding, Origin, MCP-Protocol-Version, every Mcp-*, Forwarded,
+// X-Real-IP and every X-Forwarded-*. A request whose Connection names one of them is
+// rejected (400) rather than silently losing it (RFC 9110 §7.6.1 lets a sender strip any
+// field this way; an attacker uses it to hide a field from the next hop).
+bool isProtectedField(std::string_view name) noexcept;
+
+// True when `name` contains `_` and, reading every `_` as `-` (case-insensitive), names a
+// protected field (above) or a hop-by-hop field: `Content_Length`, `Transfer_Encoding`,
+// `Mcp_Method`, `X_Forwarded_For`, `Proxy_Authorization`... Servers behind the gateway (CGI,
+// WSGI, PHP, nginx with underscores_in_headers) fold `_` and `-` together, so such a field
+// would be a second, unchecked copy of the real one. `X_Custom` is not affected.
+bool isUnderscoreAlias(std::string_view name) noexcept;
+
 // True when the request field goes upstream unchanged (byte-exact `line`).
 bool forwardRequestField(const HeaderField& f, const ConnectionTokens& conn) noexcept;
 

@@ -21,8 +21,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "gateway/core/ascii.h"
+#include "gateway/http/forwarding.h"
+#include "gateway/http/host.h"
 
 namespace gw::http {
 
@@ -104,14 +107,24 @@ const char* addFieldLine(std::string_view line, std::vector<HeaderField>& fields
   return nullptr;
 }
 
+constexpr ParseResult fieldTooLarge() noexcept {
+  return fail(ParseError::kFieldTooLarge, "header field line too large");
+}
+
 // Scans field lines from `pos` (the first byte after the start line) to the blank line.
-// On kComplete sets head_bytes.
-ParseResult scanFields(std::string_view data, size_t pos, const HeadLimits& limits,
+// `max_line` bounds one field line without its CRLF (requests: max_field_line). On
+// kComplete sets head_bytes.
+ParseResult scanFields(std::string_view data, size_t pos, const HeadLimits& limits, size_t max_line,
                        std::vector<HeaderField>& fields, size_t& head_bytes) noexcept {
   const size_t window = std::min(data.size(), limits.max_head_bytes);
   for (;;) {
     const size_t lf = findLf(data, pos, window);
     if (lf == std::string_view::npos) {
+      // Over the line limit as soon as max_line + CR bytes are followed by no LF.
+      const size_t pending = window - std::min(window, pos);
+      if (pending > 1 && pending - 1 > max_line) {
+        return fieldTooLarge();
+      }
       if (data.size() > limits.max_head_bytes) {
         return fail(ParseError::kHeadTooLarge, "head too large");
       }
@@ -125,6 +138,9 @@ ParseResult scanFields(std::string_view data, size_t pos, const HeadLimits& limi
     if (line.empty()) {
       head_bytes = pos;
       return complete();
+    }
+    if (line.size() > max_line) {
+      return fieldTooLarge();
     }
     if (fields.size() >= limits.max_fields) {
       return fail(ParseError::kTooManyFields, "too many header fields");
@@ -140,6 +156,7 @@ struct FieldFacts {
   size_t cl_count = 0;
   size_t te_count = 0;
   size_t host_count = 0;
+  size_t auth_count = 0;
   uint64_t content_length = 0;
   bool cl_valid = true;
   std::string_view te;
@@ -147,6 +164,8 @@ struct FieldFacts {
   bool conn_close = false;
   bool conn_keep_alive = false;
   bool expect_continue = false;
+  bool conn_protected = false;    // Connection names a field the gateway relies on
+  bool underscore_alias = false;  // a `_` spelling of a protected or hop-by-hop field
 };
 
 bool parseContentLength(std::string_view v, uint64_t& out) noexcept {
@@ -176,6 +195,8 @@ void scanConnection(std::string_view v, FieldFacts& facts) noexcept {
       facts.conn_close = true;
     } else if (core::iequals(token, "keep-alive")) {
       facts.conn_keep_alive = true;
+    } else if (isProtectedField(token)) {
+      facts.conn_protected = true;
     }
     if (comma == std::string_view::npos) {
       break;
@@ -187,6 +208,9 @@ void scanConnection(std::string_view v, FieldFacts& facts) noexcept {
 FieldFacts collectFacts(const std::vector<HeaderField>& fields) noexcept {
   FieldFacts facts;
   for (const HeaderField& f : fields) {
+    if (std::memchr(f.name.data(), '_', f.name.size()) != nullptr && isUnderscoreAlias(f.name)) {
+      facts.underscore_alias = true;
+    }
     switch (f.name.size()) {
       case 4:
         if (core::iequals(f.name, "host")) {
@@ -202,6 +226,11 @@ FieldFacts collectFacts(const std::vector<HeaderField>& fields) noexcept {
       case 10:
         if (core::iequals(f.name, "connection")) {
           scanConnection(f.value, facts);
+        }
+        break;
+      case 13:
+        if (core::iequals(f.name, "authorization")) {
+          ++facts.auth_count;
         }
         break;
       case 14:
@@ -292,6 +321,86 @@ ParseResult crossCheck(llhttp_t& parser, llhttp_type_t type, std::string_view he
   return complete();
 }
 
+// Host (RFC 9112 §3.2, RFC 9110 §7.2), Authorization and the field-name rules of a request.
+ParseResult checkRequestFields(const FieldFacts& facts, Version version) noexcept {
+  if (facts.underscore_alias) {
+    return bad("underscore in the name of a protected field");
+  }
+  if (facts.conn_protected) {
+    return bad("Connection names a protected field");
+  }
+  if (facts.auth_count > 1) {
+    return bad("duplicate Authorization");
+  }
+  if (facts.host_count > 1) {
+    return bad("duplicate Host");
+  }
+  if (facts.host_count == 0) {
+    return version == Version::kHttp11 ? bad("missing Host") : complete();
+  }
+  if (facts.host.empty()) {
+    // RFC 9112 §3.2 allows an empty Host only for a target without authority, which no
+    // request to this endpoint has; HTTP/1.0 may leave it out altogether.
+    return version == Version::kHttp11 ? bad("empty Host") : complete();
+  }
+  if (facts.host.find(',') != std::string_view::npos) {
+    return bad("Host is a list");
+  }
+  if (facts.host.find('@') != std::string_view::npos) {
+    return bad("userinfo in Host");
+  }
+  HostPort hp;
+  if (!parseHostPort(facts.host, hp)) {
+    return bad("invalid Host");
+  }
+  return complete();
+}
+
+// The request-target (RFC 9112 §3.2): no fragment, no NUL (raw or %00); origin-form,
+// asterisk-form (answered 405 by the transport stage), absolute-form http(s) whose authority
+// names the same host and port as Host, or authority-form for CONNECT only (answered 405).
+ParseResult checkTarget(std::string_view method, std::string_view target,
+                        const FieldFacts& facts) noexcept {
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == '#') {
+      return bad("fragment in request target");
+    }
+    if (target[i] == '%' && i + 2 < target.size() && target[i + 1] == '0' && target[i + 2] == '0') {
+      return bad("NUL in request target");
+    }
+  }
+  const bool connect = method == "CONNECT";
+  if (target.front() == '/') {
+    return connect ? bad("CONNECT without authority-form target") : complete();
+  }
+  if (target == "*") {
+    return connect ? bad("CONNECT with asterisk-form target") : complete();
+  }
+  AbsoluteTarget abs;
+  if (!connect && splitAbsoluteTarget(target, abs)) {
+    if (abs.authority.find('@') != std::string_view::npos) {
+      return bad("userinfo in request target");
+    }
+    HostPort th;
+    if (!parseHostPort(abs.authority, th)) {
+      return bad("invalid authority in request target");
+    }
+    HostPort hh;
+    if (facts.host_count == 0 || !parseHostPort(facts.host, hh)) {
+      return bad("absolute-form target without Host");
+    }
+    if (!sameAuthority(th, abs.default_port, hh)) {
+      return bad("request target authority does not match Host");
+    }
+    return complete();
+  }
+  HostPort hp;
+  if (parseHostPort(target, hp) && !hp.port.empty()) {
+    return connect ? complete() : bad("authority-form target without CONNECT");
+  }
+  return bad("malformed request target");
+}
+
 void splitTarget(RequestHead& out) noexcept {
   std::string_view t = out.target;
   if (t.front() != '/') {
@@ -320,11 +429,21 @@ class LlhttpParser final : public Http1Parser {
 ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& limits,
                                        RequestHead& out) noexcept {
   out.clear();
+  // RFC 9112 §2.2: empty lines (CRLF only) before the request line are skipped. They count
+  // in head_bytes and against max_head_bytes, and at most max_request_line bytes of them are
+  // taken, so a stream of CRLFs cannot hold the connection.
+  size_t start = 0;
+  while (start + 1 < data.size() && data[start] == '\r' && data[start + 1] == '\n') {
+    start += 2;
+    if (start > limits.max_request_line) {
+      return bad("too many empty lines before the request line");
+    }
+  }
   // Request line: its LF must come within max_request_line + CRLF.
-  const size_t line_window = std::min(data.size(), limits.max_request_line + 2);
-  const size_t lf = findLf(data, 0, line_window);
+  const size_t line_window = std::min(data.size(), start + limits.max_request_line + 2);
+  const size_t lf = findLf(data, start, line_window);
   if (lf == std::string_view::npos) {
-    if (data.size() >= limits.max_request_line + 2) {
+    if (data.size() - start >= limits.max_request_line + 2) {
       return fail(ParseError::kUriTooLong, "request line too long");
     }
     if (data.size() > limits.max_head_bytes) {
@@ -332,10 +451,10 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
     }
     return incomplete();
   }
-  if (lf == 0 || data[lf - 1] != '\r') {
+  if (lf == start || data[lf - 1] != '\r') {
     return bad("bare LF in head");
   }
-  const std::string_view line = data.substr(0, lf - 1);
+  const std::string_view line = data.substr(start, lf - 1 - start);
 
   const size_t sp1 = line.find(' ');
   if (sp1 == std::string_view::npos || !core::isToken(line.substr(0, sp1))) {
@@ -356,7 +475,8 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
   out.method = line.substr(0, sp1);
   out.target = line.substr(sp1 + 1, end - sp1 - 1);
 
-  if (ParseResult r = scanFields(data, lf + 1, limits, out.fields, out.head_bytes);
+  if (ParseResult r =
+          scanFields(data, lf + 1, limits, limits.max_field_line, out.fields, out.head_bytes);
       r.status != ParseStatus::kComplete) {
     return r;
   }
@@ -367,13 +487,14 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
       r.status != ParseStatus::kComplete) {
     return r;
   }
-  if (facts.host_count > 1) {
-    return bad("duplicate Host");
+  if (ParseResult r = checkRequestFields(facts, out.version); r.status != ParseStatus::kComplete) {
+    return r;
   }
-  if (facts.host_count == 0 && out.version == Version::kHttp11) {
-    return bad("missing Host");
+  if (ParseResult r = checkTarget(out.method, out.target, facts);
+      r.status != ParseStatus::kComplete) {
+    return r;
   }
-  if (ParseResult r = crossCheck(parser_, HTTP_REQUEST, data.substr(0, out.head_bytes));
+  if (ParseResult r = crossCheck(parser_, HTTP_REQUEST, data.substr(start, out.head_bytes - start));
       r.status != ParseStatus::kComplete) {
     return r;
   }
@@ -384,7 +505,9 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
     out.framing = BodyFraming::kContentLength;
     out.content_length = facts.content_length;
   }
-  out.keep_alive = keepAlive(facts, out.version);
+  // Bytes after a CONNECT head are tunnel payload, never a next request: the gateway answers
+  // it (405) and closes.
+  out.keep_alive = keepAlive(facts, out.version) && out.method != "CONNECT";
   out.expect_continue = facts.expect_continue;
   out.host = facts.host;
   splitTarget(out);
@@ -433,7 +556,8 @@ ParseResult LlhttpParser::parseResponse(std::string_view data, const HeadLimits&
   }
   out.status = status;
 
-  if (ParseResult r = scanFields(data, lf + 1, limits, out.fields, out.head_bytes);
+  if (ParseResult r = scanFields(data, lf + 1, limits, std::numeric_limits<size_t>::max(),
+                                 out.fields, out.head_bytes);
       r.status != ParseStatus::kComplete) {
     return r;
   }
@@ -475,6 +599,7 @@ int statusFor(ParseError e) noexcept {
       return 414;
     case ParseError::kHeadTooLarge:
     case ParseError::kTooManyFields:
+    case ParseError::kFieldTooLarge:
       return 431;
     case ParseError::kNotImplemented:
       return 501;

@@ -15,10 +15,22 @@
 //    empty or non-token field names, bare CR or bare LF anywhere in the head, NUL or other
 //    CTLs (except HTAB) in values, malformed request line (method not a token, more or fewer
 //    than two single SPs, target empty or containing CTL/SP, version not HTTP/1.0|HTTP/1.1);
-//  - HTTP/1.1 request without exactly one Host (RFC 9112 §3.2);
+//  - Host (RFC 9112 §3.2, RFC 9110 §7.2): missing on HTTP/1.1, repeated, empty on HTTP/1.1,
+//    a list, with userinfo, or not host[:port] (see host.h);
+//  - request-target: a fragment, `%00`; absolute-form other than http(s), with userinfo, or
+//    whose authority is not the Host's (host ignoring case, an absent port = the scheme's
+//    default); authority-form with a method other than CONNECT; CONNECT with any other form.
+//    Asterisk-form and CONNECT/TRACE parse (the transport stage answers them 405);
+//  - a field name with `_` that reads as a protected or hop-by-hop field (`Content_Length`,
+//    `Mcp_Method`, see forwarding.h); Connection naming a protected field; two
+//    Authorization fields;
 //  - limits: request line longer than max_request_line → kUriTooLong (414); head longer
 //    than max_head_bytes → kHeadTooLarge (431); more than max_fields fields → kTooManyFields
-//    (431).
+//    (431); one request field line longer than max_field_line → kFieldTooLarge (431).
+//
+// Empty lines (CRLF) before a request line are skipped (RFC 9112 §2.2) and counted in
+// head_bytes; more than max_request_line bytes of them → 400. A bare LF there is an error.
+// A CONNECT request is never keep-alive (what follows its head is tunnel payload).
 
 #include <cstddef>
 #include <memory>
@@ -32,6 +44,7 @@ struct HeadLimits {
   size_t max_request_line = 8 * 1024;
   size_t max_head_bytes = 32 * 1024;
   size_t max_fields = 100;
+  size_t max_field_line = 8 * 1024;  // one request field line "name: value", without CRLF
 };
 
 enum class ParseError : uint8_t {
@@ -41,6 +54,7 @@ enum class ParseError : uint8_t {
   kHeadTooLarge,    // 431
   kTooManyFields,   // 431
   kNotImplemented,  // 501: unknown transfer coding
+  kFieldTooLarge,   // 431: one field line over max_field_line
 };
 
 enum class ParseStatus : uint8_t { kIncomplete, kComplete, kError };

@@ -86,8 +86,16 @@ const McpParam* McpHeaders::findParam(std::string_view param_name) const noexcep
 }
 
 ContractResult readMcpHeaders(const std::vector<http::HeaderField>& fields, ValueArena& arena,
-                              McpHeaders& out) noexcept {
+                              McpHeaders& out, uint32_t max_params) noexcept {
   out.clear();
+  // Spec item 62: an excessive set is refused before any value is decoded.
+  uint32_t params = 0;
+  for (const http::HeaderField& f : fields) {
+    if (f.name.size() >= kParamPrefix.size() && core::istartsWith(f.name, kParamPrefix) &&
+        ++params > max_params) {
+      return fail(ContractError::kTooManyParams, f.name, "too many Mcp-Param headers");
+    }
+  }
   for (const http::HeaderField& f : fields) {
     const std::string_view name = f.name;
     if (name.size() < 8 || core::toLowerAscii(name[0]) != 'm') {

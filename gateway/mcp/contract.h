@@ -12,8 +12,11 @@
 //  - a plain (non-sentinel) value with obs-text (0x80-0xFF) or control characters in any of
 //    them; Mcp-Method must be a non-empty run of visible ASCII;
 //  - an `Mcp-Param-` field with an empty or non-token {Name}.
+// More than `max_params` Mcp-Param-* fields → kTooManyParams (→ 431), counted before any
+// value is looked at, so no sentinel is decoded for an oversized set (spec item 62).
 // The original header bytes are untouched: the upstream always gets them as received.
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -54,7 +57,15 @@ struct McpHeaders {
   const McpParam* findParam(std::string_view param_name) const noexcept;
 };
 
-enum class ContractError : uint8_t { kNone, kDuplicate, kInvalidSentinel, kInvalidValue };
+enum class ContractError : uint8_t {
+  kNone,
+  kDuplicate,
+  kInvalidSentinel,
+  kInvalidValue,
+  kTooManyParams,  // more Mcp-Param-* fields than allowed (431)
+};
+
+inline constexpr uint32_t kDefaultMaxParams = 32;  // mcp.max_param_headers default
 
 struct ContractResult {
   ContractError error = ContractError::kNone;
@@ -63,6 +74,6 @@ struct ContractResult {
 };
 
 ContractResult readMcpHeaders(const std::vector<http::HeaderField>& fields, ValueArena& arena,
-                              McpHeaders& out) noexcept;
+                              McpHeaders& out, uint32_t max_params = kDefaultMaxParams) noexcept;
 
 }  // namespace gw::mcp

@@ -470,7 +470,8 @@ void Connection::parseHead() {
   size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
   head_buf_.resize(n);
   evbuffer_copyout(in, head_buf_.data(), n);
-  http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers};
+  http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers,
+                      lim.max_header_line};
   http::ParseResult pr = w_.parser->parseRequest(head_buf_, hl, head_);
   if (pr.status == http::ParseStatus::kIncomplete) {
     return;
@@ -1039,7 +1040,7 @@ bool Connection::attachUpstream() {
 
   resp_buf_.clear();
   resp_.clear();
-  resp_chunked_.reset();
+  resp_chunked_.reset(http::ChunkedDecoder::Peer::kUpstream);
   resp_sse_ = false;
   capture_json_ = false;
   capture_.clear();

@@ -84,7 +84,8 @@ const ValidCase kValid[] = {
     {"hex sizes", "a\r\n0123456789\r\nA\r\nabcdefghij\r\n0\r\n\r\n", "0123456789abcdefghij"},
     {"leading zeros", "0005\r\nhello\r\n000\r\n\r\n", "hello"},
     {"empty body", "0\r\n\r\n", ""},
-    {"extensions", "5;name=value\r\nhello\r\n3 ; a=\"q s\";b\r\nabc\r\n0;last\r\n\r\n", "helloabc"},
+    // RFC 9112 §7.1.1 without BWS (issue 12: whitespace around ";" is now rejected).
+    {"extensions", "5;name=value\r\nhello\r\n3;a=\"q s\";b\r\nabc\r\n0;last\r\n\r\n", "helloabc"},
     {"trailers", "5\r\nhello\r\n0\r\nX-Trailer: 1\r\nChecksum: abc\r\n\r\n", "hello"},
     {"payload with CRLF inside", "4\r\n\r\n\r\n\r\n0\r\n\r\n", "\r\n\r\n"},
 };
@@ -287,6 +288,137 @@ TEST_CASE("chunked: limits on size lines and trailers", "[http][chunked]") {
   }
 }
 
+// RFC 9112 §7.1: chunk-size = 1*HEXDIG, bounded to kMaxSizeDigits; no BWS, sign or prefix.
+// RFC 9112 §7.1.1: chunk-ext = *( ";" token [ "=" ( token / quoted-string ) ] ), exactly.
+TEST_CASE("chunked: RFC 9112 7.1 and 7.1.1 every spelling of a bad size line",
+          "[http][chunked][edge-http]") {
+  const BadCase cases[] = {
+      // chunk-size: whitespace anywhere
+      {"SP before CRLF", "3 \r\nabc\r\n0\r\n\r\n"},
+      {"HTAB before CRLF", "3\t\r\nabc\r\n0\r\n\r\n"},
+      {"SP before semicolon", "3 ;a=b\r\nabc\r\n0\r\n\r\n"},
+      {"HTAB before semicolon", "3\t;a\r\nabc\r\n0\r\n\r\n"},
+      {"SP after semicolon", "3; a=b\r\nabc\r\n0\r\n\r\n"},
+      {"SP before equals", "3;a =b\r\nabc\r\n0\r\n\r\n"},
+      {"SP after equals", "3;a= b\r\nabc\r\n0\r\n\r\n"},
+      {"SP after ext value", "3;a=b \r\nabc\r\n0\r\n\r\n"},
+      {"SP in last chunk", "0 \r\n\r\n"},
+      {"SP inside digits", "1 0\r\n"},
+      // chunk-size: prefixes, signs, separators
+      {"0X prefix", "0X3\r\nabc\r\n0\r\n\r\n"},
+      {"x alone", "x3\r\nabc\r\n0\r\n\r\n"},
+      {"minus zero", "-0\r\n\r\n"},
+      {"plus hex", "+a\r\n0123456789\r\n0\r\n\r\n"},
+      {"comma", "3,3\r\nabc\r\n0\r\n\r\n"},
+      {"underscore", "1_0\r\n"},
+      {"dot", "3.0\r\nabc\r\n0\r\n\r\n"},
+      {"NUL after digits", std::string_view("3\0\r\nabc\r\n0\r\n\r\n", 14)},
+      // chunk-size: digit count (bounded even when the value is small)
+      {"17 digits of zero then 1", "00000000000000001\r\nx\r\n0\r\n\r\n"},
+      {"17 zero digits", "00000000000000000\r\n\r\n"},
+      {"17 digits", "10000000000000000\r\n"},
+      {"16 digits over 2^63", "ffffffffffffffff\r\n"},
+      // chunk-ext syntax
+      {"empty extension", "3;\r\nabc\r\n0\r\n\r\n"},
+      {"double semicolon", "3;;a\r\nabc\r\n0\r\n\r\n"},
+      {"empty value", "3;a=\r\nabc\r\n0\r\n\r\n"},
+      {"equals without name", "3;=b\r\nabc\r\n0\r\n\r\n"},
+      {"non-token name", "3;a(b)\r\nabc\r\n0\r\n\r\n"},
+      {"non-token value", "3;a=b/c\r\nabc\r\n0\r\n\r\n"},
+      {"two equals", "3;a=b=c\r\nabc\r\n0\r\n\r\n"},
+      {"unterminated quoted-string", "3;a=\"bc\r\nabc\r\n0\r\n\r\n"},
+      {"junk after quoted-string", "3;a=\"b\"c\r\nabc\r\n0\r\n\r\n"},
+      {"CTL in quoted-string", "3;a=\"b\x01\"\r\nabc\r\n0\r\n\r\n"},
+      {"DEL in quoted-string", "3;a=\"b\x7f\"\r\nabc\r\n0\r\n\r\n"},
+      {"CR in quoted-string", "3;a=\"b\rc\"\r\nabc\r\n0\r\n\r\n"},
+      {"LF in quoted-string", "3;a=\"b\nc\"\r\nabc\r\n0\r\n\r\n"},
+      {"quoted-pair of CTL", "3;a=\"\\\x01\"\r\nabc\r\n0\r\n\r\n"},
+      {"quoted-pair of LF", "3;a=\"\\\n\"\r\nabc\r\n0\r\n\r\n"},
+      {"quoted name", "3;\"a\"=b\r\nabc\r\n0\r\n\r\n"},
+      {"obs-text in token", "3;a\xc3\xa9\r\nabc\r\n0\r\n\r\n"},
+      {"bad extension on last chunk", "0;a b\r\n\r\n"},
+      {"bad extension on a later chunk", "1\r\na\r\n2;=\r\nbc\r\n0\r\n\r\n"},
+      // framing after data
+      {"bare LF after data then valid", "3\r\nabc\n\r\n0\r\n\r\n"},
+      {"bare CR after data", "3\r\nabc\r0\r\n\r\n"},
+      {"no CRLF after data at all", "3\r\nabc0\r\n\r\n"},
+      {"LF CR after data", "3\r\nabc\n\r0\r\n\r\n"},
+      // trailer section
+      {"trailer without colon", "0\r\nX-A\r\n\r\n"},
+      {"trailer empty name", "0\r\n: a\r\n\r\n"},
+      {"trailer tab before colon", "0\r\nX\t: a\r\n\r\n"},
+      {"trailer bare CR in value", "0\r\nX: a\rb\r\n\r\n"},
+      {"trailer NUL in value", std::string_view("0\r\nX: a\0b\r\n\r\n", 13)},
+      {"trailer non-token name", "0\r\nX(y): a\r\n\r\n"},
+      {"trailer tab obs-fold", "0\r\nX: a\r\n\tb\r\n\r\n"},
+      {"trailer bare CR terminator", "0\r\n\r\r\n"},
+  };
+  for (const BadCase& c : cases) {
+    INFO(c.name);
+    const Decoded whole = decodeWhole(c.wire);
+    CHECK(whole.error);
+    CHECK_FALSE(whole.done);
+    const Decoded bytewise = decode(c.wire, [] { return size_t{1}; });
+    CHECK(bytewise.error);
+    CHECK_FALSE(bytewise.done);
+  }
+}
+
+TEST_CASE("chunked: RFC 9112 7.1.1 valid extension spellings", "[http][chunked][edge-http]") {
+  const ValidCase cases[] = {
+      {"name only", "3;a\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"token value", "3;a=b\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"several", "3;a=b;c;d=e\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"tchar symbols", "3;!#$%&'*+-.^_`|~=!#$%&'*+-.^_`|~\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"quoted empty", "3;a=\"\"\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"quoted with SP HTAB", "3;a=\" \tb \"\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"quoted with semicolon", "3;a=\";b=c\"\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"quoted-pair quote", "3;a=\"x\\\"y\"\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"quoted-pair backslash", "3;a=\"x\\\\\"\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"quoted obs-text", "3;a=\"caf\xc3\xa9\"\r\nabc\r\n0\r\n\r\n", "abc"},
+      {"on the last chunk", "3\r\nabc\r\n0;end=1\r\n\r\n", "abc"},
+      {"16 digits", "0000000000000003\r\nabc\r\n0\r\n\r\n", "abc"},
+  };
+  for (const ValidCase& c : cases) {
+    INFO(c.name);
+    const Decoded whole = decodeWhole(c.wire);
+    CHECK(whole.done);
+    CHECK(whole.payload == c.payload);
+    const Decoded bytewise = decode(c.wire, [] { return size_t{1}; });
+    CHECK(bytewise.done);
+    CHECK(bytewise.payload == c.payload);
+  }
+  const std::string mixed = "aB\r\n" + std::string(0xab, 'z') + "\r\n0\r\n\r\n";
+  CHECK(decodeWhole(mixed).payload.size() == 0xab);
+}
+
+TEST_CASE("chunked: extension bytes are bounded per message", "[http][chunked][edge-http]") {
+  // Each line carries ";" + 99 bytes = 100 extension bytes; 40 lines = 4000 bytes pass, the
+  // 41st line puts the message over kMaxExtensionBytes (4096).
+  const std::string ext = ";" + std::string(99, 'e');
+  std::string ok;
+  for (int i = 0; i < 40; ++i) {
+    ok += "1" + ext + "\r\nx\r\n";
+  }
+  const Decoded fine = decodeWhole(ok + "0\r\n\r\n");
+  CHECK(fine.done);
+  CHECK(fine.payload == std::string(40, 'x'));
+  const Decoded over = decodeWhole(ok + "1" + ext + "\r\nx\r\n0\r\n\r\n");
+  CHECK(over.error);
+  const Decoded over_last = decodeWhole(ok + "0" + ext + "\r\n\r\n");
+  CHECK(over_last.error);
+  const Decoded bytewise = decode(ok + "1" + ext + "\r\nx\r\n0\r\n\r\n", [] { return size_t{3}; });
+  CHECK(bytewise.error);
+  // Two long lines: the first fits, the second crosses the per-message budget.
+  const std::string big = ";" + std::string(2100, 'a');
+  CHECK(decodeWhole("1" + big + "\r\nx\r\n0\r\n\r\n").done);
+  CHECK(decodeWhole("1" + big + "\r\nx\r\n1" + big + "\r\ny\r\n0\r\n\r\n").error);
+  // reset() gives a new message a new budget.
+  ChunkedDecoder dec;
+  dec.reset();
+  CHECK(dec.next("1;a\r\n").kind == Kind::kFraming);
+}
+
 TEST_CASE("chunked: an error is sticky", "[http][chunked]") {
   ChunkedDecoder dec;
   CHECK(dec.next("zz\r\n").kind == Kind::kError);
@@ -301,6 +433,61 @@ TEST_CASE("chunkSizeLine writes lowercase hex and CRLF", "[http][chunked]") {
   CHECK(chunkSizeLine(0x1a2b, buf) == "1a2b\r\n");
   CHECK(chunkSizeLine(SIZE_MAX, buf) == "ffffffffffffffff\r\n");
   CHECK(kLastChunk == "0\r\n\r\n");
+}
+
+}  // namespace
+}  // namespace gw::http
+
+namespace gw::http {
+namespace {
+
+// Upstream responses: RFC 9112 §7.1.1 BWS around ";" and "=" is taken and there is no
+// per-message extension budget; everything else is as strict as for requests.
+TEST_CASE("chunked: upstream responses take RFC BWS in extensions, no extension budget",
+          "[http][chunked][edge-http]") {
+  auto run = [](std::string_view wire, ChunkedDecoder::Peer peer) {
+    ChunkedDecoder dec(peer);
+    size_t at = 0;
+    for (int guard = 0; guard < 1000; ++guard) {
+      const ChunkedDecoder::Step s = dec.next(wire.substr(at));
+      if (s.kind == Kind::kError || s.kind == Kind::kNeedMore) {
+        return s.kind;
+      }
+      if (s.kind == Kind::kDone) {
+        return Kind::kDone;
+      }
+      at += s.length;
+    }
+    return Kind::kError;
+  };
+  using P = ChunkedDecoder::Peer;
+  const std::string_view bws[] = {"3 ;a=1\r\nabc\r\n0\r\n\r\n",
+                                  "3; a = \"x\" ;b\r\nabc\r\n0\r\n\r\n",
+                                  "3\t;\ta\r\nabc\r\n0\r\n\r\n"};
+  for (std::string_view w : bws) {
+    INFO(w);
+    CHECK(run(w, P::kUpstream) == Kind::kDone);
+    CHECK(run(w, P::kClient) == Kind::kError);
+  }
+  std::string many;
+  for (int i = 0; i < 10; ++i) {
+    many += "1;" + std::string(1000, 'e') + "\r\nx\r\n";
+  }
+  many += "0\r\n\r\n";
+  CHECK(run(many, P::kUpstream) == Kind::kDone);
+  CHECK(run(many, P::kClient) == Kind::kError);
+  const std::string_view still_bad[] = {"0x3\r\nabc\r\n0\r\n\r\n", "3;a=\r\nabc\r\n0\r\n\r\n",
+                                        "3\r\nabc\n0\r\n\r\n", "00000000000000003\r\nabc\r\n"};
+  for (std::string_view w : still_bad) {
+    INFO(w);
+    CHECK(run(w, P::kUpstream) == Kind::kError);
+  }
+  // reset() keeps the peer; reset(peer) changes it.
+  ChunkedDecoder dec(P::kUpstream);
+  dec.reset();
+  CHECK(dec.next("3 ;a\r\n").kind == Kind::kFraming);
+  dec.reset(P::kClient);
+  CHECK(dec.next("3 ;a\r\n").kind == Kind::kError);
 }
 
 }  // namespace

@@ -121,7 +121,10 @@ TEST_CASE("request heads that must be rejected", "[http][parser]") {
       {"lowercase version", "GET / http/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
       {"CTL in target", "GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
       {"DEL in target", "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
-      {"leading empty line", "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
+      // RFC 9112 §2.2 (issue 12): a leading CRLF is now skipped; a leading bare LF is not.
+      {"leading bare LF", "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
+      // RFC 9112 §3.2 (issue 12): an empty Host on HTTP/1.1 is rejected.
+      {"empty Host", "GET / HTTP/1.1\r\nHost: \r\n\r\n"sv, ParseError::kBadRequest},
       {"unknown method (llhttp)", "FROB / HTTP/1.1\r\nHost: a\r\n\r\n"sv, ParseError::kBadRequest},
   };
   auto parser = makeHttp1Parser();
@@ -192,10 +195,13 @@ TEST_CASE("valid request heads", "[http][parser]") {
        "GET", "/", "/", V::kHttp10, F::kNone, 0, false, false, "", 1},
       {"1.0 POST CL", "POST /x HTTP/1.0\r\nHost: h\r\nContent-Length: 3\r\n\r\n"sv, "POST", "/x",
        "/x", V::kHttp10, F::kContentLength, 3, false, false, "h", 2},
-      {"absolute-form", "GET http://example.com:80/mcp/a?x=1 HTTP/1.1\r\nHost: e\r\n\r\n"sv, "GET",
-       "http://example.com:80/mcp/a?x=1", "/mcp/a", V::kHttp11, F::kNone, 0, true, false, "e", 1},
-      {"absolute-form no path", "GET http://example.com HTTP/1.1\r\nHost: e\r\n\r\n"sv, "GET",
-       "http://example.com", "", V::kHttp11, F::kNone, 0, true, false, "e", 1},
+      // Issue 12: absolute-form must name the Host's authority (was Host: e, now rejected).
+      {"absolute-form",
+       "GET http://example.com:80/mcp/a?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n"sv, "GET",
+       "http://example.com:80/mcp/a?x=1", "/mcp/a", V::kHttp11, F::kNone, 0, true, false,
+       "example.com", 1},
+      {"absolute-form no path", "GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n"sv,
+       "GET", "http://example.com", "", V::kHttp11, F::kNone, 0, true, false, "example.com", 1},
       {"query string", "POST /mcp?session=1&b=%20 HTTP/1.1\r\nHost: a\r\n\r\n"sv, "POST",
        "/mcp?session=1&b=%20", "/mcp", V::kHttp11, F::kNone, 0, true, false, "a", 1},
       {"asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"sv, "OPTIONS", "*", "*", V::kHttp11,
@@ -205,8 +211,8 @@ TEST_CASE("valid request heads", "[http][parser]") {
        "/", "/", V::kHttp11, F::kContentLength, 1, true, true, "a", 3},
       {"empty values and OWS", "GET / HTTP/1.1\r\nHost:a\r\nX-Empty:\r\nX-Ows: \t \r\n\r\n"sv,
        "GET", "/", "/", V::kHttp11, F::kNone, 0, true, false, "a", 3},
-      {"empty Host", "GET / HTTP/1.1\r\nHost: \r\n\r\n"sv, "GET", "/", "/", V::kHttp11, F::kNone, 0,
-       true, false, "", 1},
+      {"empty Host on HTTP/1.0", "GET / HTTP/1.0\r\nHost: \r\n\r\n"sv, "GET", "/", "/", V::kHttp10,
+       F::kNone, 0, false, false, "", 1},
       {"obs-text value", "GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n"sv, "GET", "/", "/",
        V::kHttp11, F::kNone, 0, true, false, "a", 2},
   };

@@ -3,6 +3,7 @@
 #include "gateway/mcp/contract.h"
 
 #include <catch.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -262,6 +263,65 @@ TEST_CASE("contract: arena too small for the decoded values", "[mcp][contract]")
   CHECK(r.error == ContractError::kInvalidSentinel);
   CHECK(r.header == "Mcp-Param-B");
   CHECK(std::string_view(r.reason) == "header values too large");
+}
+
+}  // namespace
+}  // namespace gw::mcp
+
+namespace gw::mcp {
+namespace {
+
+// Spec item 62: "SHOULD reject oversized/excessive headers before base64-decoding or
+// parsing" — the Mcp-Param-* count is decided before any value is looked at.
+TEST_CASE("contract: spec item 62, Mcp-Param count over the limit before any decoding",
+          "[mcp][contract][edge-http]") {
+  struct Case {
+    const char* name;
+    size_t params;
+    uint32_t limit;
+    const char* spelling;  // name prefix as sent
+    bool bad_sentinel;     // every value an invalid sentinel: must not be what is reported
+    ContractError want;
+  };
+  const Case cases[] = {
+      {"at the default limit", 32, kDefaultMaxParams, "Mcp-Param-", false, ContractError::kNone},
+      {"one over the default", 33, kDefaultMaxParams, "Mcp-Param-", false,
+       ContractError::kTooManyParams},
+      {"lower case names", 5, 4, "mcp-param-", false, ContractError::kTooManyParams},
+      {"upper case names", 5, 4, "MCP-PARAM-", false, ContractError::kTooManyParams},
+      {"invalid sentinels, over", 5, 4, "Mcp-Param-", true, ContractError::kTooManyParams},
+      {"invalid sentinels, at the limit", 4, 4, "Mcp-Param-", true,
+       ContractError::kInvalidSentinel},
+      {"limit 1, two", 2, 1, "Mcp-Param-", false, ContractError::kTooManyParams},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::vector<std::string> names;
+    names.reserve(c.params);
+    for (size_t i = 0; i < c.params; ++i) {
+      names.push_back(std::string(c.spelling) + "P" + std::to_string(i));
+    }
+    std::vector<HeaderField> fields;
+    fields.push_back(HeaderField{"Mcp-Method", "tools/call", {}});
+    for (const std::string& n : names) {
+      fields.push_back(HeaderField{n, c.bad_sentinel ? "=?base64?!!!?=" : "=?base64?SGk=?=", {}});
+    }
+    ValueArena arena(4096);
+    McpHeaders h;
+    const ContractResult r = readMcpHeaders(fields, arena, h, c.limit);
+    CHECK(r.error == c.want);
+    if (c.want == ContractError::kTooManyParams) {
+      CHECK(arena.used() == 0);  // nothing was decoded
+      CHECK(h.params.empty());
+      CHECK(r.header == names[c.limit]);  // the first field over the limit
+    }
+  }
+  // Fields that only look similar do not count.
+  std::vector<HeaderField> fields = {
+      {"Mcp-Params", "1", {}}, {"X-Mcp-Param-A", "1", {}}, {"Mcp-Param-A", "1", {}}};
+  ValueArena arena(64);
+  McpHeaders h;
+  CHECK(readMcpHeaders(fields, arena, h, 1).error == ContractError::kNone);
 }
 
 }  // namespace
