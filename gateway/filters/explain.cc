@@ -329,7 +329,8 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
 
   http::RequestHead head;
   auto parser = http::makeHttp1Parser();
-  http::HeadLimits hl{s.limits.max_request_line, s.limits.max_header_bytes, s.limits.max_headers};
+  http::HeadLimits hl{s.limits.max_request_line, s.limits.max_header_bytes, s.limits.max_headers,
+                      s.limits.max_header_line};
   http::ParseResult pr = parser->parseRequest(std::string_view(raw).substr(0, head_len), hl, head);
   if (pr.status != http::ParseStatus::kComplete) {
     return core::fail(std::string("the request would be refused before the pipeline: ") +
