@@ -2,8 +2,8 @@
 // Which request/response fields a proxy forwards (RFC 9110 §7.6.1). Hop-by-hop fields and
 // every field named in Connection are dropped; so are Content-Length and Transfer-Encoding,
 // which the proxy writes itself (exactly one Content-Length upstream), Expect (the gateway
-// answers 100-continue itself), and the proxy's own additions (X-Forwarded-For is appended,
-// not replaced: the incoming value is kept and the client address added).
+// answers 100-continue itself). The client address fields (X-Forwarded-*, Forwarded,
+// X-Real-IP) depend on whether the peer is a trusted proxy: see below.
 
 #include <span>
 #include <string>
