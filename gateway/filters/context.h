@@ -70,6 +70,7 @@ struct RequestContext {
     policy_rule = {};
     forward_credentials = false;
     head = nullptr;
+    client_ip = {};  // may view the previous request's head bytes
     mcp.clear();
     trusted = legacy = need_body = classify_body = verify_body = learn_tools = false;
     route = nullptr;

@@ -147,4 +147,189 @@ bool forwardResponseField(const HeaderField& f, const ConnectionTokens& conn) no
   return !conn.contains(f.name);
 }
 
+// ---- client address fields ------------------------------------------------------------
+
+namespace {
+
+// Header-name folding for client address fields: ASCII case and `_` versus `-`.
+constexpr char foldName(char c) {
+  c = core::toLowerAscii(c);
+  return c == '_' ? '-' : c;
+}
+
+bool foldedEquals(std::string_view name, std::string_view lower) noexcept {
+  if (name.size() != lower.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (foldName(name[i]) != lower[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool foldedStartsWith(std::string_view name, std::string_view lower) noexcept {
+  return name.size() >= lower.size() && foldedEquals(name.substr(0, lower.size()), lower);
+}
+
+bool anyContains(std::span<const core::Cidr> trusted, const core::IpAddress& ip) noexcept {
+  for (const core::Cidr& c : trusted) {
+    if (c.contains(ip)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// ":1".. ":65535" (an empty `rest` is also fine: no port).
+bool validPortSuffix(std::string_view rest) noexcept {
+  if (rest.empty()) {
+    return true;
+  }
+  if (rest.size() < 2 || rest.size() > 6 || rest[0] != ':') {
+    return false;
+  }
+  unsigned port = 0;
+  for (char c : rest.substr(1)) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    port = port * 10 + static_cast<unsigned>(c - '0');
+  }
+  return port <= 65535;
+}
+
+}  // namespace
+
+ClientAddressField clientAddressField(std::string_view name) noexcept {
+  if (name.empty()) {
+    return ClientAddressField::kNone;
+  }
+  const char first = foldName(name[0]);
+  if (first != 'x' && first != 'f') {
+    return ClientAddressField::kNone;  // the common case: one comparison
+  }
+  ClientAddressField kind = ClientAddressField::kNone;
+  if (foldedEquals(name, "x-forwarded-for")) {
+    kind = ClientAddressField::kXForwardedFor;
+  } else if (foldedEquals(name, "x-forwarded-proto")) {
+    kind = ClientAddressField::kXForwardedProto;
+  } else if (foldedEquals(name, "forwarded") || foldedEquals(name, "x-real-ip") ||
+             (name.size() > 12 && foldedStartsWith(name, "x-forwarded-"))) {
+    kind = ClientAddressField::kOther;
+  } else {
+    return ClientAddressField::kNone;
+  }
+  if (name.find('_') != std::string_view::npos) {
+    return ClientAddressField::kUnderscored;
+  }
+  return kind;
+}
+
+bool isTrustedPeer(std::string_view addr, std::span<const core::Cidr> trusted) noexcept {
+  if (trusted.empty()) {
+    return false;
+  }
+  core::IpAddress ip;
+  return core::parseIp(addr, ip) && anyContains(trusted, ip);
+}
+
+bool replacedByForwarding(const HeaderField& f, bool peer_trusted) noexcept {
+  const ClientAddressField kind = clientAddressField(f.name);
+  if (kind == ClientAddressField::kNone) {
+    return false;
+  }
+  if (!peer_trusted) {
+    return true;
+  }
+  return kind == ClientAddressField::kXForwardedFor || kind == ClientAddressField::kUnderscored;
+}
+
+void appendClientAddressFields(std::string& out, const std::vector<HeaderField>& fields,
+                               std::string_view peer, bool peer_trusted, std::string_view scheme) {
+  bool has_proto = false;
+  out.append("X-Forwarded-For: ");
+  if (peer_trusted) {
+    for (const HeaderField& f : fields) {
+      const ClientAddressField kind = clientAddressField(f.name);
+      if (kind == ClientAddressField::kXForwardedFor && !f.value.empty()) {
+        out.append(f.value).append(", ");
+      } else if (kind == ClientAddressField::kXForwardedProto) {
+        has_proto = true;
+      }
+    }
+  }
+  out.append(peer).append("\r\n");
+  if (!has_proto) {
+    out.append("X-Forwarded-Proto: ").append(scheme).append("\r\n");
+  }
+}
+
+bool parseForwardedElement(std::string_view element, std::string_view& addr,
+                           core::IpAddress& ip) noexcept {
+  if (element.empty()) {
+    return false;
+  }
+  if (element[0] == '[') {
+    // "[v6]" or "[v6]:port" (RFC 3986 IP-literal; an IPv4 address is never bracketed).
+    const size_t close = element.find(']');
+    if (close == std::string_view::npos) {
+      return false;
+    }
+    addr = element.substr(1, close - 1);
+    return validPortSuffix(element.substr(close + 1)) && core::parseIp(addr, ip) && ip.v6;
+  }
+  const size_t colon = element.find(':');
+  if (colon != std::string_view::npos && element.find(':', colon + 1) == std::string_view::npos) {
+    // One colon: "a.b.c.d:port" (an IPv6 literal has at least two).
+    addr = element.substr(0, colon);
+    return validPortSuffix(element.substr(colon)) && core::parseIp(addr, ip) && !ip.v6;
+  }
+  addr = element;
+  return core::parseIp(addr, ip);
+}
+
+std::string_view clientAddress(const std::vector<HeaderField>& fields, std::string_view peer,
+                               std::span<const core::Cidr> trusted) noexcept {
+  if (trusted.empty()) {
+    return peer;
+  }
+  core::IpAddress ip;
+  if (!core::parseIp(peer, ip) || !anyContains(trusted, ip)) {
+    return peer;
+  }
+  std::string_view result = peer;  // the leftmost trusted address walked so far
+  size_t walked = 0;
+  for (size_t i = fields.size(); i-- > 0;) {
+    if (clientAddressField(fields[i].name) != ClientAddressField::kXForwardedFor) {
+      continue;
+    }
+    std::string_view rest = fields[i].value;
+    while (true) {
+      const size_t comma = rest.rfind(',');
+      const std::string_view element =
+          core::trimOws(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
+      if (++walked > kMaxForwardedElements) {
+        return result;
+      }
+      if (!element.empty()) {
+        std::string_view addr;
+        if (!parseForwardedElement(element, addr, ip)) {
+          return result;
+        }
+        if (!anyContains(trusted, ip)) {
+          return addr;
+        }
+        result = addr;
+      }
+      if (comma == std::string_view::npos) {
+        break;
+      }
+      rest = rest.substr(0, comma);
+    }
+  }
+  return result;
+}
+
 }  // namespace gw::http

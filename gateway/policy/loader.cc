@@ -416,6 +416,11 @@ class Loader {
         p = base_dir_ / p;
       }
       jwt->keys_file = p.lexically_normal().string();
+      if (settings::hermeticLoad()) {
+        error(valueMark(*keys_entry),
+              "'" + keys_entry->path + "': key file not read (hermetic test load)");
+        return;
+      }
       std::ifstream in(jwt->keys_file, std::ios::binary);
       if (!in) {
         error(valueMark(*keys_entry),

@@ -498,7 +498,8 @@ void Connection::startRequest() {
   arena_.reset();
   ctx_.snapshot = snap_.get();
   ctx_.head = &head_;
-  ctx_.client_ip = peer_;
+  ctx_.client_ip =
+      http::clientAddress(head_.fields, peer_, s_->trusted_proxies);  // views head_buf_
   close_after_ = !head_.keep_alive;
   linger_ = false;
   garbage_ = false;
@@ -1126,9 +1127,10 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
     h.append(head_.target.substr(q));
   }
   h.append(" HTTP/1.1\r\n");
+  const bool trusted_peer = http::isTrustedPeer(peer_, s_->trusted_proxies);
   for (const http::HeaderField& f : head_.fields) {
-    if (core::iequals(f.name, "x-forwarded-for")) {
-      continue;  // every X-Forwarded-For value is merged into one field below
+    if (http::replacedByForwarding(f, trusted_peer)) {
+      continue;  // client address fields: dropped, or merged below (trusted_proxies)
     }
     if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
@@ -1137,13 +1139,8 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
       h.append(f.line).append("\r\n");
     }
   }
-  h.append("X-Forwarded-For: ");
-  for (const http::HeaderField& f : head_.fields) {
-    if (core::iequals(f.name, "x-forwarded-for") && !f.value.empty()) {
-      h.append(f.value).append(", ");
-    }
-  }
-  h.append(peer_).append("\r\n");
+  // The listener is plain HTTP; a TLS listener passes "https".
+  http::appendClientAddressFields(h, head_.fields, peer_, trusted_peer, "http");
   if (content_length > 0 || head_.method == "POST" || head_.method == "PUT") {
     h.append("Content-Length: ");
     appendNumber(h, content_length);
@@ -1741,7 +1738,7 @@ void Connection::logAccess() {
   line += "{\"time\":\"";
   line += tbuf;
   line += "\",\"client\":\"";
-  mcp::appendJsonEscaped(line, peer_);
+  mcp::appendJsonEscaped(line, ctx_.client_ip.empty() ? std::string_view(peer_) : ctx_.client_ip);
   line += "\",\"method\":\"";
   mcp::appendJsonEscaped(line, head_.method);
   line += "\",\"path\":\"";

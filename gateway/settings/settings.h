@@ -147,4 +147,11 @@ bool parseSize(std::string_view text, uint64_t& out) noexcept;
 // settings loader resolves names (getaddrinfo) when it loads the file.
 bool parseAddress(std::string_view text, Address& out);
 
+// Test hook for the loader fuzz targets (tests/fuzz/config_fuzz.cc, policy_fuzz.cc): while
+// on, loadString and PolicySet::loadString resolve no host name (no getaddrinfo, so no DNS)
+// and stat or read no file a document names (`policies`, `jwt.keys_file`); each such entry
+// is an error saying so. Off by default; the gateway never turns it on.
+void setHermeticLoadForTesting(bool on) noexcept;
+bool hermeticLoad() noexcept;
+
 }  // namespace gw::settings

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -202,6 +203,18 @@ bool parseAddress(std::string_view text, Address& out) {
   out.text = std::string(text);
   out.ip = numeric ? out.host : std::string();
   return true;
+}
+
+namespace {
+std::atomic<bool> g_hermetic_load{false};
+}  // namespace
+
+void setHermeticLoadForTesting(bool on) noexcept {
+  g_hermetic_load.store(on, std::memory_order_relaxed);
+}
+
+bool hermeticLoad() noexcept {
+  return g_hermetic_load.load(std::memory_order_relaxed);
 }
 
 }  // namespace gw::settings

@@ -82,7 +82,10 @@ TEST_CASE("proxy: POST /mcp JSON round trip canonicalises the head and keeps Mcp
     INFO("hop-by-hop header " << hop);
     CHECK_FALSE(got.hasHeader(hop));
   }
-  CHECK(got.headerValues("X-Forwarded-For") == std::vector<std::string>{"1.2.3.4, 127.0.0.1"});
+  // Issue #12 item 10: the client is not in trusted_proxies (default empty), so its
+  // X-Forwarded-For is replaced by the peer address, not appended to.
+  CHECK(got.headerValues("X-Forwarded-For") == std::vector<std::string>{"127.0.0.1"});
+  CHECK(got.headerValues("X-Forwarded-Proto") == std::vector<std::string>{"http"});
   for (const char* line :
        {"\r\nMCP-Protocol-Version: 2026-07-28\r\n", "\r\nMcp-Method: tools/call\r\n",
         "\r\nmcp-name: echo\r\n", "\r\nmCp-pArAm-Region: eu-west-1\r\n",

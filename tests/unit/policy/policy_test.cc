@@ -420,6 +420,29 @@ TEST_CASE("loader: jwt may be set by one file only") {
   CHECK(errors[0].line == 2);
 }
 
+TEST_CASE("loader: hermetic test load reads no keys_file") {
+  // The fuzz targets' hook (tests/fuzz/policy_fuzz.cc): the key file exists and is valid, but
+  // is not read while the hook is on.
+  TempDir dir;
+  dir.write("jwks.json",
+            R"({"keys":[{"kty":"oct","k":"MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE"}]})");
+  const std::string jwt =
+      "identity:\n  jwt:\n    issuer: i\n    audiences: [a]\n"
+      "    keys_file: jwks.json\n";
+  const std::string file = dir.path() + "/p.yaml";
+  std::vector<settings::Diagnostic> errors;
+  settings::setHermeticLoadForTesting(true);
+  auto set = PolicySet::loadString(jwt, file, errors);
+  settings::setHermeticLoadForTesting(false);
+  CHECK(set == nullptr);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].line == 5);
+  CHECK(errors[0].message == "'identity.jwt.keys_file': key file not read (hermetic test load)");
+  errors.clear();
+  CHECK(PolicySet::loadString(jwt, file, errors) != nullptr);
+  CHECK(errors.empty());
+}
+
 TEST_CASE("policy files in the repo load") {
   for (const char* f : {"/policies/default.yaml", "/policies/examples/strict.yaml"}) {
     INFO(f);

@@ -386,6 +386,29 @@ TEST_CASE("a host name that does not resolve is a load error at its position", "
   CHECK(took < 10s);
 }
 
+TEST_CASE("hermetic test load: no name resolution, no policy file looked at", "[settings]") {
+  // The fuzz targets' hook (tests/fuzz/config_fuzz.cc); off by default, the gateway never sets
+  // it. IP literals still load; names and policy files become errors at their position.
+  const std::string yaml =
+      "upstreams:\n"                                            // 1
+      "  - name: x\n"                                           // 2
+      "    endpoints: [127.0.0.1:1, localhost:3000]\n"          // 3
+      "policies: [" GW_SOURCE_DIR "/policies/default.yaml]\n";  // 4
+  setHermeticLoadForTesting(true);
+  LoadResult r = loadString(yaml, "gw.yaml");
+  setHermeticLoadForTesting(false);
+  INFO(dump(r));
+  CHECK_FALSE(r.settings);
+  CHECK(r.errors.size() == 2);
+  CHECK(hasError(r, 3, 30, "cannot resolve 'localhost': name resolution is off"));
+  CHECK(hasError(r, 4, 12, "not looked at (hermetic test load)"));
+  CHECK(loadString(withBase("listen: 127.0.0.1:0\n"), "gw.yaml").settings);
+  // Off again: the same text loads.
+  LoadResult normal = loadString(yaml, "gw.yaml");
+  INFO(dump(normal));
+  CHECK(normal.settings);
+}
+
 TEST_CASE("errors point at the offending value", "[settings]") {
   LoadResult r = loadString(
       "listen: 127.0.0.1:8080\n"              // 1
