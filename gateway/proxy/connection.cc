@@ -553,7 +553,10 @@ void Connection::startRequest() {
     // truncated body then never ties up an upstream connection.
     body_mode_ = BodyMode::kBuffer;
   } else if (has_body) {
+    // Straight through (Content-Length only: chunked is buffered): the body is streamed as it
+    // arrives once the limits passed; pumpStreamBody moves exactly this many bytes.
     body_mode_ = BodyMode::kStream;
+    body_remaining_ = head_.content_length;
   }
 
   state_ = State::kExchange;
