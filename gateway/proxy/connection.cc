@@ -878,8 +878,11 @@ void Connection::sendLocalReply() {
   evbuffer_add(out, head, static_cast<size_t>(n));
   addStr(out, r.extra_headers);
   addStr(out, "\r\n");
-  addStr(out, body);
-  bytes_out_ += static_cast<size_t>(n) + r.extra_headers.size() + 2 + body.size();
+  // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
+  // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
+  const size_t content = head_.method == "HEAD" ? 0 : body.size();
+  evbuffer_add(out, body.data(), content);
+  bytes_out_ += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
   finishRequest(!close_after_);
 }
 
