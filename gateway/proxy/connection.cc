@@ -646,7 +646,7 @@ void Connection::beginBodyRead() {
   if (head_.framing == http::BodyFraming::kContentLength && !reserveBody(head_.content_length)) {
     filters::setReply(ctx_, 503, mcp::code::kOverloaded,
                       "Service Unavailable: the gateway holds too many request bodies; retry",
-                      "body_buffer_full", false);
+                      "body_buffer_full");
     ctx_.reply.extra_headers = "Retry-After: 1\r\n";
     replyBeforeBody();
     return;
