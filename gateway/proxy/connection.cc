@@ -555,7 +555,10 @@ void Connection::startRequest() {
     // truncated body then never ties up an upstream connection.
     body_mode_ = BodyMode::kBuffer;
   } else if (has_body) {
+    // Straight through (Content-Length only: chunked is buffered): the body is streamed as it
+    // arrives once the limits passed; pumpStreamBody moves exactly this many bytes.
     body_mode_ = BodyMode::kStream;
+    body_remaining_ = head_.content_length;
   }
 
   state_ = State::kExchange;
@@ -645,7 +648,7 @@ void Connection::beginBodyRead() {
   if (head_.framing == http::BodyFraming::kContentLength && !reserveBody(head_.content_length)) {
     filters::setReply(ctx_, 503, mcp::code::kOverloaded,
                       "Service Unavailable: the gateway holds too many request bodies; retry",
-                      "body_buffer_full", false);
+                      "body_buffer_full");
     ctx_.reply.extra_headers = "Retry-After: 1\r\n";
     replyBeforeBody();
     return;
@@ -876,8 +879,11 @@ void Connection::sendLocalReply() {
   evbuffer_add(out, head, static_cast<size_t>(n));
   addStr(out, r.extra_headers);
   addStr(out, "\r\n");
-  addStr(out, body);
-  bytes_out_ += static_cast<size_t>(n) + r.extra_headers.size() + 2 + body.size();
+  // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
+  // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
+  const size_t content = head_.method == "HEAD" ? 0 : body.size();
+  evbuffer_add(out, body.data(), content);
+  bytes_out_ += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
   finishRequest(!close_after_);
 }
 
