@@ -1145,6 +1145,12 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
       h.append(f.line).append("\r\n");
     }
   }
+  if (head_.version == http::Version::kHttp10 && endpoint_ != nullptr &&
+      http::findField(head_.fields, "host") == nullptr) {
+    // An HTTP/1.0 request may come without Host; the HTTP/1.1 request made of it may not
+    // (RFC 9112 §3.2): it names the upstream endpoint.
+    h.append("Host: ").append(endpoint_->text).append("\r\n");
+  }
   // The listener is plain HTTP; a TLS listener passes "https".
   http::appendClientAddressFields(h, head_.fields, peer_, trusted_peer, "http");
   if (content_length > 0 || head_.method == "POST" || head_.method == "PUT") {

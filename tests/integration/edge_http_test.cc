@@ -321,3 +321,21 @@ TEST_CASE("edge-http: empty lines before a request line are skipped, pipelined t
   std::this_thread::sleep_for(Ms(100));
   CHECK(up.requestCount() == 3);
 }
+
+TEST_CASE(
+    "edge-http: an HTTP/1.0 request without Host reaches the upstream with one (RFC 9112 3.2)",
+    "[edge][edge-http]") {
+  RawUpstream up(RawUpstream::respond(200, kUpstreamJson));
+  Gateway gw(edgeYaml(up, "", ""));
+  Response r = fetch(gw.port(), post("/mcp", "", "", "HTTP/1.0"));
+  CHECK(r.status == 200);
+  REQUIRE(up.waitForRequests(1, Ms(2000)));
+  RecordedRequest req = up.requests().back();
+  CHECK(req.requestLine() == "POST /mcp HTTP/1.1");
+  CHECK(req.headerValues("host") == std::vector<std::string>{up.address()});
+  // A Host the client sent is passed on as sent, never doubled.
+  r = fetch(gw.port(), post("/mcp", "Host: client.example\r\n", "", "HTTP/1.0"));
+  CHECK(r.status == 200);
+  REQUIRE(up.waitForRequests(2, Ms(2000)));
+  CHECK(up.requests().back().headerValues("host") == std::vector<std::string>{"client.example"});
+}
