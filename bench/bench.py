@@ -302,6 +302,7 @@ endpoint: /mcp
 workers: 1
 limits:
   max_connections: {max(4096, fdLimit - 100, idleConns + 1000)}
+  max_connections_per_client: 0
   keepalive_timeout: 300s
 mcp:
   protocol_versions: [2026-07-28]
@@ -797,7 +798,9 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
           "it budgets 2 descriptors per `maxconn` (client and server side) and would refuse to "
           "start with `maxconn` above half the limit (a hard limit of 20,000 would cap it below "
           "10,000), although an idle client connection holds only one; with `no strict-limits` "
-          "it logs an ALERT and serves, so it is measured at the same count as the others.\n")
+          "it logs an ALERT and serves, so it is measured at the same count as the others. "
+          "mcp-gateway runs with `limits.max_connections_per_client: 0`: every connection "
+          "comes from 127.0.0.1, and the default cap of 256 per address would refuse the rest.\n")
         w("| setup | idle conns held | RSS before (MiB) | RSS with conns (MiB) | KiB per conn |")
         w("|---|---|---|---|---|")
         for s in kProxies:
