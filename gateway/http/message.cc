@@ -27,4 +27,15 @@ size_t countFields(const std::vector<HeaderField>& fields, std::string_view name
   return n;
 }
 
+Expectation expectation(const std::vector<HeaderField>& fields, Version version) noexcept {
+  const HeaderField* ex = findField(fields, "expect");
+  if (ex == nullptr) {
+    return Expectation::kNone;
+  }
+  if (!core::iequals(ex->value, "100-continue") || countFields(fields, "expect") != 1) {
+    return Expectation::kUnsupported;
+  }
+  return version == Version::kHttp11 ? Expectation::kContinue : Expectation::kNone;
+}
+
 }  // namespace gw::http

@@ -84,4 +84,11 @@ const HeaderField* findField(const std::vector<HeaderField>& fields,
 // Number of fields with this name (case-insensitive).
 size_t countFields(const std::vector<HeaderField>& fields, std::string_view name) noexcept;
 
+// What a request's Expect fields ask for (RFC 9110 §10.1.1). Only `100-continue` (any case,
+// exactly one field, no list) is understood: kContinue on HTTP/1.1, kNone on HTTP/1.0 (a
+// server MUST ignore it there). Anything else — another expectation, a list, two fields, an
+// empty value — is kUnsupported (answer 417).
+enum class Expectation : uint8_t { kNone, kContinue, kUnsupported };
+Expectation expectation(const std::vector<HeaderField>& fields, Version version) noexcept;
+
 }  // namespace gw::http

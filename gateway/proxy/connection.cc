@@ -165,30 +165,23 @@ const char* garbageOutcome(int status) {
 
 void onGarbageTimer(evutil_socket_t, short, void* arg) {
   auto& w = *static_cast<WorkerContext*>(arg);
-  if (w.garbage_suppressed > 0) {
-    spdlog::warn("suppressed {} more malformed-request log lines (limit {} a second per worker)",
-                 w.garbage_suppressed, WorkerContext::kGarbageLinesPerSecond);
-    w.garbage_suppressed = 0;
+  if (uint64_t n = w.garbage_log.takeSuppressed(); n > 0) {
+    spdlog::warn("suppressed {} more malformed-request log lines (limit {} a second per worker)", n,
+                 w.garbage_log.perSecond());
   }
 }
 
 // One log line for a request whose head did not parse (or did not arrive), at most
-// kGarbageLinesPerSecond a second per worker: a flood of garbage cannot fill a disk. The
+// 10 a second per worker (WorkerContext::garbage_log): a flood of garbage cannot fill a disk. The
 // lines dropped are counted (mcp_gateway_log_lines_suppressed_total) and summed up in one
 // line a second later. `peer` is an address printed by inet_ntop; `reason` is static text.
 void logGarbage(WorkerContext& w, std::string_view peer, int status, const char* reason) {
-  int64_t second = static_cast<int64_t>(std::time(nullptr));
-  if (second != w.garbage_second) {
-    w.garbage_second = second;
-    w.garbage_lines = 0;
-  }
-  if (w.garbage_lines < WorkerContext::kGarbageLinesPerSecond) {
-    ++w.garbage_lines;
+  if (w.garbage_log.take(static_cast<int64_t>(std::time(nullptr)))) {
     spdlog::warn("rejected a malformed request from {}: {} ({})", peer, reason, status);
     return;
   }
   w.metrics->log_lines_suppressed.add(1);
-  if (w.garbage_suppressed++ == 0) {
+  if (w.garbage_log.suppressed() == 1) {
     if (!w.garbage_timer) {
       w.garbage_timer.reset(evtimer_new(w.base, onGarbageTimer, &w));
     }
@@ -521,16 +514,13 @@ void Connection::startRequest() {
   // Expect (RFC 9110 §10.1.1): only 100-continue is understood. It is honoured on HTTP/1.1
   // (an HTTP/1.0 100-continue is ignored, as the RFC requires); anything else, or a list,
   // gets 417 and the connection closes (its body, if any, is never read).
-  if (const http::HeaderField* ex = http::findField(head_.fields, "expect")) {
-    if (!core::iequals(ex->value, "100-continue") ||
-        http::countFields(head_.fields, "expect") != 1) {
-      filters::setReply(ctx_, 417, mcp::code::kInvalidRequest,
-                        "Expectation Failed: only 'Expect: 100-continue' is supported",
-                        "expectation_failed", false);
-      close_after_ = true;
-      sendLocalReply();
-      return;
-    }
+  if (http::expectation(head_.fields, head_.version) == http::Expectation::kUnsupported) {
+    filters::setReply(ctx_, 417, mcp::code::kInvalidRequest,
+                      "Expectation Failed: only 'Expect: 100-continue' is supported",
+                      "expectation_failed", false);
+    close_after_ = true;
+    sendLocalReply();
+    return;
   }
 
   if (head_.framing == http::BodyFraming::kContentLength &&

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gateway/core/line_budget.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/snapshot.h"
@@ -99,13 +100,10 @@ struct WorkerContext {
   event::EventPtr flush;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
-  // Log lines about requests whose head did not parse: at most kGarbageLinesPerSecond a
-  // second per worker; the rest are counted and summed up in one "suppressed" line.
-  static constexpr uint32_t kGarbageLinesPerSecond = 10;
-  int64_t garbage_second = 0;
-  uint32_t garbage_lines = 0;
-  uint64_t garbage_suppressed = 0;
-  event::EventPtr garbage_timer;  // prints the "suppressed" line after a second with drops
+  // Log lines about requests whose head did not parse: at most 10 a second per worker; the
+  // rest are counted and summed up in one "suppressed" line a second later (garbage_timer).
+  core::LineBudget garbage_log{10};
+  event::EventPtr garbage_timer;
 
   // The current access log (null: off); one relaxed load per call unless a reload changed it.
   spdlog::logger* accessLog() {
