@@ -3,6 +3,7 @@
 #include "gateway/http/host.h"
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/glob.h"
 
 namespace gw::http {
 
@@ -129,29 +130,8 @@ bool sameAuthority(const HostPort& target, std::string_view default_port,
 }
 
 bool globMatchNoCase(std::string_view pattern, std::string_view s) noexcept {
-  // Iterative matcher with one backtrack point (the last `*`): O(|pattern| * |s|) worst case.
-  size_t p = 0;
-  size_t i = 0;
-  size_t star = std::string_view::npos;
-  size_t resume = 0;
-  while (i < s.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      resume = i;
-    } else if (p < pattern.size() && core::toLowerAscii(pattern[p]) == core::toLowerAscii(s[i])) {
-      ++p;
-      ++i;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      i = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') {
-    ++p;
-  }
-  return p == pattern.size();
+  return core::globMatch(
+      pattern, s, [](char a, char b) { return core::toLowerAscii(a) == core::toLowerAscii(b); });
 }
 
 bool hostAllowed(const std::vector<std::string>& patterns, std::string_view host) noexcept {

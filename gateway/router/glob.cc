@@ -1,11 +1,12 @@
-// router/: glob matching (see glob.h). The general case is the classic two-pointer
-// backtracking match: on a mismatch, retry from the most recent `*` consuming one more
-// character. Common shapes (literal, `*`, `a*`, `*b`) are classified once at compile time.
+// router/: glob matching (see glob.h). Common shapes (literal, `*`, `a*`, `*b`) are
+// classified once at compile time; the general case is core::globMatch.
 
 #include "gateway/router/glob.h"
 
 #include <algorithm>
 #include <utility>
+
+#include "gateway/core/glob.h"
 
 namespace gw::router {
 
@@ -49,29 +50,7 @@ bool Glob::match(std::string_view s) const noexcept {
     case Kind::kGeneral:
       break;
   }
-  std::string_view p = pattern_;
-  size_t pi = 0;
-  size_t si = 0;
-  size_t star = std::string_view::npos;  // position of the last `*` seen in p
-  size_t resume = 0;                     // where in s that `*` currently stops
-  while (si < s.size()) {
-    if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      resume = si;
-    } else if (pi < p.size() && p[pi] == s[si]) {
-      ++pi;
-      ++si;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      si = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') {
-    ++pi;
-  }
-  return pi == p.size();
+  return core::globMatch(pattern_, s, [](char a, char b) { return a == b; });
 }
 
 }  // namespace gw::router
