@@ -278,8 +278,14 @@ TEST_CASE("legacy: a 2/min limit admits exactly 2 calls, legacy and modern share
 
 TEST_CASE("legacy: a params rule applies through annotations learned from a legacy tools/list",
           "[legacy]") {
+  // The tools/list answer as JSON and as an SSE stream: learning sees both.
+  const bool sse = GENERATE(false, true);
+  INFO("answer as " << (sse ? "SSE" : "JSON"));
   TempDir dir;
-  RawUpstream up(RawUpstream::respond(200, kToolsList));
+  RawUpstream up(
+      sse ? RawUpstream::respond(200, std::string("event: message\ndata: ") + kToolsList + "\n\n",
+                                 "text/event-stream")
+          : RawUpstream::respond(200, kToolsList));
   Gateway gw(config(up.address(), policyFile(dir), 0));
   const std::string us = callBody("execute_sql", R"({"region":"us-east1","query":"q"})", 3);
   // Nothing learned yet: no Region param, the rule cannot apply (as a modern call without it).
