@@ -31,9 +31,10 @@ kHere = os.path.dirname(os.path.abspath(__file__))
 kProxyCpu = "0"
 kLoadCpu = "1"
 kResponseBytes = 300
-kSetups = ["direct", "gateway-header", "gateway-verify", "nginx", "haproxy"]
+kSetups = ["direct", "gateway-header", "gateway-verify", "gateway-legacy", "nginx", "haproxy"]
 kProxies = kSetups[1:]
-kGateways = ["gateway-header", "gateway-verify"]
+kGateways = ["gateway-header", "gateway-verify", "gateway-legacy"]
+kLegacy = "gateway-legacy"  # the same call without MCP headers: routed from the body (issue #13)
 kNames = ["tool_a", "tool_b", "tool_c"]
 kSseGapped = "tool_sse_gapped"  # Mcp-Name of the 100-events-10-ms-apart stream
 kSseFast = "tool_sse_fast"      # Mcp-Name of the as-fast-as-possible stream
@@ -281,7 +282,8 @@ backend be_sse
     option http-no-delay
     server s1 127.0.0.1:{ports['sse']}
 """)
-    for setup, verify in (("gateway-header", "false"), ("gateway-verify", "true")):
+    for setup, verify in (("gateway-header", "false"), ("gateway-verify", "true"),
+                          (kLegacy, "false")):
         upstreams = "\n".join(f"""  - name: up_{c}
     endpoints: [127.0.0.1:{ports['direct']}]
     max_idle_connections: 64""" for c in "abc")
@@ -318,9 +320,9 @@ drain_timeout: 1s
 """)
 
 
-def probe(port):
+def probe(port, legacy=False):
     """One request per route name; returns a list of problems (empty when all answered 200 with
-    the 300-byte body)."""
+    the 300-byte body). legacy: without the MCP headers (a 2025-era client)."""
     problems = []
     for name in kNames:
         head = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' + name +
@@ -329,7 +331,8 @@ def probe(port):
         body = (head + "x" * (250 - len(head) - len(tail)) + tail).encode()
         req = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                "Accept: application/json, text/event-stream\r\n"
-               f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\n"
+               + ("" if legacy else "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                                    f"Mcp-Name: {name}\r\n") +
                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(req)
@@ -346,12 +349,14 @@ def probe(port):
     return problems
 
 
-def runWrk(port, seconds, conns, latency):
+def runWrk(port, seconds, conns, latency, legacy=False):
     argv = ["taskset", "-c", kLoadCpu, "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
             "-s", os.path.join(kHere, "mcp_call.lua")]
     if latency:
         argv.append("--latency")
     argv.append(f"http://127.0.0.1:{port}/mcp")
+    if legacy:
+        argv += ["--", "legacy"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60).stdout
     m = re.search(r"^BENCH (.*)$", out, re.M)
     if not m:
@@ -470,7 +475,7 @@ def main():
         waitPort(ports[setup], procs[setup], setup)
     waitPort(ports["nginx-sse"], procs["nginx"], "nginx (SSE listener)")
     for setup in kSetups:
-        problems = probe(ports[setup])
+        problems = probe(ports[setup], setup == kLegacy)
         if problems:
             raise RuntimeError(f"{setup} does not answer the benchmark request:\n"
                                + "\n".join(problems))
@@ -482,7 +487,7 @@ def main():
 
     log("warm-up")
     for setup in kSetups:
-        runWrk(ports[setup], 1, 50, False)
+        runWrk(ports[setup], 1, 50, False, setup == kLegacy)
 
     cap = {s: [] for s in kSetups}   # per run: wrk result + cpu
     for run in range(runs):
@@ -491,7 +496,7 @@ def main():
             u0, s0 = cpuTicksSplit(pid)
             seg0 = tcpOutSegs()
             cpu1a = cpuBusyTicks(kLoadCpu)
-            r = runWrk(ports[setup], seconds, 50, False)
+            r = runWrk(ports[setup], seconds, 50, False, setup == kLegacy)
             cpu1b = cpuBusyTicks(kLoadCpu)
             seg1 = tcpOutSegs()
             u1, s1 = cpuTicksSplit(pid)
@@ -520,7 +525,7 @@ def main():
     lat = {s: [] for s in kSetups}
     for run in range(runs):
         for setup in rotated(kSetups, run):
-            r = runWrk(ports[setup], latSeconds, 1, True)
+            r = runWrk(ports[setup], latSeconds, 1, True, setup == kLegacy)
             lat[setup].append(r)
             log(f"latency run {run + 1} {setup}: p50 {r['p50_us']:.0f}us p99 {r['p99_us']:.0f}us")
 
@@ -694,7 +699,9 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
       "tools/call`, `Mcp-Name` rotating over tool_a/tool_b/tool_c (three routes, three upstream "
       "names, one upstream); answer: nginx `return 200` of a 300-byte JSON-RPC result\n")
     w("Setups: **direct** = wrk → upstream; **gateway-header** = mcp-gateway routing on Mcp-Name; "
-      "**gateway-verify** = the same with `mcp.verify_body: true`; **nginx** = `map "
+      "**gateway-verify** = the same with `mcp.verify_body: true`; **gateway-legacy** = the same "
+      "config and body sent without the MCP headers (a 2025-era client: the gateway routes on "
+      "the parsed body); **nginx** = `map "
       "$http_mcp_name` → 3 upstream blocks (keepalive 64); **haproxy** = ACLs on "
       "`req.hdr(mcp-name)`, `http-reuse always`.\n")
 
@@ -724,6 +731,9 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
     w("## Capacity\n")
     table("requests per second (wrk -c50)", cap, "rps", 0, "req/s")
     ratios("req/s ratios (same run; > 1 = gateway faster)", cap, "rps")
+    rs = perRunRatio(cap, "rps", kLegacy, "gateway-header")
+    w(f"Legacy inspection (issue #13): gateway-legacy ÷ gateway-header req/s = "
+      f"**{fmt(med(rs), 2)}** (per run {', '.join(fmt(x, 2) for x in rs)}; goal ≥ 0.9)\n")
     errs = {s: sum(r["errors"] for r in cap[s]) for s in kSetups}
     w("Errors reported by wrk over all capacity runs (connect/read/write/non-2xx/timeout): "
       + ", ".join(f"{s} {e:.0f}" for s, e in errs.items()) + "\n")

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/message.h"
@@ -48,6 +49,13 @@ struct RequestContext {
   mcp::McpHeaders mcp;   // reused across requests on a connection
   bool trusted = false;  // MCP-Protocol-Version is in mcp.protocol_versions
   bool legacy = false;   // untrusted traffic admitted by legacy: passthrough
+  // Legacy inspection (issue #13): a legacy POST's body is read and ctx.mcp (and, for a
+  // batch, `batch`) is filled from it. The body is the source of truth, so the view is
+  // trusted for routing, rules, limits, logs and metrics like a trusted request's headers.
+  bool legacy_inspect = false;         // legacy POST with a body: route/policy wait for onBody
+  bool body_view = false;              // ctx.mcp was read from the body
+  std::vector<mcp::McpHeaders> batch;  // a batch's elements after the first (reused)
+  mcp::ValueArena* arena = nullptr;    // the request's arena (set by onHeaders)
   const settings::Route* route = nullptr;
 
   bool need_body = false;      // a stage wants the whole body before the upstream
@@ -72,6 +80,8 @@ struct RequestContext {
     head = nullptr;
     client_ip = {};  // may view the previous request's head bytes
     mcp.clear();
+    legacy_inspect = body_view = false;
+    batch.clear();
     trusted = legacy = need_body = classify_body = verify_body = learn_tools = false;
     route = nullptr;
     param_check = ParamCheck::kNotChecked;
@@ -80,15 +90,18 @@ struct RequestContext {
   }
 };
 
-// What policy rules and rate limits may look at: the decoded Mcp-* values of a trusted
-// request, nothing of an untrusted one.
-inline policy::RequestView policyView(const RequestContext& ctx) noexcept {
+// The view of one message: its method (when it has one) and its name/params.
+inline policy::RequestView viewOf(const mcp::McpHeaders& m) noexcept {
   policy::RequestView view;
-  if (ctx.trusted) {
-    view.method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
-    view.mcp = &ctx.mcp;
-  }
+  view.method = m.has_method ? m.method : std::string_view{};
+  view.mcp = &m;
   return view;
+}
+
+// What policy rules and rate limits may look at: the decoded Mcp-* values of a trusted
+// request, or the view read from a legacy request's body; nothing of an untrusted one.
+inline policy::RequestView policyView(const RequestContext& ctx) noexcept {
+  return ctx.trusted || ctx.body_view ? viewOf(ctx.mcp) : policy::RequestView{};
 }
 
 }  // namespace gw::filters

@@ -16,22 +16,23 @@ namespace {
 
 constexpr char kSep = '\x1f';  // cannot appear in a header value or a YAML key part
 
-void appendPart(const RequestContext& ctx, std::string_view part, std::string& key) {
+// `m` is the message's view, or null when the request has none (untrusted headers).
+void appendPart(const RequestContext& ctx, const mcp::McpHeaders* m, std::string_view part,
+                std::string& key) {
   key += kSep;
-  const mcp::McpHeaders& m = ctx.mcp;
   if (part == "subject") {
     key += ctx.identity.authenticated ? std::string_view(ctx.identity.subject) : "-";
   } else if (part == "group") {
     key += ctx.identity.groups.empty() ? std::string_view("-")
                                        : std::string_view(ctx.identity.groups.front());
   } else if (part == "method") {
-    key += ctx.trusted && m.has_method ? m.method : std::string_view("-");
+    key += m != nullptr && m->has_method ? m->method : std::string_view("-");
   } else if (part == "name") {
-    key += ctx.trusted && m.has_name ? m.name.value : std::string_view("-");
+    key += m != nullptr && m->has_name ? m->name.value : std::string_view("-");
   } else if (part == "client_ip") {
     key += ctx.client_ip;
   } else if (core::istartsWith(part, "param:")) {
-    const mcp::McpParam* p = ctx.trusted ? m.findParam(part.substr(6)) : nullptr;
+    const mcp::McpParam* p = m != nullptr ? m->findParam(part.substr(6)) : nullptr;
     key += p ? p->v.value : std::string_view("-");
   } else if (core::istartsWith(part, "header:")) {
     const http::HeaderField* f = http::findField(ctx.head->fields, part.substr(7));
@@ -39,10 +40,8 @@ void appendPart(const RequestContext& ctx, std::string_view part, std::string& k
   }
 }
 
-}  // namespace
-
-void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out) {
-  policy::RequestView view = policyView(ctx);
+void collectFor(const RequestContext& ctx, const mcp::McpHeaders* m, std::vector<LimitCheck>& out) {
+  const policy::RequestView view = m != nullptr ? viewOf(*m) : policy::RequestView{};
   for (const policy::RateLimitSpec& spec : ctx.snapshot->policy->rateLimits()) {
     if (!spec.match.matches(view, ctx.identity)) {
       continue;
@@ -51,11 +50,30 @@ void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out) {
     c.spec = &spec;
     c.key = spec.name;
     for (const std::string& part : spec.key) {
-      appendPart(ctx, part, c.key);
+      appendPart(ctx, m, part, c.key);
     }
     c.rate =
         ratelimit::Rate::make(spec.count, std::chrono::milliseconds(spec.window_ms), spec.burst);
     out.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out) {
+  if (!ctx.body_view) {
+    collectFor(ctx, ctx.trusted ? &ctx.mcp : nullptr, out);
+    return;
+  }
+  // A legacy body: every message that is a request or notification is charged in order (a
+  // response to a server-initiated request carries no method and is not checked).
+  if (ctx.mcp.has_method) {
+    collectFor(ctx, &ctx.mcp, out);
+  }
+  for (const mcp::McpHeaders& m : ctx.batch) {
+    if (m.has_method) {
+      collectFor(ctx, &m, out);
+    }
   }
 }
 

@@ -20,7 +20,10 @@ struct LimitCheck {
 };
 
 // Appends every limit whose match the request meets. Untrusted requests only meet limits
-// that do not look at Mcp-* headers.
+// that do not look at Mcp-* headers. A legacy request inspected from its body is checked on
+// its body view; a batch, message by message in order (the same limit appears once per
+// message it applies to, so a batch of three calls is charged three times). Responses
+// (legacy clients POST answers to server requests) are not charged.
 void collectLimits(const RequestContext& ctx, std::vector<LimitCheck>& out);
 
 // Fills ctx.reply with the 429 for `check` denied by `d` (Retry-After, RateLimit-Policy,

@@ -4,6 +4,10 @@
 // method rules) → route → [identity → policy → rate limit: later] → body verification.
 // Stages never touch sockets; each returns Continue, NeedBody (proxy/ reads the bounded body
 // and calls onBody) or LocalReply (ctx.reply says what to answer).
+// A legacy POST (no trusted version, mcp.legacy: passthrough, a body) runs transport,
+// contract and identity on the head, then NeedBody: onBody parses the body into the MCP
+// view and runs route (with params from the candidate upstream's learned annotations) and
+// policy on it; proxy/ runs the rate limits after onBody, on the same view (issue #13).
 
 #include <string_view>
 

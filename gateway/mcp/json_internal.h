@@ -28,6 +28,17 @@ RequestId requestIdOf(simdjson::dom::element id, std::string_view padded_doc = {
 bool rawMemberText(std::string_view padded_doc, std::span<const std::string_view> prefix,
                    std::span<const std::string> rest, std::string_view& out);
 
+// The structural checks of every body the gateway reads: nesting at most `max_depth` (the
+// root container is depth 1) and no two keys of one object equal after unescaping, at any
+// level. `dup_key` views the parser's string buffer (valid until its next parse).
+struct StructureCheck {
+  bool ok = true;
+  bool too_deep = false;
+  std::string_view dup_key;
+  size_t dup_depth = 0;  // depth of the object holding the duplicate
+};
+StructureCheck checkStructure(simdjson::dom::element root, size_t max_depth);
+
 // Appends 'value' for a human-readable message: at most `max_bytes` bytes of it (cut at a
 // UTF-8 boundary, "..." marks a cut), JSON-escaped, between single quotes.
 void appendQuotedValue(std::string& out, std::string_view value, size_t max_bytes = 64);

@@ -393,6 +393,20 @@ bool checkNotificationHeaders(std::string_view method, bool has_params, object p
 
 }  // namespace
 
+StructureCheck checkStructure(element root, size_t max_depth) {
+  thread_local WalkState st;
+  st.max_depth = max_depth;
+  st.too_deep = false;
+  st.dup_key = {};
+  st.dup_depth = 0;
+  StructureCheck c;
+  c.ok = walk(root, 1, st);
+  c.too_deep = st.too_deep;
+  c.dup_key = st.dup_key;
+  c.dup_depth = st.dup_depth;
+  return c;
+}
+
 size_t bodyPadding() noexcept {
   return simdjson::SIMDJSON_PADDING;
 }

@@ -555,10 +555,12 @@ void Connection::startRequest() {
   armDownTimer(milliseconds(0));
   bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
   if (body_mode_ == BodyMode::kBuffer && ctx_.need_body &&
-      !(head_.expect_continue && head_.version == http::Version::kHttp11)) {
+      (ctx_.legacy_inspect ||
+       !(head_.expect_continue && head_.version == http::Version::kHttp11))) {
     // The body is checked before the limits are charged, so a request refused for its body
     // uses no quota. (With Expect: 100-continue the limits come first: a request that will
-    // get 429 must never see a 100.)
+    // get 429 must never see a 100. A legacy POST has no route and no view before its body,
+    // so its limits always wait for it.)
     beginBodyRead();
     return;
   }
@@ -1665,11 +1667,12 @@ void Connection::learnTools(std::string_view json) noexcept {
 
 namespace {
 
-// The tool-name label of a trusted tools/call (capped, see metrics::ToolNames), else "".
-// Only a request that reached an upstream may admit a new name.
+// The tool-name label of a trusted (or body-inspected legacy) tools/call (capped, see
+// metrics::ToolNames), else "". Only a request that reached an upstream may admit a new name.
 std::string_view toolLabel(WorkerContext& w, const filters::RequestContext& ctx,
                            const settings::Settings& s, bool forwarded) {
-  if (!ctx.trusted || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" || !ctx.mcp.has_name) {
+  if (!(ctx.trusted || ctx.body_view) || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" ||
+      !ctx.mcp.has_name) {
     return {};
   }
   return w.metrics->tool_labels.label(w.shared->metrics.toolNames(), ctx.mcp.name.value,
@@ -1722,6 +1725,17 @@ void Connection::endRequest() {
   if (!garbage_) {
     logAccess();  // one line per request the gateway parsed (garbage: logGarbage)
   }
+}
+
+// Access-log fields of issue #13: "legacy" (no trusted version, passthrough) and "view",
+// where mcp_method / mcp_name came from: "headers" (trusted), "body" (a legacy body read by
+// the gateway) or "none" (untrusted headers, logged but used for nothing).
+void Connection::appendLegacyFields(std::string& line) const {
+  line += ",\"legacy\":";
+  line += ctx_.legacy ? "true" : "false";
+  line += ",\"view\":\"";
+  line += ctx_.trusted ? "headers" : ctx_.body_view ? "body" : "none";
+  line += '"';
 }
 
 void Connection::logAccess() {
@@ -1786,6 +1800,7 @@ void Connection::logAccess() {
   optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
   line += ",\"trusted\":";
   line += ctx_.trusted ? "true" : "false";
+  appendLegacyFields(line);
   line += ",\"verify\":\"";
   line += ctx_.verify_body ? "on" : "off";
   line += "\",\"params\":\"";

@@ -118,6 +118,7 @@ class Connection final : public sse::EventSink {
   void recordAttempt(const char* error_type);
   void countSse(bool open);
   void logAccess();
+  void appendLegacyFields(std::string& line) const;
 
   WorkerContext& w_;
   event::BufferEventPtr down_;

@@ -43,6 +43,9 @@ bool matches(const CompiledRoute& r, const RouteInput& in) noexcept {
   if (r.name && (in.mcp == nullptr || !in.mcp->has_name || !r.name->match(in.mcp->name.value))) {
     return false;
   }
+  if (!r.params.empty() && in.params_for != nullptr) {
+    in.params_for(in.params_user, r.route);  // legacy view: this route's upstream's params
+  }
   for (const NamedGlob& p : r.params) {
     const mcp::McpParam* found = in.mcp != nullptr ? in.mcp->findParam(p.name) : nullptr;
     if (found == nullptr || !p.glob.match(found->v.value)) {
@@ -112,8 +115,11 @@ const settings::Route* RouteTable::match(const RouteInput& in) const noexcept {
   if (!compiled_) {
     return nullptr;
   }
-  if (!in.trusted) {
+  if (!in.trusted && !in.body_view) {
     return compiled_->untrusted;
+  }
+  if (in.body_view && compiled_->untrusted != nullptr && compiled_->untrusted->legacy) {
+    return compiled_->untrusted;  // the operator's legacy route takes all legacy traffic
   }
   for (const CompiledRoute& cr : compiled_->routes) {
     if (!cr.route.has_match || matches(cr, in)) {

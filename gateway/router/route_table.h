@@ -19,6 +19,16 @@ struct RouteInput {
   std::string_view method;  // Mcp-Method ("" when absent)
   const gw::mcp::McpHeaders* mcp = nullptr;                    // decoded name / params
   const std::vector<gw::http::HeaderField>* fields = nullptr;  // all request fields
+  // Legacy inspection (issue #13): the version is not trusted, but method/name/params were
+  // read from the body, so they may be used. Such a request goes to the first route marked
+  // legacy:true when there is one (regardless of its match, as untrusted traffic does);
+  // else it is matched against the routes in order exactly like a trusted request.
+  bool body_view = false;
+  // Legacy inspection: called before a route's `params` are compared, to compute `mcp`'s
+  // params for that route's upstream (the x-mcp-header annotations are learned per
+  // upstream). May be null.
+  void (*params_for)(void* user, const gw::settings::Route& route) = nullptr;
+  void* params_user = nullptr;
 };
 
 class RouteTable {
@@ -39,7 +49,8 @@ class RouteTable {
   // field of that name (case-insensitive; absent → no match). A route without match
   // matches everything.
   // Untrusted requests (their Mcp-* headers mean nothing): the first route marked
-  // legacy:true, else the default route, else nullptr.
+  // legacy:true, else the default route, else nullptr. Legacy requests with a body view:
+  // see RouteInput::body_view.
   const gw::settings::Route* match(const RouteInput& in) const noexcept;
 
   size_t size() const noexcept;

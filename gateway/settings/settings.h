@@ -45,7 +45,7 @@ enum class LegacyMode : uint8_t { kReject, kPassthrough };
 
 struct Mcp {
   std::vector<std::string> protocol_versions{"2026-07-28"};
-  LegacyMode legacy = LegacyMode::kReject;
+  LegacyMode legacy = LegacyMode::kPassthrough;  // issue #13: legacy bodies are inspected
   bool verify_body = false;
   std::vector<std::string> allowed_origins;  // exact match on the Origin value
   std::vector<std::string> allowed_hosts;    // host[:port] globs for Host; empty = any → 403

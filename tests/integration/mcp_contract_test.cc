@@ -315,7 +315,8 @@ TEST_CASE("mcp: 405 for GET and DELETE / 403 for a foreign Origin / 415 for text
 TEST_CASE("mcp: version gate rejects missing and unsupported versions with the request id",
           "[mcp][version]") {
   RawUpstream up(answerAs("main"));
-  Gateway gw(gatewayConfig("", oneUpstream(up.address()), kDefaultRoute));
+  // legacy: reject is no longer the default (issue #13): this test is about it.
+  Gateway gw(gatewayConfig("  legacy: reject\n", oneUpstream(up.address()), kDefaultRoute));
   LogReader log(gw);
 
   std::string no_version =

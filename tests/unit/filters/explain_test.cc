@@ -20,6 +20,8 @@ std::shared_ptr<const gw::filters::Snapshot> loadSnapshot(const gw::policy::test
       dir.write("gateway.yaml",
                 "listen: 127.0.0.1:8080\n"
                 "limits: { max_request_line: 1KiB, max_header_bytes: 2KiB, max_headers: 20 }\n"
+                // An unknown version is refused (the test below): no longer the default.
+                "mcp: { legacy: reject }\n"
                 "upstreams:\n"
                 "  - name: backend\n"
                 "    endpoints: [127.0.0.1:9000]\n"

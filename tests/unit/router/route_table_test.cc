@@ -229,6 +229,58 @@ TEST_CASE("untrusted requests: first legacy route, else the default, else none",
   }
 }
 
+TEST_CASE(
+    "legacy body view: the legacy route if any, else routes in order with params "
+    "computed per candidate upstream (issue #13)",
+    "[router][legacy]") {
+  Request req = Request().method("tools/call").name("sql");
+  req.trusted = false;
+  RouteInput in = req.input();
+  in.body_view = true;
+  SECTION("no legacy route: matched like a trusted request") {
+    Settings s;
+    Route p = route("by-param", "pu");
+    p.has_match = true;
+    p.match.params = {{"Region", "us-*"}};
+    s.routes.push_back(p);
+    s.routes.push_back(withMethod("calls", "tools/call"));
+    s.routes.push_back(route("default", "u"));
+    RouteTable t = RouteTable::compile(s);
+    struct Hook {
+      std::vector<std::string> asked;
+      mcp::McpHeaders* view;
+    } hook{{}, &req.mcp};
+    in.params_user = &hook;
+    in.params_for = [](void* user, const Route& r) {
+      auto* h = static_cast<Hook*>(user);
+      h->asked.push_back(r.upstream);
+      h->view->params.clear();
+      if (r.upstream == "pu") {
+        h->view->params.push_back(mcp::McpParam{"Region", mcp::McpValue{"us-1", "us-1", false}});
+      }
+    };
+    const Route* r = t.match(in);
+    REQUIRE(r != nullptr);
+    CHECK(r->name == "by-param");
+    CHECK(hook.asked == std::vector<std::string>{"pu"});  // only routes whose match has params
+    in.params_for = nullptr;
+    req.mcp.params.clear();
+    CHECK(t.match(in)->name == "calls");
+    // Without body_view the untrusted request still takes the default.
+    in.body_view = false;
+    CHECK(t.match(in)->name == "default");
+  }
+  SECTION("a legacy:true route takes it whatever its match") {
+    Settings s;
+    s.routes.push_back(withMethod("calls", "tools/call"));
+    Route l = withMethod("old", "nothing");
+    l.legacy = true;
+    s.routes.push_back(l);
+    s.routes.push_back(route("default", "u"));
+    CHECK(RouteTable::compile(s).match(in)->name == "old");
+  }
+}
+
 TEST_CASE("the table owns its routes and copies share them", "[router]") {
   RouteTable copy;
   const Route* first = nullptr;

@@ -181,7 +181,7 @@ TEST_CASE("defaults apply to omitted keys, an empty file is all defaults", "[set
     CHECK(s.limits.max_headers == 100);
     CHECK(s.limits.max_body_bytes == 4u * 1024 * 1024);
     CHECK(s.mcp.protocol_versions == std::vector<std::string>{"2026-07-28"});
-    CHECK(s.mcp.legacy == LegacyMode::kReject);
+    CHECK(s.mcp.legacy == LegacyMode::kPassthrough);  // issue #13: legacy is inspected
     CHECK(s.mcp.sse_keepalive == 15s);
     CHECK(s.access_log.path == "-");
     CHECK(s.log_level == "info");
