@@ -135,6 +135,18 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound) {
     j.key("balance").str(u.balance == settings::Balance::kRoundRobin ? "round_robin"
                                                                      : "first_healthy");
     j.key("max_idle_connections").num(u.max_idle_connections);
+    switch (u.host_header) {
+      case settings::HostHeader::kEndpoint:
+        j.key("host_header").str("endpoint");
+        break;
+      case settings::HostHeader::kClient:
+        j.key("host_header").str("client");
+        break;
+      case settings::HostHeader::kLiteral:
+        j.key("host_header").str(u.host_literal);
+        break;
+    }
+    j.key("session_secret").strOrNull(!u.session_secret.empty(), kRedacted);
     j.close('}');
   }
   j.close(']');

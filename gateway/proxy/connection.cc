@@ -21,6 +21,7 @@
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/schema.h"
+#include "gateway/mcp/session.h"
 #include "gateway/mcp/verifier.h"
 #include "gateway/upstream/direct_read.h"
 
@@ -1001,7 +1002,7 @@ void Connection::onResume() {
 
 void Connection::connectUpstream() {
   connect_attempts_ = 0;
-  if (!attachUpstream()) {
+  if (!pinSession() || !attachUpstream()) {
     return;
   }
   writeRequest();
@@ -1011,8 +1012,14 @@ void Connection::connectUpstream() {
 bool Connection::attachUpstream() {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
   ++connect_attempts_;
-  lease_ = w_.pools->acquire(up);
+  lease_ = session_endpoint_ >= 0
+               ? w_.pools->acquirePinned(up, static_cast<size_t>(session_endpoint_))
+               : w_.pools->acquire(up);
   endpoint_ = lease_.endpoint;
+  if (!lease_.bev && lease_.pinned) {
+    sessionNotFound("Session not found: its server cannot be reached", "session_endpoint_down");
+    return false;
+  }
   if (!lease_.bev) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                    "Bad Gateway: upstream connection could not be started", "connect_failed");
@@ -1053,9 +1060,16 @@ bool Connection::attachUpstream() {
 
 // A connect that failed before any byte reached the upstream may go to the next endpoint
 // (never after: a request whose bytes reached an upstream is not retried). The request
-// bytes queued on the failed connection move to the new one. True: retrying.
+// bytes queued on the failed connection move to the new one, under a head written for the
+// new endpoint (its Host). A session's request never moves: its server refusing answers the
+// 404 a server gives for an unknown session. True: retrying, or answered.
 bool Connection::retryConnect() {
   const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  if (lease_.pinned && !lease_.reused && !up_connected_) {
+    w_.pools->markFailed(lease_);
+    sessionNotFound("Session not found: its server cannot be reached", "session_endpoint_down");
+    return true;
+  }
   if (lease_.reused || up_connected_ || connect_attempts_ >= up.endpoints.size()) {
     return false;
   }
@@ -1072,7 +1086,10 @@ bool Connection::retryConnect() {
   // like any socket bufferevent's: thawed for the move (it is freed right after).
   evbuffer* queued = bufferevent_get_output(failed.bev.get());
   evbuffer_unfreeze(queued, 1);
-  if (evbuffer_add_buffer(bufferevent_get_output(lease_.bev.get()), queued) != 0) {
+  evbuffer* to = bufferevent_get_output(lease_.bev.get());
+  evbuffer_drain(queued, up_head_len_);
+  writeUpstreamHead(to, up_content_length_);
+  if (evbuffer_add_buffer(to, queued) != 0) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                    "Bad Gateway: upstream connection could not be started", "connect_failed");
     return true;
@@ -1086,12 +1103,7 @@ void Connection::writeRequest() {
   evbuffer* out = bufferevent_get_output(ub);
   if (body_mode_ == BodyMode::kBuffer) {
     size_t len = evbuffer_get_length(body_.get());
-    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
-      // The body leaves for the upstream now: keep its id for a 502/504 answered later.
-      char prefix[mcp::kIdScanBytes];
-      ev_ssize_t n = evbuffer_copyout(body_.get(), prefix, sizeof(prefix));
-      sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
-    }
+    rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
     writeUpstreamHead(out, len);
     evbuffer_add_buffer(out, body_.get());
     releaseBody();
@@ -1111,6 +1123,14 @@ void Connection::writeRequest() {
     request_sent_ = true;
   }
   scheduleFlush();
+}
+
+void Connection::rememberSentId() {
+  if (body_mode_ == BodyMode::kBuffer && body_ && sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
+    char prefix[mcp::kIdScanBytes];
+    ev_ssize_t n = evbuffer_copyout(body_.get(), prefix, sizeof(prefix));
+    sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
+  }
 }
 
 void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
@@ -1133,15 +1153,19 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
     if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
     }
+    if (up.host_header != settings::HostHeader::kClient && core::iequals(f.name, "host")) {
+      continue;  // replaced below
+    }
+    if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
+      continue;  // the wrapped id: the server gets its own (below)
+    }
     if (http::forwardRequestField(f, conn)) {
       h.append(f.line).append("\r\n");
     }
   }
-  if (head_.version == http::Version::kHttp10 && endpoint_ != nullptr &&
-      http::findField(head_.fields, "host") == nullptr) {
-    // An HTTP/1.0 request may come without Host; the HTTP/1.1 request made of it may not
-    // (RFC 9112 §3.2): it names the upstream endpoint.
-    h.append("Host: ").append(endpoint_->text).append("\r\n");
+  appendUpstreamHost(h, up);
+  if (session_endpoint_ >= 0) {
+    h.append("Mcp-Session-Id: ").append(session_server_id_).append("\r\n");
   }
   // The listener is plain HTTP; a TLS listener passes "https".
   http::appendClientAddressFields(h, head_.fields, peer_, trusted_peer, "http");
@@ -1151,7 +1175,113 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
     h.append("\r\n");
   }
   h.append("\r\n");
+  up_head_len_ = h.size();
+  up_content_length_ = content_length;
   addStr(out, h);
+}
+
+// upstreams[].host_header: the endpoint's host:port as written in config (nginx's default
+// $proxy_host), a configured literal, or the client's Host. An HTTP/1.0 request may come
+// without Host; the HTTP/1.1 request made of it may not (RFC 9112 §3.2): `client` then names
+// the endpoint too.
+void Connection::appendUpstreamHost(std::string& h, const settings::Upstream& up) const {
+  std::string_view host;
+  switch (up.host_header) {
+    case settings::HostHeader::kLiteral:
+      host = up.host_literal;
+      break;
+    case settings::HostHeader::kClient:
+      if (http::findField(head_.fields, "host") != nullptr) {
+        return;  // forwarded as sent
+      }
+      [[fallthrough]];
+    case settings::HostHeader::kEndpoint:
+      if (lease_.index < up.endpoints.size()) {
+        host = up.endpoints[lease_.index].text;
+      }
+      break;
+  }
+  if (!host.empty()) {
+    h.append("Host: ").append(host).append("\r\n");
+  }
+}
+
+// ---- legacy session affinity (mcp/session.h) --------------------------------------------
+
+// A request carrying an Mcp-Session-Id the gateway issued goes to the endpoint that created
+// the session, with the server's own id. One that names no endpoint of the route's upstream
+// (forged, from before this gateway, from an endpoint since removed) gets the 404 a server
+// gives for an unknown session, so the client starts a new one — except on a trusted
+// 2026-07-28 request, where Mcp-Session-Id means nothing and is forwarded as sent. False: the
+// 404 was sent.
+bool Connection::pinSession() {
+  session_endpoint_ = -1;
+  session_server_id_ = {};
+  const http::HeaderField* field = nullptr;
+  size_t count = 0;
+  for (const http::HeaderField& f : head_.fields) {
+    if (core::iequals(f.name, "mcp-session-id")) {
+      field = &f;
+      ++count;
+    }
+  }
+  if (count == 0) {
+    return true;
+  }
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  mcp::WrappedSession w;
+  w.error = mcp::SessionError::kEmpty;
+  if (count == 1) {
+    w = mcp::unwrapSessionId(field->value);
+  }
+  int index = w.error == mcp::SessionError::kNone
+                  ? mcp::findSessionEndpoint(up.session_tokens, w.token)
+                  : -1;
+  if (index >= 0) {
+    session_endpoint_ = index;
+    session_server_id_ = w.server_id;
+    return true;
+  }
+  if (ctx_.trusted) {
+    return true;
+  }
+  sessionNotFound("Session not found", "session_not_found");
+  return false;
+}
+
+void Connection::sessionNotFound(const char* message, const char* outcome) {
+  rememberSentId();
+  upstreamFailed(404, mcp::code::kSessionNotFound, message, outcome);
+}
+
+// The upstream's Mcp-Session-Id must be one the client can be given wrapped: one field of
+// 1..kMaxServerSessionId visible ASCII bytes (MCP 2025-06-18 transport, Session Management).
+bool Connection::upstreamSessionValid() const noexcept {
+  size_t count = 0;
+  for (const http::HeaderField& f : resp_.fields) {
+    if (core::iequals(f.name, "mcp-session-id") &&
+        (++count > 1 || !mcp::validServerSessionId(f.value))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Writes `Mcp-Session-Id: <token>.<server id>` (upstreamSessionValid checked the id); with no
+// token for the endpoint (settings not made by the loader) the field is left out rather than
+// handing the client the server's own id.
+void Connection::appendWrappedSession(std::string& h, std::string_view server_id) const {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  if (lease_.index >= up.session_tokens.size()) {
+    return;
+  }
+  const size_t mark = h.size();
+  h.append("Mcp-Session-Id: ");
+  if (!mcp::wrapSessionId(up.session_tokens[lease_.index], server_id, h)) {
+    h.resize(mark);
+    return;
+  }
+  h.append("\r\n");
 }
 
 void Connection::onUpWrite(bufferevent* ub, void* arg) {
@@ -1309,6 +1439,11 @@ void Connection::parseResponseHead() {
     }
     break;
   }
+  if (!upstreamSessionValid()) {
+    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                   "Bad Gateway: upstream sent an invalid Mcp-Session-Id", "upstream_malformed");
+    return;
+  }
   sendResponseHead();
   relayBody();
 }
@@ -1329,6 +1464,10 @@ void Connection::sendResponseHead() {
   for (const http::HeaderField& f : resp_.fields) {
     if (http::forwardResponseField(f, conn)) {
       has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
+      if (core::iequals(f.name, "mcp-session-id")) {
+        appendWrappedSession(h, f.value);  // the client never sees the server's own id
+        continue;
+      }
       h.append(f.line).append("\r\n");
     }
   }

@@ -93,6 +93,14 @@ class Connection final : public sse::EventSink {
   bool retryConnect();
   void writeRequest();
   void writeUpstreamHead(evbuffer* out, uint64_t content_length);
+  void rememberSentId();
+  // upstreams[].host_header
+  void appendUpstreamHost(std::string& h, const settings::Upstream& up) const;
+  // legacy session affinity (mcp/session.h)
+  bool pinSession();
+  void sessionNotFound(const char* message, const char* outcome);
+  bool upstreamSessionValid() const noexcept;
+  void appendWrappedSession(std::string& h, std::string_view server_id) const;
   static void onUpRead(bufferevent*, void* arg);
   static void onUpWrite(bufferevent*, void* arg);
   static void onUpEvent(bufferevent*, short what, void* arg);
@@ -178,6 +186,12 @@ class Connection final : public sse::EventSink {
   bool up_connected_ = false;
   bool forwarded_ = false;  // this request got an upstream connection (metrics: tool names)
   size_t connect_attempts_ = 0;
+  size_t up_head_len_ = 0;          // bytes of the head written upstream (a retry rewrites it)
+  uint64_t up_content_length_ = 0;  // the Content-Length that head announced
+  // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
+  // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf_).
+  int session_endpoint_ = -1;
+  std::string_view session_server_id_;
   std::string resp_buf_;
   http::ResponseHead resp_;
   bool resp_started_ = false;  // response head written to the client

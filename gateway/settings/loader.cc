@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "gateway/core/ascii.h"
+#include "gateway/http/host.h"
+#include "gateway/mcp/session.h"
 #include "gateway/settings/settings.h"
 
 namespace gw::settings {
@@ -75,7 +77,9 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "stream_idle_timeout",
                                               "max_duration",
                                               "balance",
-                                              "max_idle_connections"};
+                                              "max_idle_connections",
+                                              "host_header",
+                                              "session_secret"};
 constexpr std::string_view kRouteKeys[] = {"name",   "match",       "upstream",
                                            "legacy", "verify_body", "forward_credentials"};
 constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
@@ -775,7 +779,14 @@ class Loader {
           }
         } else if (e.key == "max_idle_connections") {
           readUint32(e, u.max_idle_connections);
+        } else if (e.key == "host_header") {
+          readHostHeader(e, u);
+        } else if (e.key == "session_secret") {
+          readNonEmptyString(e, u.session_secret);
         }
+      }
+      for (const Address& a : u.endpoints) {
+        u.session_tokens.push_back(mcp::sessionToken(u.session_secret, u.name, a.text));
       }
       if (find(es, "name") == nullptr) {
         error(node.Mark(), "'" + prefix + "' has no 'name'");
@@ -786,6 +797,26 @@ class Loader {
       if (named) {
         s.upstreams.push_back(std::move(u));
       }
+    }
+  }
+
+  // upstreams[].host_header: `endpoint`, `client`, or a literal host[:port] (RFC 9110 §7.2).
+  void readHostHeader(const Entry& e, Upstream& u) {
+    std::string v;
+    if (!readNonEmptyString(e, v)) {
+      return;
+    }
+    http::HostPort hp;
+    if (v == "endpoint") {
+      u.host_header = HostHeader::kEndpoint;
+    } else if (v == "client") {
+      u.host_header = HostHeader::kClient;
+    } else if (http::parseHostPort(v, hp)) {
+      u.host_header = HostHeader::kLiteral;
+      u.host_literal = std::move(v);
+    } else {
+      error(valueMark(e),
+            "'" + e.path + "' must be endpoint, client or a host[:port], not '" + v + "'");
     }
   }
 

@@ -55,6 +55,13 @@ struct Mcp {
 
 enum class Balance : uint8_t { kRoundRobin, kFirstHealthy };
 
+// upstreams[].host_header: the Host the upstream receives.
+enum class HostHeader : uint8_t {
+  kEndpoint,  // the endpoint's host:port as written in config (nginx's $proxy_host)
+  kClient,    // the client's Host as sent
+  kLiteral,   // Upstream::host_literal
+};
+
 struct Upstream {
   std::string name;
   std::vector<Address> endpoints;
@@ -65,6 +72,12 @@ struct Upstream {
   Duration max_duration = std::chrono::minutes(30);        // whole exchange
   Balance balance = Balance::kRoundRobin;
   uint32_t max_idle_connections = 64;  // per worker, per endpoint
+  HostHeader host_header = HostHeader::kEndpoint;
+  std::string host_literal;  // kLiteral: a validated host[:port]
+  // Key of the endpoint tokens in wrapped Mcp-Session-Ids ("": a built-in key, so the token
+  // depends only on the upstream name and the endpoint address).
+  std::string session_secret;
+  std::vector<std::string> session_tokens;  // one per endpoint (mcp::sessionToken), at load
 };
 
 // A route's match; every present key must match (AND). Values are globs where `*` matches

@@ -64,7 +64,7 @@ Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstr
   return *it->second;
 }
 
-Lease Pools::acquire(const settings::Upstream& up) {
+Pools::Cluster& Pools::clusterFor(const settings::Upstream& up) {
   Cluster& c = clusters_[up.name];
   bool same = c.pools.size() == up.endpoints.size();
   for (size_t i = 0; same && i < c.pools.size(); ++i) {
@@ -76,8 +76,13 @@ Lease Pools::acquire(const settings::Upstream& up) {
       c.pools.push_back(&poolFor(a, up.name));
     }
   }
-  Lease lease;
+  return c;
+}
+
+Lease Pools::acquire(const settings::Upstream& up) {
+  Cluster& c = clusterFor(up);
   if (c.pools.empty()) {
+    Lease lease;
     lease.error = EINVAL;
     return lease;
   }
@@ -94,9 +99,27 @@ Lease Pools::acquire(const settings::Upstream& up) {
       break;
     }
   }
-  Pool& pool = *c.pools[index];
+  return leaseFrom(*c.pools[index], index);
+}
+
+Lease Pools::acquirePinned(const settings::Upstream& up, size_t index) {
+  Cluster& c = clusterFor(up);
+  if (index >= c.pools.size()) {
+    Lease lease;
+    lease.error = EINVAL;
+    lease.pinned = true;
+    return lease;
+  }
+  Lease lease = leaseFrom(*c.pools[index], index);
+  lease.pinned = true;
+  return lease;
+}
+
+Lease Pools::leaseFrom(Pool& pool, size_t index) {
+  Lease lease;
   lease.endpoint = &pool.endpoint;
   lease.pool = &pool;
+  lease.index = index;
   if (!pool.idle.empty()) {
     Idle& idle = *pool.idle.back();
     --idle_total_;

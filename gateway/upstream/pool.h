@@ -34,6 +34,8 @@ struct Lease {
   event::BufferEventPtr bev;
   const Endpoint* endpoint = nullptr;
   void* pool = nullptr;  // the pool to give it back to (opaque to callers)
+  size_t index = 0;      // the endpoint's index in settings::Upstream::endpoints
+  bool pinned = false;   // acquired for one endpoint (a session's): never moved to another
   bool reused = false;
   int error = 0;  // errno when no connection could even be started
 };
@@ -48,6 +50,10 @@ class Pools {
 
   // Picks an endpoint of `up` (round robin per worker) and leases a connection to it.
   Lease acquire(const settings::Upstream& up);
+  // Leases a connection to endpoint `index` of `up` (a session's endpoint), whether or not it
+  // failed lately: the session lives there and nowhere else. EINVAL when there is no such
+  // endpoint.
+  Lease acquirePinned(const settings::Upstream& up, size_t index);
 
   // Records that a new connection to the lease's endpoint failed to connect: the endpoint
   // is skipped for kFailHold unless every endpoint of the upstream is failing.
@@ -84,6 +90,8 @@ class Pools {
   };
 
   Pool& poolFor(const settings::Address& a, const std::string& upstream_name);
+  Cluster& clusterFor(const settings::Upstream& up);
+  Lease leaseFrom(Pool& pool, size_t index);
   void dropIdle(Idle* idle);
   static void onIdleEvent(bufferevent* bev, short what, void* arg);
   static void onIdleRead(bufferevent* bev, void* arg);

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <poll.h>
 #include <signal.h>
@@ -141,6 +143,27 @@ std::string sha256Hex(std::string_view s) {
   for (unsigned char c : d) {
     out += kDigits[c >> 4];
     out += kDigits[c & 15];
+  }
+  return out;
+}
+
+std::string gatewaySessionToken(const std::string& upstream, const std::string& endpoint,
+                                const std::string& secret) {
+  std::string key = secret.empty() ? "mcp-gateway session token key v1" : secret;
+  std::string msg = std::string("mcp-session/v1") + '\0' + upstream + '\0' + endpoint;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac, &len);
+  static constexpr char kAlpha[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  for (int i = 0; i < 12; i += 3) {
+    unsigned v = (unsigned{mac[i]} << 16) | (unsigned{mac[i + 1]} << 8) | mac[i + 2];
+    out += kAlpha[(v >> 18) & 63];
+    out += kAlpha[(v >> 12) & 63];
+    out += kAlpha[(v >> 6) & 63];
+    out += kAlpha[v & 63];
   }
   return out;
 }

@@ -37,6 +37,12 @@ std::string readFile(const std::string& path);
 bool writeFile(const std::string& path, std::string_view text);
 // Lower-case hex SHA-256 of s (API keys are configured by their digest).
 std::string sha256Hex(std::string_view s);
+// The endpoint token a gateway puts in front of a legacy Mcp-Session-Id it hands out
+// (`<token>.<server id>`), computed here independently of the gateway (same derivation as
+// gateway/mcp/session.h): base64url(HMAC-SHA-256(key, "mcp-session/v1" NUL upstream NUL
+// endpoint as written))[0..16), key = the upstream's session_secret or a built-in one.
+std::string gatewaySessionToken(const std::string& upstream, const std::string& endpoint,
+                                const std::string& secret = "");
 // Sends all of `bytes` on fd (blocking or not) by the deadline; `stop` (may be null) ends it
 // early. False on error, stop or deadline.
 bool sendAll(int fd, std::string_view bytes, Clock::time_point deadline,

@@ -359,11 +359,15 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
   Gateway gw(gatewayConfig("  legacy: passthrough\n", upstreams, routes));
   LogReader log(gw);
 
-  // A 2025-era POST: no version header, a session id.
+  // A 2025-era POST: no version header, a session id. Since issue 13 the client holds the
+  // gateway's wrapped form of the server's id (`<endpoint token>.<id>`, session_test.cc); the
+  // upstream gets the server's own id back.
+  const std::string wrapped = gatewaySessionToken("old", old.address()) + ".sess-Abc_123";
   std::string body = R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})";
   Response p = fetch(gw.port(), post("Content-Type: application/json\r\n"
                                      "Accept: application/json, text/event-stream\r\n"
-                                     "Mcp-Session-Id: sess-Abc_123\r\n",
+                                     "Mcp-Session-Id: " +
+                                         wrapped + "\r\n",
                                      body));
   INFO(p.head << p.body);
   CHECK(p.status == 200);
@@ -380,8 +384,10 @@ TEST_CASE("mcp: legacy passthrough sends untrusted POST and GET to the legacy ro
   // A 2025-era GET (the standalone SSE stream) goes through too.
   Response g = fetch(gw.port(), request("GET",
                                         "Accept: text/event-stream\r\n"
-                                        "Mcp-Session-Id: sess-Abc_123\r\n"
-                                        "Last-Event-ID: ev-9\r\n",
+                                        "Mcp-Session-Id: " +
+                                            wrapped +
+                                            "\r\n"
+                                            "Last-Event-ID: ev-9\r\n",
                                         ""));
   INFO(g.head << g.body);
   CHECK(g.status == 200);
