@@ -316,9 +316,7 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
   ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why);
-  // Credentials stop at a gateway that checks them, unless the route or policy says so.
-  ctx.forward_credentials = ctx.route->forward_credentials || pol.forwardCredentials() ||
-                            ctx.snapshot->settings->policy_files.empty();
+  ctx.forward_credentials = credentialForwarding(*ctx.route, pol, *ctx.snapshot->settings).forward;
   if (ctx.auth == policy::AuthResult::kMissing || ctx.auth == policy::AuthResult::kInvalid) {
     bool invalid = ctx.auth == policy::AuthResult::kInvalid;
     setReply(ctx, 401, mcp::code::kUnauthorized,
@@ -384,6 +382,21 @@ std::string renderReplyBody(const LocalReply& reply) {
     id = mcp::RequestId::null();
   }
   return mcp::errorBody(id, reply.code, reply.message, reply.data_json);
+}
+
+CredentialForwarding credentialForwarding(const settings::Route& route,
+                                          const policy::PolicySet& policy,
+                                          const settings::Settings& s) noexcept {
+  if (route.forward_credentials) {
+    return {true, "route"};
+  }
+  if (policy.forwardCredentials()) {
+    return {true, "policy"};
+  }
+  if (s.policy_files.empty()) {
+    return {true, "no_policies"};
+  }
+  return {false, "default"};
 }
 
 FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) noexcept {
