@@ -19,8 +19,24 @@ namespace {
 
 constexpr char kOkBody[] = R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})";
 
+std::string field(const std::string& json, std::string_view key) {
+  return jsonToken(json, key).value_or("<absent>");
+}
+
 Response adminGet(uint16_t port, const std::string& target) {
   return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+}
+
+// The access-log lines written so far (waits up to 3 s until there are at least `want`).
+std::vector<std::string> accessLines(const Gateway& gw, size_t want) {
+  std::vector<std::string> lines;
+  waitFor(
+      [&] {
+        lines = fileLines(gw.accessLogPath());
+        return lines.size() >= want;
+      },
+      Ms(3000));
+  return lines;
 }
 
 }  // namespace
@@ -80,5 +96,73 @@ TEST_CASE(
     INFO(ex.body);
     CHECK(ex.status == 200);
     CHECK(ex.body.find(want) != std::string::npos);
+  }
+}
+
+// ---- 2. a streamed answer delivered before the client closed ----------------------------
+
+TEST_CASE(
+    "newuser: a client that closes after the final JSON-RPC response of an SSE answer "
+    "ends the request complete, before it client_closed",
+    "[newuser][sse]") {
+  struct Case {
+    const char* what;
+    std::string last_event;  // what the stream carries last before the client closes
+    const char* outcome;
+  };
+  const std::vector<Case> cases = {
+      {"result, jsonrpc first (Python SDK order)",
+       "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n", "complete"},
+      {"result first (TS SDK order)",
+       "data: {\"result\":{\"content\":[]},\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "complete"},
+      {"error response",
+       "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,"
+       "\"message\":\"boom\"}}\n\n",
+       "complete"},
+      {"response with an event type, an id and CRLF lines",
+       "event: message\r\nid: 7\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\r\ndata: "
+       "\"result\":{}}\r\n\r\n",
+       "complete"},
+      {"only a progress notification so far",
+       "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{"
+       "\"progressToken\":1,\"progress\":1}}\n\n",
+       "client_closed"},
+      {"a server request (method and id, no result)",
+       "data: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"elicitation/create\",\"params\":{}}\n\n",
+       "client_closed"},
+      {"half of the response event",
+       "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":", "client_closed"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    RawUpstream up([&](UpstreamConn& conn) {
+      if (!conn.readRequest()) {
+        return;
+      }
+      conn.send(sseHead() + chunk(": hello\n\n") +
+                chunk("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+                      "\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n") +
+                chunk(c.last_event));
+      conn.waitPeerClose(Ms(5000));  // never sends the terminating chunk
+    });
+    GatewayConfig cfg;
+    cfg.upstream_endpoints = {up.address()};
+    Gateway gw(cfg);
+    {
+      Client cl(gw.port());
+      REQUIRE(cl.send(mcpPost(toolsCallBody())));
+      auto head = cl.readHead();
+      REQUIRE(head);
+      CHECK(head->status == 200);
+      std::string tail = c.last_event.substr(c.last_event.size() - 4);
+      REQUIRE(cl.readBodyUntil(tail, Ms(3000)));
+    }  // the client closes without waiting for the end of the stream
+    auto lines = accessLines(gw, 1);
+    REQUIRE(lines.size() == 1);
+    INFO(lines[0]);
+    CHECK(field(lines[0], "outcome") == "\"" + std::string(c.outcome) + "\"");
+    CHECK(field(lines[0], "status") == "200");  // the status that was relayed, either way
+    // Either way the upstream connection is closed at once (never pooled mid-stream).
+    CHECK(waitFor([&] { return up.peerCloses().size() == 1; }, Ms(2000)));
   }
 }
