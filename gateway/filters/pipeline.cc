@@ -213,19 +213,22 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     if (head.method != "POST") {
       return methodNotAllowed(ctx);
     }
-    if (!ctx.mcp.has_version) {
-      setReply(ctx, 400, mcp::code::kHeaderMismatch,
-               "Bad Request: the required MCP-Protocol-Version header is absent",
-               "version_missing");
-      return FilterStatus::kLocalReply;
-    }
+    // Both answers name the versions the gateway speaks, so a client can retry with one.
     std::string data = "{\"supported\":[";
     for (size_t i = 0; i < versions.size(); ++i) {
       data += i ? ",\"" : "\"";
       mcp::appendJsonEscaped(data, versions[i]);
       data += '"';
     }
-    data += "],\"requested\":\"";
+    data += ']';
+    if (!ctx.mcp.has_version) {
+      setReply(ctx, 400, mcp::code::kHeaderMismatch,
+               "Bad Request: the required MCP-Protocol-Version header is absent",
+               "version_missing");
+      ctx.reply.data_json = std::move(data) + '}';
+      return FilterStatus::kLocalReply;
+    }
+    data += ",\"requested\":\"";
     mcp::appendJsonEscaped(data, ctx.mcp.version.substr(0, kMaxEchoedValue));
     data += "\"}";
     setReply(ctx, 400, mcp::code::kUnsupportedProtocolVersion,

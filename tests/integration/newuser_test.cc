@@ -166,3 +166,47 @@ TEST_CASE(
     CHECK(waitFor([&] { return up.peerCloses().size() == 1; }, Ms(2000)));
   }
 }
+
+// ---- 3. the missing-version 400 names the supported versions ------------------------------
+
+TEST_CASE("newuser: a POST without MCP-Protocol-Version gets data.supported (legacy: reject)",
+          "[newuser][version]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\n"
+      "mcp:\n"
+      "  legacy: reject\n"
+      "  protocol_versions: [\"2026-07-28\"]\n"
+      "upstreams:\n"
+      "  - name: main\n"
+      "    endpoints: [" +
+      up.address() +
+      "]\n"
+      "routes:\n"
+      "  - name: default\n"
+      "    upstream: main\n"
+      "access_log:\n"
+      "  path: ${ACCESS_LOG}\n");
+  // Every spelling of "no version": absent, or only a different Mcp-* header.
+  const std::string variants[] = {
+      "Mcp-Method: tools/list\r\n",
+      "",
+      "Mcp-Method: initialize\r\n",
+  };
+  for (const std::string& extra : variants) {
+    INFO(extra);
+    std::string body = R"({"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}})";
+    Response r =
+        fetch(gw.port(),
+              "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+              "Content-Type: application/json\r\n"
+              "Accept: application/json, text/event-stream\r\n" +
+                  extra + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    INFO(r.head << r.body);
+    CHECK(r.status == 400);
+    CHECK(field(r.body, "code") == "-32020");
+    CHECK(r.body.find(R"("data":{"supported":["2026-07-28"]})") != std::string::npos);
+  }
+  std::this_thread::sleep_for(Ms(100));
+  CHECK(up.acceptCount() == 0);
+}
