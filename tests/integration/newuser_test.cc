@@ -39,6 +39,26 @@ std::vector<std::string> accessLines(const Gateway& gw, size_t want) {
   return lines;
 }
 
+struct Run {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the gateway binary with `args` to completion (≤ 10 s).
+Run runBinary(const std::vector<std::string>& args) {
+  TempDir dir;
+  std::vector<std::string> argv{GW_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process p(argv, dir.path(), "cli");
+  auto rc = p.wait(Ms(10000));
+  Run r;
+  r.rc = rc.value_or(-1);
+  r.out = p.stdoutText();
+  r.err = p.stderrText();
+  return r;
+}
+
 }  // namespace
 
 // ---- 1. credentials without policy files -------------------------------------------------
@@ -209,4 +229,54 @@ TEST_CASE("newuser: a POST without MCP-Protocol-Version gets data.supported (leg
   }
   std::this_thread::sleep_for(Ms(100));
   CHECK(up.acceptCount() == 0);
+}
+
+// ---- 4. the command line ----------------------------------------------------------------
+
+TEST_CASE("newuser: --help, -h and help print the usage on stdout and exit 0", "[newuser][cli]") {
+  for (const char* arg : {"--help", "-h", "help"}) {
+    INFO(arg);
+    Run r = runBinary({arg});
+    CHECK(r.rc == 0);
+    CHECK(r.out.rfind("usage: mcp-gateway run -c FILE", 0) == 0);
+    CHECK(r.out.find("mcp-gateway help") != std::string::npos);
+    CHECK(r.err.empty());
+  }
+  // Usage errors still go to stderr with exit 2.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, {"bogus"}, {"--helpme"}, {"run"}, {"check", "-c"}}) {
+    Run r = runBinary(args);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("usage: mcp-gateway", 0) == 0);
+  }
+}
+
+TEST_CASE("newuser: check names why a config file cannot be read, and a near upstream name",
+          "[newuser][cli]") {
+  TempDir dir;
+  std::string missing = dir.file("nope.yaml");
+  Run r = runBinary({"check", "-c", missing});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find(missing + ":0:0: cannot read config file: No such file or directory\n") !=
+        std::string::npos);
+
+  Run d = runBinary({"check", "-c", dir.path()});
+  CHECK(d.rc == 1);
+  CHECK(d.err.find(dir.path() + ":0:0: cannot read config file: Is a directory\n") !=
+        std::string::npos);
+
+  std::string config = dir.file("gateway.yaml");
+  REQUIRE(writeFile(config,
+                    "listen: 127.0.0.1:8080\n"
+                    "upstreams:\n"
+                    "  - name: weather\n"
+                    "    endpoints: [127.0.0.1:9000]\n"
+                    "routes:\n"
+                    "  - name: default\n"
+                    "    upstream: waether\n"));
+  Run u = runBinary({"check", "-c", config});
+  CHECK(u.rc == 1);
+  CHECK(u.err.find(config + ":7:15: route 'default' names unknown upstream 'waether'; did you mean "
+                            "'weather'?\n") != std::string::npos);
 }
