@@ -1,4 +1,4 @@
-// mcp-gateway command line: run | check | explain | healthcheck | version. No logic beyond
+// mcp-gateway command line: run | check | explain | healthcheck | version | help. No logic beyond
 // dispatch.
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -29,11 +29,18 @@ constexpr const char* kUsage =
     "       mcp-gateway healthcheck [--port N]\n"
     "                                    exit 0 when 127.0.0.1:N/healthz answers 200 (N: the\n"
     "                                    GW_ADMIN_PORT environment variable, else 9901)\n"
-    "       mcp-gateway version          print the version\n";
+    "       mcp-gateway version          print the version\n"
+    "       mcp-gateway help             print this text (also -h, --help)\n";
 
 int usage() {
   std::fputs(kUsage, stderr);
   return 2;
+}
+
+// Asked for: the usage goes to stdout and it is not an error (as GNU tools do with --help).
+int help() {
+  std::fputs(kUsage, stdout);
+  return 0;
 }
 
 // Reads -c FILE and, for explain, the request's inputs. False on anything else.
@@ -124,6 +131,9 @@ int main(int argc, char** argv) {
     return usage();
   }
   std::string_view cmd = argv[1];
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    return help();
+  }
   if (cmd == "version" || cmd == "--version") {
     std::printf("mcp-gateway %s (MCP 2026-07-28 Streamable HTTP)\n", GW_VERSION);
     return 0;

@@ -3,6 +3,7 @@
 #include "gateway/filters/config_json.h"
 
 #include "gateway/filters/json_writer.h"
+#include "gateway/filters/pipeline.h"
 #include "gateway/policy/jwt.h"
 
 namespace gw::filters {
@@ -67,7 +68,8 @@ void optionalStr(Json& j, const std::optional<std::string>& v) {
   }
 }
 
-void settingsJson(Json& j, const settings::Settings& s, const Bound& bound) {
+void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
+                  const policy::PolicySet& policy) {
   std::optional<std::string> file_admin;
   if (s.admin) {
     file_admin = s.admin->text;
@@ -179,7 +181,10 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound) {
     } else {
       j.raw("null");
     }
-    j.key("forward_credentials").boolean(r.forward_credentials);
+    // What applies, not only the route's own key: the policy and "no policy files" decide too.
+    const CredentialForwarding fc = credentialForwarding(r, policy, s);
+    j.key("forward_credentials").boolean(fc.forward);
+    j.key("forward_credentials_source").str(fc.source);
     j.close('}');
   }
   j.close(']');
@@ -265,7 +270,7 @@ std::string configJson(const Snapshot& snap, const Bound* bound) {
   }
   Json j;
   j.open('{');
-  settingsJson(j, s, *bound);
+  settingsJson(j, s, *bound, *snap.policy);
   policyJson(j, *snap.policy);
   j.close('}');
   return j.take();

@@ -160,6 +160,9 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
   j.key("groups").strings(ctx.identity.groups).close('}');
   j.key("policy_rule").strOrNull(!ctx.policy_rule.empty(), ctx.policy_rule);
   j.key("forward_credentials").boolean(ctx.forward_credentials);
+  j.key("forward_credentials_source")
+      .strOrNull(ctx.route != nullptr,
+                 ctx.route ? credentialForwarding(*ctx.route, *snap.policy, s).source : "");
   j.key("rate_limits").open('[');
   for (const LimitResult& l : limits) {
     bool redis = l.check->spec->backend == policy::RateLimitSpec::Backend::kRedis &&

@@ -222,19 +222,22 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     if (head.method != "POST") {
       return methodNotAllowed(ctx);
     }
-    if (!ctx.mcp.has_version) {
-      setReply(ctx, 400, mcp::code::kHeaderMismatch,
-               "Bad Request: the required MCP-Protocol-Version header is absent",
-               "version_missing");
-      return FilterStatus::kLocalReply;
-    }
+    // Both answers name the versions the gateway speaks, so a client can retry with one.
     std::string data = "{\"supported\":[";
     for (size_t i = 0; i < versions.size(); ++i) {
       data += i ? ",\"" : "\"";
       mcp::appendJsonEscaped(data, versions[i]);
       data += '"';
     }
-    data += "],\"requested\":\"";
+    data += ']';
+    if (!ctx.mcp.has_version) {
+      setReply(ctx, 400, mcp::code::kHeaderMismatch,
+               "Bad Request: the required MCP-Protocol-Version header is absent",
+               "version_missing");
+      ctx.reply.data_json = std::move(data) + '}';
+      return FilterStatus::kLocalReply;
+    }
+    data += ",\"requested\":\"";
     mcp::appendJsonEscaped(data, ctx.mcp.version.substr(0, kMaxEchoedValue));
     data += "\"}";
     setReply(ctx, 400, mcp::code::kUnsupportedProtocolVersion,
@@ -328,9 +331,13 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
   // Credentials stop at a gateway that checks them, unless the route or policy says so.
   // (A legacy request inspected from its body has no route yet: legacyBodyStage adds the
   // route's forward_credentials once it has one.)
-  ctx.forward_credentials = (ctx.route != nullptr && ctx.route->forward_credentials) ||
-                            pol.forwardCredentials() ||
-                            ctx.snapshot->settings->policy_files.empty();
+  if (ctx.route != nullptr) {
+    ctx.forward_credentials =
+        credentialForwarding(*ctx.route, pol, *ctx.snapshot->settings).forward;
+  } else {
+    ctx.forward_credentials =
+        pol.forwardCredentials() || ctx.snapshot->settings->policy_files.empty();
+  }
   if (ctx.auth == policy::AuthResult::kMissing || ctx.auth == policy::AuthResult::kInvalid) {
     bool invalid = ctx.auth == policy::AuthResult::kInvalid;
     setReply(ctx, 401, mcp::code::kUnauthorized,
@@ -585,6 +592,21 @@ std::string renderReplyBody(const LocalReply& reply) {
     id = mcp::RequestId::null();
   }
   return mcp::errorBody(id, reply.code, reply.message, reply.data_json);
+}
+
+CredentialForwarding credentialForwarding(const settings::Route& route,
+                                          const policy::PolicySet& policy,
+                                          const settings::Settings& s) noexcept {
+  if (route.forward_credentials) {
+    return {true, "route"};
+  }
+  if (policy.forwardCredentials()) {
+    return {true, "policy"};
+  }
+  if (s.policy_files.empty()) {
+    return {true, "no_policies"};
+  }
+  return {false, "default"};
 }
 
 FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) noexcept {

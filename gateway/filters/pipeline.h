@@ -34,4 +34,18 @@ void setReply(RequestContext& ctx, int status, int code, std::string message, co
 // The final body and headers for a LocalReply (id from `id`, or absent/null rules).
 std::string renderReplyBody(const LocalReply& reply);
 
+// Whether a request's `Authorization` goes upstream on `route`, and why. The one rule the
+// proxy, /config and /explain all use: the route's or the policy's `forward_credentials: true`
+// forwards; with no policy files the gateway checks no credentials, so it does not take them
+// away either (it is then a plain proxy for them); otherwise they stop at the gateway.
+struct CredentialForwarding {
+  bool forward = false;
+  // Why, as /config and /explain show it: "route", "policy", "no_policies", or "default"
+  // (stripped: the gateway checks credentials and nothing asks to pass them on).
+  const char* source = "default";
+};
+CredentialForwarding credentialForwarding(const settings::Route& route,
+                                          const policy::PolicySet& policy,
+                                          const settings::Settings& s) noexcept;
+
 }  // namespace gw::filters

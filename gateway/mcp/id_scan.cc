@@ -15,6 +15,49 @@ class Scanner {
     if (!eat('{')) {
       return {};
     }
+    return idMember();
+  }
+
+  // "result" or "error" among the top-level members before any "method" (see id_scan.h).
+  bool response() noexcept {
+    ws();
+    if (eat('[')) {
+      ws();  // a batch: its first element decides
+    }
+    if (!eat('{')) {
+      return false;
+    }
+    for (int members = 0; members < 256; ++members) {
+      ws();
+      size_t key_start = pos_;
+      if (!skipString()) {
+        return false;
+      }
+      std::string_view key = s_.substr(key_start, pos_ - key_start);
+      if (key == "\"result\"" || key == "\"error\"") {
+        return true;
+      }
+      if (key == "\"method\"") {
+        return false;
+      }
+      ws();
+      if (!eat(':')) {
+        return false;
+      }
+      ws();
+      if (!skipValue(0)) {
+        return false;
+      }
+      ws();
+      if (!eat(',')) {
+        return false;
+      }
+    }
+    return false;
+  }
+
+ private:
+  RequestId idMember() noexcept {
     for (int members = 0; members < 256; ++members) {
       ws();
       if (members == 0 && eat('}')) {
@@ -44,7 +87,6 @@ class Scanner {
     return {};
   }
 
- private:
   bool more() const noexcept { return pos_ < s_.size(); }
   char peek() const noexcept { return s_[pos_]; }
   bool eat(char c) noexcept {
@@ -177,6 +219,10 @@ class Scanner {
 
 RequestId scanIdPrefix(std::string_view prefix) noexcept {
   return Scanner(prefix).run();
+}
+
+bool looksLikeResponse(std::string_view prefix) noexcept {
+  return Scanner(prefix).response();
 }
 
 }  // namespace gw::mcp

@@ -20,4 +20,11 @@ inline constexpr size_t kIdScanBytes = 1024;
 
 RequestId scanIdPrefix(std::string_view prefix) noexcept;
 
+// Whether a JSON-RPC message prefix is a response: a top-level object (or, for a 2025-03-26
+// batch, an array whose first element is one) with a "result" or "error" member before any
+// "method" member, all within `prefix`. Best effort as scanIdPrefix: a message whose first
+// members are too long to see past gives false. The proxy asks it of an SSE event's first
+// bytes (sse::Framer::lastEventHead) to tell the answer from notifications.
+bool looksLikeResponse(std::string_view prefix) noexcept;
+
 }  // namespace gw::mcp

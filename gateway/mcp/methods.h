@@ -22,4 +22,10 @@ bool isRequestOnlyMethod(std::string_view method) noexcept;
 // server's business.
 bool definesNoName(std::string_view method) noexcept;
 
+// The method's own spelling, from a static table, when it is a method of MCP in any revision
+// the gateway meets (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28) or of the
+// tasks extension (SEP-2663): every request and notification either side may send. Empty for
+// anything else (custom methods, typos). The returned view never dangles (metric labels keep it).
+std::string_view knownMethod(std::string_view method) noexcept;
+
 }  // namespace gw::mcp

@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 
+#include "gateway/mcp/methods.h"
+
 namespace gw::metrics {
 
 namespace {
@@ -17,42 +19,6 @@ namespace {
 constexpr std::string_view kOther = "other";
 
 constexpr char kSep = '\0';
-
-// Every method of the MCP 2026-07-28 schema (requests and notifications).
-constexpr std::string_view kMethods[] = {
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-    "sampling/createMessage",
-    "elicitation/create",
-    "roots/list",
-    "tasks/get",
-    "tasks/list",
-    "tasks/result",
-    "tasks/update",
-    "tasks/cancel",
-    "notifications/initialized",
-    "notifications/cancelled",
-    "notifications/progress",
-    "notifications/message",
-    "notifications/resources/updated",
-    "notifications/resources/list_changed",
-    "notifications/tools/list_changed",
-    "notifications/prompts/list_changed",
-    "notifications/roots/list_changed",
-    "notifications/tasks/status",
-    "notifications/elicitation/complete",
-};
 
 struct Merged {
   const std::vector<std::string>* labels = nullptr;
@@ -217,12 +183,8 @@ std::string_view methodLabel(std::string_view method) noexcept {
   if (method.empty()) {
     return "";
   }
-  for (std::string_view m : kMethods) {
-    if (m == method) {
-      return m;
-    }
-  }
-  return "other";
+  const std::string_view known = mcp::knownMethod(method);
+  return known.empty() ? std::string_view("other") : known;
 }
 
 bool validToolName(std::string_view name) noexcept {

@@ -108,8 +108,8 @@ class ToolLabelCache {
   std::unordered_set<std::string_view, ToolNames::Hash, std::equal_to<>> known_;
 };
 
-// "tools/call" → itself; a method outside the MCP 2026-07-28 method list → "other"; absent
-// (legacy or malformed traffic) → "".
+// "tools/call" → itself; a method outside MCP's method list (mcp::knownMethod: every
+// revision from 2024-11-05 to 2026-07-28) → "other"; absent (unreadable traffic) → "".
 std::string_view methodLabel(std::string_view method) noexcept;
 // MCP tool names: 1-128 of [A-Za-z0-9_.-] (anything else folds into "other").
 bool validToolName(std::string_view name) noexcept;

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <span>
-#include <sstream>
 
 #include <openssl/crypto.h>
 #include <yaml-cpp/yaml.h>
@@ -91,14 +89,13 @@ class Loader {
   }
 
   void readFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      errors_.push_back(settings::Diagnostic{path, 0, 0, "cannot read policy file"});
+    std::string text;
+    std::string reason;
+    if (!settings::readWholeFile(path, text, reason)) {
+      errors_.push_back(settings::Diagnostic{path, 0, 0, "cannot read policy file: " + reason});
       return;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    file(ss.str(), path);
+    file(text, path);
   }
 
   std::shared_ptr<const PolicySet> finish() {
@@ -421,16 +418,15 @@ class Loader {
               "'" + keys_entry->path + "': key file not read (hermetic test load)");
         return;
       }
-      std::ifstream in(jwt->keys_file, std::ios::binary);
-      if (!in) {
-        error(valueMark(*keys_entry),
-              "'" + keys_entry->path + "': cannot read key file '" + jwt->keys_file + "'");
+      std::string keys_text;
+      std::string reason;
+      if (!settings::readWholeFile(jwt->keys_file, keys_text, reason)) {
+        error(valueMark(*keys_entry), "'" + keys_entry->path + "': cannot read key file '" +
+                                          jwt->keys_file + "': " + reason);
         return;
       }
-      std::ostringstream ss;
-      ss << in.rdbuf();
       std::string why;
-      if (!parseJwks(ss.str(), jwt->keys, why)) {
+      if (!parseJwks(keys_text, jwt->keys, why)) {
         error(valueMark(*keys_entry), "'" + keys_entry->path + "': " + jwt->keys_file + ": " + why);
         return;
       }

@@ -375,7 +375,7 @@ void Connection::onDownEvent(bufferevent*, short what, void* arg) {
     // The client is gone. Mid-exchange this is the protocol's cancellation signal: the
     // upstream connection is closed at once and never pooled.
     if (c->state_ == State::kExchange || c->state_ == State::kBody) {
-      c->endAborted("client_closed");
+      c->endAborted(c->clientClosedOutcome());
       c->closeNow();  // nothing more can reach it
       return;
     }
@@ -1516,6 +1516,8 @@ void Connection::sendResponseHead() {
   bytes_out_ += h.size();
   scheduleFlush();
 
+  response_relayed_ = false;
+  framer_events_ = response_end_ = 0;
   if (ctx_.learn_tools && resp_.status == 200) {
     if (resp_sse_) {
       framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
@@ -1578,6 +1580,7 @@ void Connection::relayData(evbuffer* in, size_t n) {
     }
   }
   writeBody(in, n);
+  noteResponseEvent();
   if (injectKeepalive()) {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
     evtimer_add(keepalive_timer_.get(), &tv);
@@ -1778,6 +1781,32 @@ void Connection::endAborted(const char* outcome) {
   }
   releaseUpstream(false);
   endRequest();
+}
+
+// Looks at the SSE events completed by the bytes just queued for the client: when the last
+// one is a JSON-RPC response (a bounded look at its first bytes, no parse), it ends at or
+// before the current end of the client's byte stream. Conservative: an event that completed
+// earlier in the same batch is taken to end with the batch.
+void Connection::noteResponseEvent() noexcept {
+  if (!framer_ || framer_->events() == framer_events_) {
+    return;
+  }
+  framer_events_ = framer_->events();
+  response_relayed_ = mcp::looksLikeResponse(framer_->lastEventHead());
+  response_end_ = bytes_out_;
+}
+
+// How a request whose client went away mid-exchange ends. The client closing is the
+// protocol's cancellation ("client_closed"), except when the SSE answer's final JSON-RPC
+// response had already left the gateway whole (no byte up to its end still in the output
+// buffer): the client had its answer and only did not wait for the terminating chunk, so the
+// request is "complete" with the status that was relayed.
+const char* Connection::clientClosedOutcome() const noexcept {
+  if (!resp_started_ || !framer_ || !response_relayed_) {
+    return "client_closed";
+  }
+  const size_t pending = evbuffer_get_length(bufferevent_get_output(down_.get()));
+  return pending <= bytes_out_ - response_end_ ? "complete" : "client_closed";
 }
 
 // The answer is cut (no last chunk, or short of its length), but what was already queued for

@@ -120,6 +120,8 @@ class Connection final : public sse::EventSink {
   void upstreamFailed(int status, int code, const char* message, const char* outcome);
   void abortExchange(const char* outcome);  // endAborted, then close once output is written
   void endAborted(const char* outcome);
+  void noteResponseEvent() noexcept;                 // after SSE bytes went to the client
+  const char* clientClosedOutcome() const noexcept;  // "complete" or "client_closed"
   void releaseUpstream(bool reusable);
   void learnTools(std::string_view json) noexcept;
   void endRequest();  // metrics, then the access-log line
@@ -201,6 +203,11 @@ class Connection final : public sse::EventSink {
   uint64_t resp_remaining_ = 0;
   http::ChunkedDecoder resp_chunked_;
   std::unique_ptr<sse::Framer> framer_;
+  // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
+  // byte stream at bytes_out_ == response_end_ (noteResponseEvent; reset with framer_).
+  bool response_relayed_ = false;
+  uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
+  uint64_t response_end_ = 0;
   bool up_paused_ = false;  // upstream reads disabled for backpressure
   bool capture_json_ = false;
   std::string capture_;  // tools/list JSON answer (schema learning only)

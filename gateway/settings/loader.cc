@@ -3,6 +3,7 @@
 // a Diagnostic. The walk never stops at the first problem; every error is collected with
 // file:line:column (1-based) and the snapshot is only produced when there are none.
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,14 +11,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -109,6 +110,24 @@ size_t editDistance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+// Appends "; did you mean 'X'?" for the candidate closest to `word` (edit distance under 3
+// and under the word's length, the first of equals), or nothing when none is that close.
+void appendDidYouMean(std::string& msg, std::string_view word,
+                      std::span<const std::string_view> candidates) {
+  std::string_view best;
+  size_t best_d = 3;
+  for (std::string_view cand : candidates) {
+    size_t d = editDistance(word, cand);
+    if (d < best_d && d < word.size()) {
+      best = cand;
+      best_d = d;
+    }
+  }
+  if (!best.empty()) {
+    msg += "; did you mean '" + std::string(best) + "'?";
+  }
 }
 
 bool contains(Keys keys, std::string_view k) {
@@ -234,18 +253,7 @@ class Loader {
       std::string path = prefix.empty() ? key : prefix + "." + key;
       if (!contains(allowed, key)) {
         std::string msg = "unknown key '" + path + "'";
-        std::string_view best;
-        size_t best_d = 3;
-        for (std::string_view cand : allowed) {
-          size_t d = editDistance(key, cand);
-          if (d < best_d && d < key.size()) {
-            best = cand;
-            best_d = d;
-          }
-        }
-        if (!best.empty()) {
-          msg += "; did you mean '" + std::string(best) + "'?";
-        }
+        appendDidYouMean(msg, key, allowed);
         error(k.Mark(), std::move(msg));
         continue;
       }
@@ -936,8 +944,13 @@ class Loader {
       if (ref.has_upstream) {
         int idx = s.upstreamIndex(r.upstream);
         if (idx < 0) {
-          error(ref.upstream_mark,
-                "route '" + r.name + "' names unknown upstream '" + r.upstream + "'");
+          std::string msg = "route '" + r.name + "' names unknown upstream '" + r.upstream + "'";
+          std::vector<std::string_view> names;
+          for (const Upstream& u : s.upstreams) {
+            names.push_back(u.name);
+          }
+          appendDidYouMean(msg, r.upstream, names);
+          error(ref.upstream_mark, std::move(msg));
         } else {
           r.upstream_index = static_cast<size_t>(idx);
         }
@@ -1012,22 +1025,40 @@ LoadResult loadString(std::string_view yaml, const std::string& file) {
   }
 }
 
+bool readWholeFile(const std::string& path, std::string& out, std::string& reason) {
+  out.clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    reason = std::strerror(errno);
+    return false;
+  }
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      reason = std::strerror(errno);  // EISDIR for a directory
+      ::close(fd);
+      return false;
+    }
+  }
+  ::close(fd);
+  return true;
+}
+
 LoadResult loadFile(const std::string& path) {
   try {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    std::string text;
+    std::string reason;
+    if (!readWholeFile(path, text, reason)) {
       LoadResult r;
-      r.errors.push_back(Diagnostic{path, 0, 0, "cannot read config file"});
+      r.errors.push_back(Diagnostic{path, 0, 0, "cannot read config file: " + reason});
       return r;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) {
-      LoadResult r;
-      r.errors.push_back(Diagnostic{path, 0, 0, "error while reading config file"});
-      return r;
-    }
-    return loadString(text.str(), path);
+    return loadString(text, path);
   } catch (...) {
     LoadResult r;
     r.errors.push_back(Diagnostic{path, 0, 0, "cannot read config file"});

@@ -148,6 +148,11 @@ LoadResult loadFile(const std::string& path);
 // Same for text held in memory; `file` is used in diagnostics and to resolve relative paths.
 LoadResult loadString(std::string_view yaml, const std::string& file);
 
+// Reads the whole file at `path` into `out`. False when it cannot, with `reason` the
+// system's words for why (strerror: "No such file or directory", "Permission denied", "Is a
+// directory"), for messages such as "cannot read config file: No such file or directory".
+bool readWholeFile(const std::string& path, std::string& out, std::string& reason);
+
 // "250ms", "10s", "5m", "1h", "0" → Duration; false on anything else (no negative, no
 // bare number but 0, no overflow).
 bool parseDuration(std::string_view text, Duration& out) noexcept;

@@ -119,6 +119,9 @@ void Framer::feedBytes(const char* p, size_t n) noexcept {
           }
         }
         const size_t end = findLineEnd(p, i, n);
+        if (line_ == Line::kData) {
+          appendHead(p + i, end - i);
+        }
         if (sink_ != nullptr) {
           append(line_ == Line::kData ? &data_ : &event_type_, p + i, end - i);
         }
@@ -137,6 +140,9 @@ void Framer::startValue() noexcept {
   const std::string_view name(name_, name_len_);
   if (name == "data") {
     line_ = Line::kData;
+    if (has_data_) {
+      appendHead("\n", 1);
+    }
     if (has_data_ && sink_ != nullptr) {
       append(&data_, "\n", 1);
     }
@@ -169,6 +175,8 @@ void Framer::endLine() noexcept {
 void Framer::endBlock() noexcept {
   if (has_data_) {
     ++events_;
+    std::memcpy(last_head_, head_, head_len_);
+    last_head_len_ = head_len_;
     if (sink_ != nullptr) {
       if (skip_event_) {
         ++oversized_;
@@ -181,6 +189,7 @@ void Framer::endBlock() noexcept {
   }
   in_block_ = false;
   has_data_ = false;
+  head_len_ = 0;
   skip_event_ = false;
   data_.clear();
   event_type_.clear();
@@ -197,6 +206,13 @@ void Framer::append(std::string* dst, const char* p, size_t n) noexcept {
     return;
   }
   dst->append(p, n);
+}
+
+void Framer::appendHead(const char* p, size_t n) noexcept {
+  const size_t room = kHeadBytes - head_len_;
+  const size_t k = n < room ? n : room;
+  std::memcpy(head_ + head_len_, p, k);
+  head_len_ += k;
 }
 
 }  // namespace gw::sse

@@ -37,6 +37,16 @@ class Framer {
   // block; false in the middle of a line or of an event.
   bool atBoundary() const noexcept;
 
+  // How many leading bytes of each event's data lastEventHead() keeps.
+  static constexpr size_t kHeadBytes = 128;
+
+  // The first kHeadBytes of the data of the last completed event (the data lines joined by
+  // "\n", as dispatched), with or without capture: enough for a bounded look at what the
+  // event is (mcp::looksLikeResponse) without holding the event. Empty before the first one.
+  std::string_view lastEventHead() const noexcept {
+    return std::string_view(last_head_, last_head_len_);
+  }
+
   uint64_t events() const noexcept { return events_; }        // events completed
   uint64_t comments() const noexcept { return comments_; }    // comment lines seen
   uint64_t oversized() const noexcept { return oversized_; }  // captures skipped
@@ -56,6 +66,7 @@ class Framer {
   void endLine() noexcept;     // a CR, LF or CRLF ended the current line
   void endBlock() noexcept;    // a blank line ended a non-empty block
   void append(std::string* dst, const char* p, size_t n) noexcept;  // capture, bounded
+  void appendHead(const char* p, size_t n) noexcept;  // the event's first kHeadBytes of data
 
   EventSink* sink_;
   size_t max_event_bytes_;
@@ -75,6 +86,10 @@ class Framer {
   uint64_t events_ = 0;
   uint64_t comments_ = 0;
   uint64_t oversized_ = 0;
+  size_t head_len_ = 0;       // bytes in head_ (the current event's data so far)
+  size_t last_head_len_ = 0;  // bytes in last_head_
+  char head_[kHeadBytes];
+  char last_head_[kHeadBytes];
 };
 
 }  // namespace gw::sse

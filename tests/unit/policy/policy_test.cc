@@ -399,7 +399,7 @@ TEST_CASE("loader: unreadable files") {
   errors.clear();
   CHECK(PolicySet::load({dir.path() + "/nope.yaml"}, errors) == nullptr);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].message == "cannot read policy file");
+  CHECK(errors[0].message == "cannot read policy file: No such file or directory");
 }
 
 TEST_CASE("loader: jwt may be set by one file only") {
