@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time machine setup for mcp-gateway on Debian 12: the Debian packages the build, the tests,
 # the fuzzers and the benches need, then the pinned Node.js test fixtures (tests/fixtures:
-# MCP v2 SDK server/client, the conformance CLI and a Node 22 binary) from the npm registry.
+# MCP v2 SDK server/client, the conformance CLI, server-everything, the MCP Inspector and a
+# Node 22 binary) from the npm registry.
 # Idempotent: packages already installed and an unchanged package-lock.json are skipped.
 #
 # Usage (as root, or with sudo available): scripts/setup.sh
@@ -110,4 +111,12 @@ fi
    await import('@modelcontextprotocol/node');") \
   || die "the MCP SDK does not load under ${fixture_node}"
 say "tests/fixtures: MCP SDK loads under $("${fixture_node}" -v)"
+# The MCP Inspector 2.12 needs Node >= 22.19: the cross-era tests run it on the Node 22 above.
+inspector="${fixtures}/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+[[ -f "${inspector}" ]] || die "MCP Inspector missing: ${inspector}"
+inspector_version="$("${node22}" "${inspector}" --version 2> /dev/null)" \
+  || die "the MCP Inspector does not start under ${node22}"
+say "tests/fixtures: MCP Inspector ${inspector_version} runs on $("${node22}" -v)"
+everything="${fixtures}/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+[[ -f "${everything}" ]] || die "server-everything missing: ${everything}"
 say "done"
