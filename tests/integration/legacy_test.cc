@@ -212,7 +212,9 @@ TEST_CASE("legacy: a deny rule stops a legacy tools/call exactly as a modern one
 
   // An allowed legacy call goes through byte for byte, nothing added.
   const std::string body = callBody("get_weather", R"({"city":"Paris \u00e9"})", 9);
-  Response ok = fetch(gw.port(), legacyPost(body, "Mcp-Session-Id: s-9\r\n"));
+  // The session id as the gateway hands it out (endpoint token . server id, issue 13 item 3).
+  const std::string sid = gatewaySessionToken("main", up.address()) + ".s-9";
+  Response ok = fetch(gw.port(), legacyPost(body, "Mcp-Session-Id: " + sid + "\r\n"));
   CHECK(ok.status == 200);
   REQUIRE(up.waitForRequests(1, Ms(2000)));
   RecordedRequest got = up.requests().at(0);
@@ -396,16 +398,19 @@ TEST_CASE("legacy: GET and DELETE keep passthrough, legacy: reject still refuses
   RawUpstream up(RawUpstream::respond(200, kOk));
   Gateway gw(config(up.address(), policyFile(dir), 0));
   LogReader log(gw);
+  const std::string sid = gatewaySessionToken("main", up.address()) + ".s-1";
   Response g = fetch(gw.port(),
                      "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: "
-                     "text/event-stream\r\nMcp-Session-Id: s-1\r\n\r\n");
+                     "text/event-stream\r\nMcp-Session-Id: " +
+                         sid + "\r\n\r\n");
   CHECK(g.status == 200);
   std::string line = log.next();
   CHECK(field(line, "legacy") == "true");
   CHECK(field(line, "view") == "\"none\"");
   Response d = fetch(gw.port(),
                      "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     "Mcp-Session-Id: s-1\r\n\r\n");
+                     "Mcp-Session-Id: " +
+                         sid + "\r\n\r\n");
   CHECK(d.status == 200);
   CHECK(up.requestCount() == 2);
 
