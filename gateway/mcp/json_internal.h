@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/mcp/jsonrpc.h"
 
@@ -38,6 +39,11 @@ struct StructureCheck {
   size_t dup_depth = 0;  // depth of the object holding the duplicate
 };
 StructureCheck checkStructure(simdjson::dom::element root, size_t max_depth);
+
+// The element at `path` (object keys, one per step) inside `args` — an x-mcp-header
+// annotation's argument. False when a step is missing or an intermediate is not an object.
+bool argumentAt(simdjson::dom::object args, const std::vector<std::string>& path,
+                simdjson::dom::element& out);
 
 // Appends 'value' for a human-readable message: at most `max_bytes` bytes of it (cut at a
 // UTF-8 boundary, "..." marks a cut), JSON-escaped, between single quotes.

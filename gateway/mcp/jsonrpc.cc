@@ -315,4 +315,23 @@ RequestId extractId(std::string_view body) {
   return requestIdOf(id);
 }
 
+bool argumentAt(simdjson::dom::object args, const std::vector<std::string>& path,
+                simdjson::dom::element& out) {
+  simdjson::dom::object cur = args;
+  for (size_t k = 0; k < path.size(); ++k) {
+    simdjson::dom::element e;
+    if (cur.at_key(path[k]).get(e) != simdjson::SUCCESS) {
+      return false;
+    }
+    if (k + 1 == path.size()) {
+      out = e;
+      return true;
+    }
+    if (e.get_object().get(cur) != simdjson::SUCCESS) {
+      return false;
+    }
+  }
+  return false;
+}
+
 }  // namespace gw::mcp

@@ -156,19 +156,7 @@ bool resolveArgument(object o, const std::vector<std::string>& path, element& ou
       !member(cur, "arguments", e) || e.get_object().get(cur) != simdjson::SUCCESS) {
     return false;
   }
-  for (size_t k = 0; k < path.size(); ++k) {
-    if (!member(cur, path[k], e)) {
-      return false;
-    }
-    if (k + 1 == path.size()) {
-      out = e;
-      return true;
-    }
-    if (e.get_object().get(cur) != simdjson::SUCCESS) {
-      return false;
-    }
-  }
-  return false;
+  return argumentAt(cur, path, out);
 }
 
 }  // namespace

@@ -218,24 +218,7 @@ bool bodyNumberText(element e, std::string_view padded_body, const HeaderParam& 
 // Resolves params.arguments.<path...>; false when a step is missing or not an object.
 bool resolveArgument(bool has_args, object args, const std::vector<std::string>& path,
                      element& out) {
-  if (!has_args || path.empty()) {
-    return false;
-  }
-  object cur = args;
-  for (size_t k = 0; k < path.size(); ++k) {
-    element e;
-    if (!member(cur, path[k], e)) {
-      return false;
-    }
-    if (k + 1 == path.size()) {
-      out = e;
-      return true;
-    }
-    if (e.get_object().get(cur) != simdjson::SUCCESS) {
-      return false;
-    }
-  }
-  return false;
+  return has_args && argumentAt(args, path, out);
 }
 
 // The Mcp-Param-* checks of item 45 for one annotated argument. False with r rejected.
