@@ -42,6 +42,7 @@ class Server {
   std::unique_ptr<FileWatcher> watcher_;
   std::chrono::steady_clock::time_point drain_deadline_{};
   bool drain_started_ = false;
+  std::chrono::steady_clock::time_point drain_started_at_{};
 };
 
 }  // namespace gw::server
