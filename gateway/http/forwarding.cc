@@ -108,9 +108,20 @@ bool protectedDashed(std::string_view name) noexcept {
   return false;
 }
 
+// `Mcp-Param-{Name}` spelled with dashes: `{Name}` comes from an `x-mcp-header` annotation,
+// whose names may contain `_` (spec: token characters), so a `_` after this prefix is the
+// parameter's own name, not an alias.
+bool isParamField(std::string_view name) noexcept {
+  constexpr std::string_view kParam = "mcp-param-";
+  return name.size() > kParam.size() && core::iequals(name.substr(0, kParam.size()), kParam);
+}
+
 }  // namespace
 
 bool isProtectedField(std::string_view name) noexcept {
+  if (isParamField(name)) {
+    return true;
+  }
   if (name.find('_') != std::string_view::npos) {
     return false;  // the real fields have no `_` (an alias is caught by isUnderscoreAlias)
   }
@@ -118,7 +129,7 @@ bool isProtectedField(std::string_view name) noexcept {
 }
 
 bool isUnderscoreAlias(std::string_view name) noexcept {
-  if (name.find('_') == std::string_view::npos) {
+  if (name.find('_') == std::string_view::npos || isParamField(name)) {
     return false;
   }
   if (protectedDashed(name)) {

@@ -1130,6 +1130,15 @@ void Connection::rememberSentId() {
     char prefix[mcp::kIdScanBytes];
     ev_ssize_t n = evbuffer_copyout(body_.get(), prefix, sizeof(prefix));
     sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
+    const size_t len = evbuffer_get_length(body_.get());
+    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent && len > sizeof(prefix)) {
+      // "id" after the first KiB (a client that writes params first): the whole buffered
+      // body, made contiguous once, is read for it.
+      const auto* p = evbuffer_pullup(body_.get(), -1);
+      if (p != nullptr) {
+        sent_id_ = mcp::extractId(std::string_view(reinterpret_cast<const char*>(p), len));
+      }
+    }
   }
 }
 

@@ -32,9 +32,10 @@ constexpr std::chrono::milliseconds kPoolIdleTimeout{4000};
 constexpr timeval kListenerRetry{0, 100 * 1000};
 // Changes to watched files are coalesced: one reload this long after the last one.
 constexpr std::chrono::milliseconds kWatchDebounce{150};
-// A stop signal repeated sooner than this after the first is the same request delivered
-// twice (to the process and to its group), not an operator asking to exit at once.
-constexpr std::chrono::milliseconds kRepeatSignalWindow{1000};
+// The same stop signal repeated sooner than this after the first is one request delivered
+// twice (GNU timeout signals the process and then its group within microseconds), not an
+// operator asking to exit at once. A person cannot send a second one this fast.
+constexpr std::chrono::milliseconds kRepeatSignalWindow{100};
 
 std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
   if (cfg.path == "off") {
@@ -342,8 +343,8 @@ void Server::beginDrain() {
   }
 }
 
-// A second SIGTERM/SIGINT during a drain (sent at least kRepeatSignalWindow after the
-// first): the operator wants out now (as Caddy and Traefik
+// A second SIGTERM/SIGINT during a drain (another signal, or the same one at least
+// kRepeatSignalWindow after the first): the operator wants out now (as Caddy and Traefik
 // do). Streams still open are cut; the logs are flushed first.
 void Server::exitNow(int sig) {
   spdlog::warn("{} during the drain: exiting now, cutting {} connections",
@@ -382,12 +383,14 @@ int Server::run() {
       // `timeout`, shells and some supervisors deliver one stop request twice: to the
       // process and to its process group. Only a signal sent well after the first is a
       // second request.
-      if (std::chrono::steady_clock::now() - self->drain_started_at_ >= kRepeatSignalWindow) {
+      if (static_cast<int>(sig) != self->drain_signal_ ||
+          std::chrono::steady_clock::now() - self->drain_started_at_ >= kRepeatSignalWindow) {
         self->exitNow(static_cast<int>(sig));
       }
       spdlog::info("{} again within {} ms of the first: already draining",
                    sig == SIGINT ? "SIGINT" : "SIGTERM", kRepeatSignalWindow.count());
     } else {
+      self->drain_signal_ = static_cast<int>(sig);
       self->beginDrain();
     }
   };

@@ -43,6 +43,7 @@ class Server {
   std::chrono::steady_clock::time_point drain_deadline_{};
   bool drain_started_ = false;
   std::chrono::steady_clock::time_point drain_started_at_{};
+  int drain_signal_ = 0;  // the signal that started the drain
 };
 
 }  // namespace gw::server

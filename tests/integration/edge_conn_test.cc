@@ -552,6 +552,24 @@ TEST_CASE(
       }
     }
   }
+  SECTION("502: the id comes after 8 KiB of params (past the 1 KiB prefix scan)") {
+    uint16_t closed = freePort();
+    Gateway gw(edgeYaml({.upstream = "127.0.0.1:" + std::to_string(closed)}));
+    for (std::string_view id : ids) {
+      INFO("id " << id);
+      Split s = call("echo", id);
+      s.body = R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo",)"
+               R"("arguments":{"message":")" +
+               std::string(8192, 'x') + R"("}},"id":)" + std::string(id) + "}";
+      const size_t at = s.head.find("Content-Length: ");
+      REQUIRE(at != std::string::npos);
+      s.head =
+          s.head.substr(0, at) + "Content-Length: " + std::to_string(s.body.size()) + "\r\n\r\n";
+      Response r = fetch(gw.port(), s.whole());
+      CHECK(r.status == 502);
+      CHECK(r.body.find(R"("id":)" + std::string(id)) != std::string::npos);
+    }
+  }
   SECTION("504: the upstream reads the request and stalls (response_timeout 300ms)") {
     RawUpstream up([](UpstreamConn& c) {
       if (c.readRequest()) {
@@ -970,8 +988,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "edge-conn: a second SIGTERM or SIGINT a second or more into a drain exits at once with "
-    "code 1, and one sent twice at once does not (issue 12 item 12)",
+    "edge-conn: a second SIGTERM or SIGINT during a drain exits at once with code 1, and the "
+    "same one delivered twice at once does not (issue 12 item 12)",
     "[edge][edge-conn]") {
   struct Row {
     int first;
@@ -1001,14 +1019,13 @@ TEST_CASE(
     REQUIRE(head->status == 200);
     REQUIRE(c.readBodyUntil("data: tick", Ms(2000)));
 
+    // The same signal twice at once is one request delivered twice (GNU timeout signals the
+    // process and then its group): the drain goes on. (The kernel may also merge the two.)
+    REQUIRE(::kill(gw.pid(), row.first) == 0);
     REQUIRE(::kill(gw.pid(), row.first) == 0);
     REQUIRE(gw.process().waitForOutput("draining", Ms(2000), false, true));
-    // The same signal again at once is the one request delivered twice (GNU timeout and
-    // shells signal the process and then its group): the drain goes on.
-    REQUIRE(::kill(gw.pid(), row.first) == 0);
     // Still draining past the repeat window: the stream keeps the process up.
-    CHECK_FALSE(gw.process().wait(Ms(1200)).has_value());
-    CHECK(gw.process().stderrText().find("already draining") != std::string::npos);
+    CHECK_FALSE(gw.process().wait(Ms(400)).has_value());
     auto t0 = Clock::now();
     REQUIRE(::kill(gw.pid(), row.second) == 0);
     auto code = gw.process().wait(Ms(2000));

@@ -286,6 +286,10 @@ TEST_CASE("RFC 9110 5.1: `_` spellings of protected and hop-by-hop fields are 40
       {"Content_Lengthy", get("Host: a\r\nContent_Lengthy: 1\r\n")},
       {"Mcpx_Name", get("Host: a\r\nMcpx_Name: 1\r\n")},
       {"leading underscore", get("Host: a\r\n_Content-Length: 1\r\n")},
+      // spec (x-mcp-header): a parameter's own name may contain `_`; only the prefix is
+      // held to the dash spelling.
+      {"Mcp-Param- name with _", get("Host: a\r\nMcp-Param-tenant_id: 1\r\n")},
+      {"MCP-PARAM- name with _", get("Host: a\r\nMCP-PARAM-_a_b_: 1\r\n")},
   });
 }
 
@@ -305,6 +309,7 @@ TEST_CASE("RFC 9110 7.6.1: Connection naming a protected field is 400", "[http][
       "Mcp-Method",
       "mcp-name",
       "Mcp-Param-Region",
+      "Mcp-Param-tenant_id",
       "Mcp-Session-Id",
       "X-Forwarded-For",
       "x-forwarded-proto",
