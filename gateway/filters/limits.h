@@ -17,6 +17,7 @@ struct LimitCheck {
   const policy::RateLimitSpec* spec = nullptr;  // points into the snapshot's PolicySet
   std::string key;                              // bucket key: limit name + key parts
   ratelimit::Rate rate;
+  bool charged_local = false;  // admitted by the local limiter (refunded if a later one refuses)
 };
 
 // Appends every limit whose match the request meets. Untrusted requests only meet limits

@@ -799,7 +799,9 @@ void Connection::nextLimit() {
       }
       // No timer could be had: decide locally rather than hang.
     }
-    if (!onLimitDecision(w_.shared->limiter->check(c.key, c.rate))) {
+    const ratelimit::Decision d = w_.shared->limiter->check(c.key, c.rate);
+    limits_[limit_index_].charged_local = d.allowed;
+    if (!onLimitDecision(d)) {
       return;
     }
   }
@@ -830,6 +832,14 @@ bool Connection::onLimitDecision(const ratelimit::Decision& d) {
       ctx_.reply.extra_headers = "Retry-After: 1\r\n";
     } else {
       filters::setRateLimitedReply(ctx_, c, d);
+    }
+    // The request is refused: what the limits before this one took is given back (a refused
+    // batch or a request refused by its second limit spends no quota). Redis-backed limits
+    // keep what they took.
+    for (size_t i = 0; i < limit_index_; ++i) {
+      if (limits_[i].charged_local) {
+        w_.shared->limiter->refund(limits_[i].key, limits_[i].rate);
+      }
     }
     replyBeforeBody();
     return false;

@@ -59,6 +59,15 @@ Decision LocalLimiter::check(std::string_view key, const Rate& r) noexcept {
   return d;
 }
 
+void LocalLimiter::refund(std::string_view key, const Rate& r) noexcept {
+  Stripe& s = stripes_[Hash{}(key) % stripe_count_];
+  std::lock_guard lock(s.mu);
+  auto it = s.tat.find(key);
+  if (it != s.tat.end()) {
+    it->second -= r.intervalNs();
+  }
+}
+
 Decision LocalLimiter::peek(std::string_view key, const Rate& r) const noexcept {
   const int64_t now = clock_.now().count();
   const Stripe& s = stripes_[Hash{}(key) % stripe_count_];

@@ -37,6 +37,10 @@ class LocalLimiter {
   // is new. The same key must always be checked with the same Rate (keys are the caller's
   // namespace: include the limit's name).
   Decision check(std::string_view key, const Rate& r) noexcept;
+  // Gives back one request an earlier allowed check() took from `key` (a request refused
+  // later by another limit spends nothing, as nginx's limit_req does). No-op for a key no
+  // longer held.
+  void refund(std::string_view key, const Rate& r) noexcept;
   // What check() would answer now, without spending from the bucket (admin /explain).
   Decision peek(std::string_view key, const Rate& r) const noexcept;
 

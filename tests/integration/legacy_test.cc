@@ -334,12 +334,20 @@ TEST_CASE("legacy: batches are checked element by element and refused whole", "[
   CHECK(fetch(gw.port(), legacyPost(three)).status == 429);
   log.next();
   CHECK(up.requestCount() == 0);
+  // ...and spends nothing: the two calls the limit allows still pass, then the third is 429.
+  CHECK(fetch(gw.port(), legacyPost(callBody("limited", "{}", 4))).status == 200);
+  CHECK(fetch(gw.port(), legacyPost(callBody("limited", "{}", 5))).status == 200);
+  CHECK(fetch(gw.port(), legacyPost(callBody("limited", "{}", 6))).status == 429);
+  REQUIRE(up.waitForRequests(2, Ms(2000)));
+  log.next();
+  log.next();
+  log.next();
 
   const std::string good =
       "[" + callBody("echo", "{}", 1) + "," + R"({"jsonrpc":"2.0","id":"s","result":{}}])";
   CHECK(fetch(gw.port(), legacyPost(good)).status == 200);
-  REQUIRE(up.waitForRequests(1, Ms(2000)));
-  CHECK(up.requests().at(0).body == good);
+  REQUIRE(up.waitForRequests(3, Ms(2000)));
+  CHECK(up.requests().at(2).body == good);
   std::string line = log.next();
   CHECK(field(line, "mcp_method") == "\"tools/call\"");
   CHECK(field(line, "mcp_name") == "\"echo\"");

@@ -52,6 +52,26 @@ TEST_CASE("LocalLimiter: 4 threads on one key admit exactly burst + rate * elaps
   CHECK(limiter.size() == 1);
 }
 
+TEST_CASE("LocalLimiter::refund gives back exactly what one allowed check took", "[ratelimit]") {
+  core::FakeClock clock;
+  LocalLimiter limiter(clock);
+  const Rate r = Rate::make(2, std::chrono::minutes(1));  // burst 2, one per 30 s
+  REQUIRE(limiter.check("k", r).allowed);
+  REQUIRE(limiter.check("k", r).allowed);
+  REQUIRE_FALSE(limiter.check("k", r).allowed);
+  limiter.refund("k", r);  // one back: one more fits, then none
+  CHECK(limiter.check("k", r).allowed);
+  CHECK_FALSE(limiter.check("k", r).allowed);
+  limiter.refund("k", r);
+  limiter.refund("k", r);
+  CHECK(limiter.peek("k", r).remaining == 1);  // two back, and the peek leaves them there
+  CHECK(limiter.check("k", r).allowed);
+  CHECK(limiter.check("k", r).allowed);
+  CHECK_FALSE(limiter.check("k", r).allowed);
+  limiter.refund("absent", r);  // a key not held: nothing happens
+  CHECK(limiter.size() == 1);
+}
+
 TEST_CASE("LocalLimiter keeps keys apart and shares them across threads", "[ratelimit]") {
   core::FakeClock clock;
   LocalLimiter limiter(clock);
