@@ -34,20 +34,6 @@ bool member(object o, std::string_view key, element& out) {
   return o.at_key(key).get(out) == simdjson::SUCCESS;
 }
 
-// The params member that carries the name for `method`, or "" when it carries none.
-std::string_view nameField(std::string_view method) {
-  if (method == "tools/call" || method == "prompts/get") {
-    return "name";
-  }
-  if (method == "resources/read") {
-    return "uri";
-  }
-  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
-    return "taskId";
-  }
-  return {};
-}
-
 bool fail(LegacyError& e, int code, std::string message, const char* reason = "body_invalid") {
   e.code = code;
   e.message = std::move(message);
@@ -99,7 +85,7 @@ bool readMessage(object o, std::string_view doc, LegacyMessage& m, LegacyError& 
     msg.append(" is a request and needs an \"id\"");
     return fail(e, code::kInvalidRequest, std::move(msg), "request_without_id");
   }
-  const std::string_view field = nameField(m.method);
+  const std::string_view field = nameMember(m.method, true);
   object params;
   element name_el;
   if (!field.empty() && member(o, "params", v) && v.get_object().get(params) == simdjson::SUCCESS &&

@@ -96,4 +96,25 @@ bool isRequestOnlyMethod(std::string_view method) noexcept {
   return false;
 }
 
+std::string_view nameMember(std::string_view method, bool earlier_revisions) noexcept {
+  if (method == "tools/call" || method == "prompts/get") {
+    return "name";
+  }
+  if (method == "resources/read") {
+    return "uri";
+  }
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
+    return "taskId";
+  }
+  if (earlier_revisions) {
+    if (method == "resources/subscribe" || method == "resources/unsubscribe") {
+      return "uri";
+    }
+    if (method == "tasks/result") {
+      return "taskId";
+    }
+  }
+  return {};
+}
+
 }  // namespace gw::mcp

@@ -22,6 +22,13 @@ bool isRequestOnlyMethod(std::string_view method) noexcept;
 // server's business.
 bool definesNoName(std::string_view method) noexcept;
 
+// The params member whose value Mcp-Name mirrors for `method` (2026-07-28: `name` of
+// tools/call and prompts/get, `uri` of resources/read, `taskId` of tasks/get|update|cancel),
+// or "" when the method defines none. With `earlier_revisions`, also the members that name
+// what a request of a 2025 revision acts on: `uri` of resources/subscribe|unsubscribe and
+// `taskId` of tasks/result (2025-11-25), so rules matching `name` see them in legacy bodies.
+std::string_view nameMember(std::string_view method, bool earlier_revisions = false) noexcept;
+
 // The method's own spelling, from a static table, when it is a method of MCP in any revision
 // the gateway meets (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28) or of the
 // tasks extension (SEP-2663): every request and notification either side may send. Empty for

@@ -116,20 +116,6 @@ bool objectMember(object o, std::string_view key, object& out) {
   return member(o, key, e) && e.get_object().get(out) == simdjson::SUCCESS;
 }
 
-// The params member that carries Mcp-Name for `method`, or "" when it carries none.
-std::string_view nameField(std::string_view method) {
-  if (method == "tools/call" || method == "prompts/get") {
-    return "name";
-  }
-  if (method == "resources/read") {
-    return "uri";
-  }
-  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
-    return "taskId";
-  }
-  return {};
-}
-
 void reject(VerifyResult& r, int code, std::string message, const char* reason = nullptr) {
   r.ok = false;
   r.code = code;
@@ -301,7 +287,7 @@ bool checkRequestHeaders(std::string_view method, bool has_params, object params
     return false;
   }
 
-  const std::string_view field = nameField(method);
+  const std::string_view field = nameMember(method);
   std::string_view body_name;
   const bool has_body_name = has_params && !field.empty() && stringMember(params, field, body_name);
   if (!field.empty()) {

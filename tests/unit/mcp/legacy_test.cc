@@ -82,6 +82,13 @@ TEST_CASE("legacy view: method and name/uri/taskId of every method family (MCP 2
        BodyKind::kRequest, "tasks/update", "t-2"},
       {R"({"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"t-3"}})",
        BodyKind::kRequest, "tasks/cancel", "t-3"},
+      // 2025 revisions: what resources/subscribe|unsubscribe and tasks/result act on.
+      {R"({"jsonrpc":"2.0","id":9,"method":"resources/subscribe","params":{"uri":"file:///a"}})",
+       BodyKind::kRequest, "resources/subscribe", "file:///a"},
+      {R"({"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"file:///b"}})",
+       BodyKind::kRequest, "resources/unsubscribe", "file:///b"},
+      {R"({"jsonrpc":"2.0","id":9,"method":"tasks/result","params":{"taskId":"t-4"}})",
+       BodyKind::kRequest, "tasks/result", "t-4"},
       {R"({"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"name":"not-a-name"}})",
        BodyKind::kRequest, "tools/list", nullptr},
       {R"({"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})",

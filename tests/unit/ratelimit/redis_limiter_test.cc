@@ -426,9 +426,11 @@ void runFaultScenario(Fault fault) {
       switch (m.on_error) {
         case RedisLimiter::OnError::kAllow:
           CHECK(s.d->allowed);
+          CHECK_FALSE(s.d->unavailable);
           break;
         case RedisLimiter::OnError::kDeny:
           CHECK_FALSE(s.d->allowed);
+          CHECK(s.d->unavailable);  // the store could not decide: 503, not 429
           CHECK(s.d->retry_after == milliseconds(1000));
           break;
         case RedisLimiter::OnError::kLocal:
