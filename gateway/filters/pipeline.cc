@@ -11,6 +11,7 @@
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/legacy.h"
 #include "gateway/mcp/methods.h"
+#include "gateway/mcp/session.h"
 
 namespace gw::filters {
 
@@ -300,6 +301,29 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
 }
 
 // ---- stage 3: route --------------------------------------------------------------------
+// A legacy GET (the standalone SSE stream) or DELETE (the end of a session) carrying one
+// session id the gateway handed out: the index of the upstream whose endpoint token it
+// carries, or -1 (not such a request, or a token of no configured upstream).
+int sessionUpstream(const RequestContext& ctx) noexcept {
+  if (!ctx.legacy || ctx.head == nullptr ||
+      (ctx.head->method != "GET" && ctx.head->method != "DELETE") ||
+      http::countFields(ctx.head->fields, "mcp-session-id") != 1) {
+    return -1;
+  }
+  const mcp::WrappedSession w =
+      mcp::unwrapSessionId(http::findField(ctx.head->fields, "mcp-session-id")->value);
+  if (w.error != mcp::SessionError::kNone) {
+    return -1;
+  }
+  const auto& ups = ctx.snapshot->settings->upstreams;
+  for (size_t i = 0; i < ups.size(); ++i) {
+    if (mcp::findSessionEndpoint(ups[i].session_tokens, w.token) >= 0) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
 FilterStatus routeStage(RequestContext& ctx) noexcept {
   router::RouteInput in;
   in.trusted = ctx.trusted;
@@ -307,6 +331,14 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   in.mcp = &ctx.mcp;
   in.fields = &ctx.head->fields;
   ctx.route = ctx.snapshot->routes.match(in);
+  // A legacy session's GET/DELETE names no method to route by: it goes where its session
+  // was created (the upstream its token names), even when that was not the legacy route.
+  if (const int up = sessionUpstream(ctx);
+      up >= 0 && (ctx.route == nullptr || ctx.route->upstream_index != static_cast<size_t>(up))) {
+    if (const settings::Route* r = ctx.snapshot->routes.forUpstream(static_cast<size_t>(up))) {
+      ctx.route = r;
+    }
+  }
   if (ctx.route == nullptr) {
     setReply(ctx, 502, mcp::code::kNoRoute, "Bad Gateway: no route for this request", "no_route");
     return FilterStatus::kLocalReply;
@@ -352,8 +384,18 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
 }
 
 // ---- stage 5: per-tool policy ------------------------------------------------------------
+
 FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept {
   policy::Decision d = ctx.snapshot->policy->decide(view, ctx.identity);
+  // A legacy session's GET/DELETE names no method, so no method rule can allow it; what the
+  // session does is decided message by message on its POSTs. Rules that match it anyway
+  // (identity conditions) decide it; `default` does not, so `default: deny` does not cut a
+  // legacy session off its notification stream.
+  if (!d.allow && d.rule == "default" && ctx.route != nullptr &&
+      sessionUpstream(ctx) == static_cast<int>(ctx.route->upstream_index)) {
+    d.allow = true;
+    d.rule = "session";
+  }
   ctx.policy_rule = d.rule;
   if (!d.allow) {
     std::string msg = "Forbidden: ";

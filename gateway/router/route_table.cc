@@ -129,6 +129,18 @@ const settings::Route* RouteTable::match(const RouteInput& in) const noexcept {
   return nullptr;
 }
 
+const settings::Route* RouteTable::forUpstream(size_t upstream_index) const noexcept {
+  if (!compiled_) {
+    return nullptr;
+  }
+  for (const CompiledRoute& cr : compiled_->routes) {
+    if (cr.route.upstream_index == upstream_index) {
+      return &cr.route;
+    }
+  }
+  return nullptr;
+}
+
 size_t RouteTable::size() const noexcept {
   return compiled_ ? compiled_->routes.size() : 0;
 }

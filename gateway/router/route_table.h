@@ -53,6 +53,10 @@ class RouteTable {
   // see RouteInput::body_view.
   const gw::settings::Route* match(const RouteInput& in) const noexcept;
 
+  // The first route (in order) that sends to settings.upstreams[upstream_index], or nullptr.
+  // A legacy GET/DELETE whose session was created through another route goes back there.
+  const gw::settings::Route* forUpstream(size_t upstream_index) const noexcept;
+
   size_t size() const noexcept;
 
  private:

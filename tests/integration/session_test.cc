@@ -388,3 +388,70 @@ TEST_CASE("host_header: a connect retried on the next endpoint names that endpoi
   CHECK(got.requestLine() == "POST /mcp HTTP/1.1");
   CHECK(got.body == toolsCallBody("echo", 1));
 }
+
+TEST_CASE(
+    "session: under default: deny, a legacy GET or DELETE of a session the gateway handed out "
+    "passes, one without a session or with a forged one does not",
+    "[session]") {
+  RawUpstream a(sessionServer("A"));
+  TempDir dir;
+  REQUIRE(writeFile(dir.file("policy.yaml"),
+                    "default: deny\n"
+                    "rules:\n"
+                    "  - name: handshake\n"
+                    "    match: { method: initialize }\n"
+                    "    action: allow\n"));
+  std::string y = sessionYaml({a.address()});
+  y += "policies: [" + dir.file("policy.yaml") + "]\n";
+  Gateway gw(y);
+  Response init = fetch(gw.port(), legacyRequest("POST", "", kInitBody));
+  REQUIRE(init.status == 200);
+  const std::string wrapped = init.header("Mcp-Session-Id").value_or("");
+  REQUIRE(wrapped.size() > 17);
+  for (const char* verb : {"GET", "DELETE"}) {
+    INFO(verb);
+    CHECK(fetch(gw.port(), legacyRequest(verb, sessionLine(wrapped))).status == 200);
+    Response none = fetch(gw.port(), legacyRequest(verb, ""));
+    CHECK(none.status == 403);
+    CHECK(jsonToken(none.body, "code") == "-31004");
+    std::string forged = wrapped;
+    forged[3] = forged[3] == 'x' ? 'y' : 'x';
+    CHECK(fetch(gw.port(), legacyRequest(verb, sessionLine(forged))).status == 403);
+  }
+  // A method the rules do not allow is still refused on the same session.
+  Response call = fetch(gw.port(), legacyRequest("POST", sessionLine(wrapped), toolsList(5)));
+  CHECK(call.status == 403);
+  CHECK(a.waitForRequests(3, Ms(2000)));
+  std::this_thread::sleep_for(Ms(100));
+  CHECK(a.requestCount() == 3);
+}
+
+TEST_CASE(
+    "session: a legacy GET or DELETE goes to the upstream its session was created on, "
+    "not the legacy route's",
+    "[session]") {
+  RawUpstream a(sessionServer("A"));
+  RawUpstream b(sessionServer("B"));
+  // initialize is routed by its body to `other`; everything else takes the default route.
+  std::string y = sessionYaml({a.address()});
+  y.replace(y.find("routes:\n"), 8,
+            "  - name: other\n    endpoints: [" + b.address() +
+                "]\n    path: /mcp\nroutes:\n  - name: handshake\n"
+                "    match: { method: initialize }\n    upstream: other\n");
+  Gateway gw(y);
+  Response init = fetch(gw.port(), legacyRequest("POST", "", kInitBody));
+  REQUIRE(init.status == 200);
+  const std::string wrapped = init.header("Mcp-Session-Id").value_or("");
+  REQUIRE(wrapped.size() > 17);
+  CHECK(wrapped.substr(17) == "sess-B");
+  REQUIRE(b.waitForRequests(1, Ms(2000)));
+  for (const char* verb : {"GET", "DELETE"}) {
+    INFO(verb);
+    CHECK(fetch(gw.port(), legacyRequest(verb, sessionLine(wrapped))).status == 200);
+  }
+  CHECK(b.waitForRequests(3, Ms(2000)));
+  CHECK(a.requestCount() == 0);
+  auto reqs = b.requests();
+  REQUIRE(reqs.size() == 3);
+  CHECK(reqs[1].headerValues("Mcp-Session-Id") == std::vector<std::string>{"sess-B"});
+}
