@@ -57,6 +57,9 @@ struct RequestContext {
   std::vector<mcp::McpHeaders> batch;  // a batch's elements after the first (reused)
   mcp::ValueArena* arena = nullptr;    // the request's arena (set by onHeaders)
   const settings::Route* route = nullptr;
+  // A legacy GET/DELETE whose wrapped session names the route's upstream (route stage): the
+  // default rule does not decide it (policy stage).
+  bool session_route = false;
 
   bool need_body = false;      // a stage wants the whole body before the upstream
   bool classify_body = false;  // Mcp-Method absent: body must be a notification
@@ -84,6 +87,7 @@ struct RequestContext {
     batch.clear();
     trusted = legacy = need_body = classify_body = verify_body = learn_tools = false;
     route = nullptr;
+    session_route = false;
     param_check = ParamCheck::kNotChecked;
     body_kind = mcp::BodyKind::kUnknown;
     reply = LocalReply{};

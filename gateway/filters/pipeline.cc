@@ -333,11 +333,14 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   ctx.route = ctx.snapshot->routes.match(in);
   // A legacy session's GET/DELETE names no method to route by: it goes where its session
   // was created (the upstream its token names), even when that was not the legacy route.
-  if (const int up = sessionUpstream(ctx);
-      up >= 0 && (ctx.route == nullptr || ctx.route->upstream_index != static_cast<size_t>(up))) {
-    if (const settings::Route* r = ctx.snapshot->routes.forUpstream(static_cast<size_t>(up))) {
-      ctx.route = r;
+  if (const int up = sessionUpstream(ctx); up >= 0) {
+    const auto index = static_cast<size_t>(up);
+    if (ctx.route == nullptr || ctx.route->upstream_index != index) {
+      if (const settings::Route* r = ctx.snapshot->routes.forUpstream(index)) {
+        ctx.route = r;
+      }
     }
+    ctx.session_route = ctx.route != nullptr && ctx.route->upstream_index == index;
   }
   if (ctx.route == nullptr) {
     setReply(ctx, 502, mcp::code::kNoRoute, "Bad Gateway: no route for this request", "no_route");
@@ -384,15 +387,13 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
 }
 
 // ---- stage 5: per-tool policy ------------------------------------------------------------
-
 FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept {
   policy::Decision d = ctx.snapshot->policy->decide(view, ctx.identity);
   // A legacy session's GET/DELETE names no method, so no method rule can allow it; what the
   // session does is decided message by message on its POSTs. Rules that match it anyway
   // (identity conditions) decide it; `default` does not, so `default: deny` does not cut a
   // legacy session off its notification stream.
-  if (!d.allow && d.rule == "default" && ctx.route != nullptr &&
-      sessionUpstream(ctx) == static_cast<int>(ctx.route->upstream_index)) {
+  if (!d.allow && d.rule == "default" && ctx.session_route) {
     d.allow = true;
     d.rule = "session";
   }

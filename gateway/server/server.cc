@@ -335,7 +335,7 @@ void Server::beginDrain() {
   drain_started_at_ = std::chrono::steady_clock::now();
   shared_.draining.store(true);
   auto s = shared_.snapshot.load()->settings;
-  drain_deadline_ = std::chrono::steady_clock::now() + s->drain_timeout;
+  drain_deadline_ = drain_started_at_ + s->drain_timeout;
   spdlog::info("draining: {} connections open, up to {} ms", shared_.connections.load(),
                s->drain_timeout.count());
   for (auto& w : workers_) {
