@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/assert.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/id_scan.h"
@@ -151,16 +152,16 @@ bool writeEnabled(bufferevent* bev) {
 
 // The outcome (log, metrics label) of a request head that did not parse: one fixed name per
 // status, never the parser's free text.
-const char* garbageOutcome(int status) {
+core::Outcome garbageOutcome(int status) {
   switch (status) {
     case 414:
-      return "request_line_too_long";
+      return core::Outcome::kRequestLineTooLong;
     case 431:
-      return "header_too_large";
+      return core::Outcome::kHeaderTooLarge;
     case 501:
-      return "unsupported_transfer_coding";
+      return core::Outcome::kUnsupportedTransferCoding;
     default:
-      return "malformed_request";
+      return core::Outcome::kMalformedRequest;
   }
 }
 
@@ -214,7 +215,7 @@ void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
 
 Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
                        const core::IpAddress& ip)
-    : w_(w), peer_(std::move(peer)), peer_ip_(ip), arena_(64 * 1024) {
+    : w_(w), peer_(std::move(peer)), peer_ip_(ip) {
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
   down_.reset(bufferevent_socket_new(w_.base, fd, BEV_OPT_CLOSE_ON_FREE));
@@ -228,16 +229,15 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
   bufferevent_setcb(down_.get(), &Connection::onDownRead, &Connection::onDownWrite,
                     &Connection::onDownEvent, this);
   down_timer_ = event::makeTimer<Connection, &Connection::onDownTimer>(w_.base, this);
-  up_timer_ = event::makeTimer<Connection, &Connection::onUpTimer>(w_.base, this);
-  keepalive_timer_ = event::makeTimer<Connection, &Connection::onKeepaliveTimer>(w_.base, this);
   if (!w_.flush) {
     w_.flush.reset(evtimer_new(
         w_.base,
         [](evutil_socket_t, short, void* arg) { flushPending(*static_cast<WorkerContext*>(arg)); },
         &w_));
   }
-  // Buffers (head copy, field views, decoded values) grow on the first request and keep
-  // their capacity afterwards: an idle connection costs only its bufferevent.
+  // The request state (head copy, field views, decoded values, upstream timers) is taken
+  // from the worker's ExchangePool per request: an idle connection costs its bufferevent, one
+  // timer and this object.
   ++w_.local_connections;
   w_.connections.insert(this);
   w_.shared->connections.fetch_add(1, std::memory_order_relaxed);
@@ -251,20 +251,52 @@ Connection::~Connection() {
   if (flush_queued_) {
     w_.pending_flush[flush_slot_] = nullptr;
   }
-  if (redis_handle_ != 0 && redis_owner_ != nullptr) {
-    redis_owner_->cancel(redis_handle_);
+  if (x_ != nullptr) {
+    if (x_->redis_handle != 0 && x_->redis_owner != nullptr) {
+      x_->redis_owner->cancel(x_->redis_handle);
+      x_->redis_handle = 0;
+    }
+    if (x_->lease.bev) {
+      w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
+      bufferevent_setcb(x_->lease.bev.get(), nullptr, nullptr, nullptr, nullptr);
+      x_->lease = upstream::Lease{};  // closed, never pooled
+    }
+    countSse(false);
+    releaseBody();
+    giveExchange();
   }
-  if (lease_.bev) {
-    w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
-  }
-  countSse(false);
-  releaseBody();
   if (down_) {
     w_.connections.erase(this);
     --w_.local_connections;
     w_.shared->connections.fetch_sub(1, std::memory_order_relaxed);
     w_.shared->client_counts.release(peer_ip_);
   }
+}
+
+// The request state comes from the worker's pool for the request's lifetime; its timers call
+// back into this connection.
+bool Connection::takeExchange() {
+  x_ = w_.exchanges.take(w_.base, this, &Connection::upTimerCb, &Connection::keepaliveTimerCb);
+  return x_ != nullptr;
+}
+
+void Connection::giveExchange() {
+  if (x_ == nullptr) {
+    return;
+  }
+  countSse(false);
+  x_->framer.reset();  // its sink is this connection
+  x_->head.clear();
+  w_.exchanges.give(x_);
+  x_ = nullptr;
+}
+
+void Connection::upTimerCb(evutil_socket_t, short, void* arg) {
+  static_cast<Exchange*>(arg)->conn->onUpTimer();
+}
+
+void Connection::keepaliveTimerCb(evutil_socket_t, short, void* arg) {
+  static_cast<Exchange*>(arg)->conn->onKeepaliveTimer();
 }
 
 void Connection::closeNow() {
@@ -353,9 +385,10 @@ void Connection::onDownWrite(bufferevent*, void* arg) {
     c->parseHead();
     return;
   }
-  if (c->up_paused_ && evbuffer_get_length(out) <= kOutLow && c->lease_.bev) {
-    c->up_paused_ = false;
-    bufferevent_enable(c->lease_.bev.get(), EV_READ);
+  if (c->x_ != nullptr && c->x_->up_paused && evbuffer_get_length(out) <= kOutLow &&
+      c->x_->lease.bev) {
+    c->x_->up_paused = false;
+    bufferevent_enable(c->x_->lease.bev.get(), EV_READ);
     c->relayBody();  // bytes may already wait in the upstream input buffer
   }
 }
@@ -366,7 +399,7 @@ void Connection::onDownEvent(bufferevent*, short what, void* arg) {
     // send_timeout: the client took no byte of its output for that long. An exchange in
     // flight (an SSE stream to a reader that stopped) ends with it.
     if (c->state_ == State::kExchange || c->state_ == State::kBody) {
-      c->endAborted("send_timeout");
+      c->endAborted(Outcome::kSendTimeout);
     }
     c->closeNow();
     return;
@@ -389,22 +422,22 @@ void Connection::onDownTimer() {
       closeAfterFlush();
       return;
     case State::kHead:
-      outcome_ = "header_timeout";
+      x_->outcome = Outcome::kHeaderTimeout;
       garbage_ = true;
       logGarbage(w_, peer_, 408, "request head not received in time");
       sendPlainError(408, "Request Timeout", "request head not received in time\n");
       return;
     case State::kBody:
-      filters::setReply(ctx_, 408, mcp::code::kBodyTimeout,
+      filters::setReply(x_->ctx, 408, mcp::code::kBodyTimeout,
                         "Request Timeout: request body not received in time", "body_timeout",
                         false);
       close_after_ = true;
       sendLocalReply();
       return;
     case State::kExchange:
-      if (body_mode_ == BodyMode::kStream && !request_sent_ && !resp_started_) {
+      if (x_->body_mode == BodyMode::kStream && !x_->request_sent && !x_->resp_started) {
         releaseUpstream(false);
-        filters::setReply(ctx_, 408, mcp::code::kBodyTimeout,
+        filters::setReply(x_->ctx, 408, mcp::code::kBodyTimeout,
                           "Request Timeout: request body not received in time", "body_timeout",
                           false);
         close_after_ = true;
@@ -429,8 +462,8 @@ void Connection::process() {
     parseHead();
   } else if (state_ == State::kBody) {
     readBody();
-  } else if (state_ == State::kExchange && body_mode_ == BodyMode::kStream && !request_sent_ &&
-             lease_.bev) {
+  } else if (state_ == State::kExchange && x_->body_mode == BodyMode::kStream &&
+             !x_->request_sent && x_->lease.bev) {
     pumpStreamBody();
   }
 }
@@ -444,29 +477,33 @@ void Connection::parseHead() {
     return;
   }
   if (state_ == State::kIdle) {
+    if (x_ == nullptr && !takeExchange()) {
+      closeNow();  // out of memory
+      return;
+    }
     state_ = State::kHead;
     // Nothing of the previous request may outlive it (its route points into the snapshot
     // about to be replaced).
-    ctx_.reset();
-    status_ = 0;
-    bytes_in_ = bytes_out_ = 0;
-    outcome_ = "";
-    endpoint_ = nullptr;
+    x_->ctx.reset();
+    x_->status = 0;
+    x_->bytes_in = x_->bytes_out = 0;
+    x_->outcome = Outcome::kNone;
+    x_->endpoint = nullptr;
     garbage_ = false;
     linger_ = false;
     snap_ = w_.shared->snapshot.load();
     s_ = snap_->settings.get();
     setSendTimeout();
     armDownTimer(s_->limits.header_timeout);
-    started_ = Clock::now();
+    x_->started = Clock::now();
   }
   const auto& lim = s_->limits;
   size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
-  head_buf_.resize(n);
-  evbuffer_copyout(in, head_buf_.data(), n);
+  x_->head_buf.resize(n);
+  evbuffer_copyout(in, x_->head_buf.data(), n);
   http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers,
                       lim.max_header_line};
-  http::ParseResult pr = w_.parser->parseRequest(head_buf_, hl, head_);
+  http::ParseResult pr = w_.parser->parseRequest(x_->head_buf, hl, x_->head);
   if (pr.status == http::ParseStatus::kIncomplete) {
     return;
   }
@@ -474,49 +511,49 @@ void Connection::parseHead() {
     // Not a request the gateway parsed: no access-log line, a rate-limited log line instead
     // (logGarbage); the outcome is a fixed name per status, the parser's reason goes to the log.
     int status = http::statusFor(pr.error);
-    outcome_ = garbageOutcome(status);
+    x_->outcome = garbageOutcome(status);
     garbage_ = true;
     logGarbage(w_, peer_, status, pr.reason);
     std::string text = std::string(pr.reason) + "\n";
     sendPlainError(status, reasonPhrase(status), text.c_str());
     return;
   }
-  evbuffer_drain(in, head_.head_bytes);
-  bytes_in_ = head_.head_bytes;
+  evbuffer_drain(in, x_->head.head_bytes);
+  x_->bytes_in = x_->head.head_bytes;
   startRequest();
 }
 
 void Connection::startRequest() {
   w_.shared->requests.fetch_add(1, std::memory_order_relaxed);
-  ctx_.reset();
-  arena_.reset();
-  ctx_.snapshot = snap_.get();
-  ctx_.head = &head_;
-  ctx_.client_ip =
-      http::clientAddress(head_.fields, peer_, s_->trusted_proxies);  // views head_buf_
-  close_after_ = !head_.keep_alive;
+  x_->ctx.reset();
+  x_->arena.reset();
+  x_->ctx.snapshot = snap_.get();
+  x_->ctx.head = &x_->head;
+  x_->ctx.client_ip =
+      http::clientAddress(x_->head.fields, peer_, s_->trusted_proxies);  // views x_->head_buf
+  close_after_ = !x_->head.keep_alive;
   linger_ = false;
   garbage_ = false;
-  sent_continue_ = false;
-  body_mode_ = BodyMode::kNone;
-  request_sent_ = false;
-  resp_started_ = false;
-  status_ = 0;
-  bytes_out_ = 0;
-  outcome_ = "";
-  endpoint_ = nullptr;
-  body_read_ = false;
-  limits_done_ = false;
-  sent_id_ = mcp::RequestId{};
-  forwarded_ = false;
-  ratelimit_lines_.clear();
-  const bool has_body = head_.framing != http::BodyFraming::kNone;
+  x_->sent_continue = false;
+  x_->body_mode = BodyMode::kNone;
+  x_->request_sent = false;
+  x_->resp_started = false;
+  x_->status = 0;
+  x_->bytes_out = 0;
+  x_->outcome = Outcome::kNone;
+  x_->endpoint = nullptr;
+  x_->body_read = false;
+  x_->limits_done = false;
+  x_->sent_id = mcp::RequestId{};
+  x_->forwarded = false;
+  x_->ratelimit_lines.clear();
+  const bool has_body = x_->head.framing != http::BodyFraming::kNone;
 
   // Expect (RFC 9110 §10.1.1): only 100-continue is understood. It is honoured on HTTP/1.1
   // (an HTTP/1.0 100-continue is ignored, as the RFC requires); anything else, or a list,
   // gets 417 and the connection closes (its body, if any, is never read).
-  if (http::expectation(head_.fields, head_.version) == http::Expectation::kUnsupported) {
-    filters::setReply(ctx_, 417, mcp::code::kInvalidRequest,
+  if (http::expectation(x_->head.fields, x_->head.version) == http::Expectation::kUnsupported) {
+    filters::setReply(x_->ctx, 417, mcp::code::kInvalidRequest,
                       "Expectation Failed: only 'Expect: 100-continue' is supported",
                       "expectation_failed", false);
     close_after_ = true;
@@ -524,9 +561,9 @@ void Connection::startRequest() {
     return;
   }
 
-  if (head_.framing == http::BodyFraming::kContentLength &&
-      head_.content_length > s_->limits.max_body_bytes) {
-    filters::setReply(ctx_, 413, mcp::code::kBodyTooLarge,
+  if (x_->head.framing == http::BodyFraming::kContentLength &&
+      x_->head.content_length > s_->limits.max_body_bytes) {
+    filters::setReply(x_->ctx, 413, mcp::code::kBodyTooLarge,
                       "Content Too Large: the body exceeds max_body_bytes", "body_too_large",
                       false);
     close_after_ = true;
@@ -534,30 +571,30 @@ void Connection::startRequest() {
     return;
   }
 
-  filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
+  filters::FilterStatus st = filters::Pipeline::onHeaders(x_->ctx, x_->arena);
   if (st == filters::FilterStatus::kLocalReply) {
     replyBeforeBody();
     return;
   }
-  if (st == filters::FilterStatus::kNeedBody || head_.framing == http::BodyFraming::kChunked ||
+  if (st == filters::FilterStatus::kNeedBody || x_->head.framing == http::BodyFraming::kChunked ||
       (has_body && s_->limits.request_buffering)) {
     // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
     // upstream with one Content-Length), and every body under request_buffering — a slow or
     // truncated body then never ties up an upstream connection.
-    body_mode_ = BodyMode::kBuffer;
+    x_->body_mode = BodyMode::kBuffer;
   } else if (has_body) {
     // Straight through (Content-Length only: chunked is buffered): the body is streamed as it
     // arrives once the limits passed; pumpStreamBody moves exactly this many bytes.
-    body_mode_ = BodyMode::kStream;
-    body_remaining_ = head_.content_length;
+    x_->body_mode = BodyMode::kStream;
+    x_->body_remaining = x_->head.content_length;
   }
 
   state_ = State::kExchange;
   armDownTimer(milliseconds(0));
   bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
-  if (body_mode_ == BodyMode::kBuffer && ctx_.need_body &&
-      (ctx_.legacy_inspect ||
-       !(head_.expect_continue && head_.version == http::Version::kHttp11))) {
+  if (x_->body_mode == BodyMode::kBuffer && x_->ctx.need_body &&
+      (x_->ctx.legacy_inspect ||
+       !(x_->head.expect_continue && x_->head.version == http::Version::kHttp11))) {
     // The body is checked before the limits are charged, so a request refused for its body
     // uses no quota. (With Expect: 100-continue the limits come first: a request that will
     // get 429 must never see a 100. A legacy POST has no route and no view before its body,
@@ -574,12 +611,12 @@ void Connection::startRequest() {
 // is already in the input buffer; otherwise the answer carries "id": null and the connection
 // closes, since the body bytes still to come cannot be told from a next request.
 void Connection::replyBeforeBody() {
-  if (head_.framing != http::BodyFraming::kNone) {
-    if (body_read_) {
-      size_t len = evbuffer_get_length(body_.get());
-      verify_buf_.resize(len);
-      evbuffer_copyout(body_.get(), verify_buf_.data(), len);
-      ctx_.reply.id = mcp::extractId(verify_buf_);
+  if (x_->head.framing != http::BodyFraming::kNone) {
+    if (x_->body_read) {
+      size_t len = evbuffer_get_length(x_->body.get());
+      x_->verify_buf.resize(len);
+      evbuffer_copyout(x_->body.get(), x_->verify_buf.data(), len);
+      x_->ctx.reply.id = mcp::extractId(x_->verify_buf);
     } else if (!takeBufferedBody()) {
       close_after_ = true;
     }
@@ -592,18 +629,18 @@ void Connection::replyBeforeBody() {
 // (or chunked).
 bool Connection::takeBufferedBody() {
   evbuffer* in = bufferevent_get_input(down_.get());
-  if (head_.framing != http::BodyFraming::kContentLength ||
-      evbuffer_get_length(in) < head_.content_length) {
+  if (x_->head.framing != http::BodyFraming::kContentLength ||
+      evbuffer_get_length(in) < x_->head.content_length) {
     return false;
   }
-  const size_t len = head_.content_length;
-  if (ctx_.reply.echo_id && ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
-    verify_buf_.resize(len);
-    evbuffer_copyout(in, verify_buf_.data(), len);
-    ctx_.reply.id = mcp::extractId(verify_buf_);
+  const size_t len = x_->head.content_length;
+  if (x_->ctx.reply.echo_id && x_->ctx.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+    x_->verify_buf.resize(len);
+    evbuffer_copyout(in, x_->verify_buf.data(), len);
+    x_->ctx.reply.id = mcp::extractId(x_->verify_buf);
   }
   evbuffer_drain(in, len);
-  bytes_in_ += len;
+  x_->bytes_in += len;
   return true;
 }
 
@@ -618,41 +655,42 @@ bool Connection::reserveBody(uint64_t n) {
     w_.shared->buffered_body_bytes.fetch_sub(n, std::memory_order_relaxed);
     return false;
   }
-  body_reserved_ += n;
+  x_->body_reserved += n;
   return true;
 }
 
 void Connection::releaseBody() {
-  if (body_reserved_ > 0) {
-    w_.shared->buffered_body_bytes.fetch_sub(body_reserved_, std::memory_order_relaxed);
-    body_reserved_ = 0;
+  if (x_->body_reserved > 0) {
+    w_.shared->buffered_body_bytes.fetch_sub(x_->body_reserved, std::memory_order_relaxed);
+    x_->body_reserved = 0;
   }
 }
 
-// Reads the whole body (bounded by max_body_bytes) into body_, then bodyComplete().
+// Reads the whole body (bounded by max_body_bytes) into x_->body, then bodyComplete().
 void Connection::beginBodyRead() {
-  body_mode_ = BodyMode::kBuffer;
-  if (!body_) {
-    body_ = event::makeBuffer();
+  x_->body_mode = BodyMode::kBuffer;
+  if (!x_->body) {
+    x_->body = event::makeBuffer();
   }
-  evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
-  req_chunked_.reset();
-  body_remaining_ = head_.content_length;
-  if (head_.framing == http::BodyFraming::kContentLength && !reserveBody(head_.content_length)) {
-    filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+  evbuffer_drain(x_->body.get(), evbuffer_get_length(x_->body.get()));
+  x_->req_chunked.reset();
+  x_->body_remaining = x_->head.content_length;
+  if (x_->head.framing == http::BodyFraming::kContentLength &&
+      !reserveBody(x_->head.content_length)) {
+    filters::setReply(x_->ctx, 503, mcp::code::kOverloaded,
                       "Service Unavailable: the gateway holds too many request bodies; retry",
                       "body_buffer_full");
-    ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+    x_->ctx.reply.extra_headers = "Retry-After: 1\r\n";
     replyBeforeBody();
     return;
   }
   state_ = State::kBody;
   bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
   armDownTimer(s_->limits.body_timeout);
-  if (head_.expect_continue && head_.version == http::Version::kHttp11 && !sent_continue_ &&
-      evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
+  if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 &&
+      !x_->sent_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
     addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
-    sent_continue_ = true;
+    x_->sent_continue = true;
     scheduleFlush();
   }
   readBody();
@@ -669,27 +707,27 @@ bool Connection::moveChunkedBody(evbuffer* in) {
       return true;
     }
     std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
-    http::ChunkedDecoder::Step step = req_chunked_.next(view);
+    http::ChunkedDecoder::Step step = x_->req_chunked.next(view);
     if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < want) {
       const char* p =
           reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
-      step = req_chunked_.next(std::string_view(p, want));
+      step = x_->req_chunked.next(std::string_view(p, want));
     }
     switch (step.kind) {
       case http::ChunkedDecoder::Kind::kNeedMore:
         if (avail > http::ChunkedDecoder::kMaxTrailerBytes + http::ChunkedDecoder::kMaxLineBytes) {
-          outcome_ = "bad_chunk";
+          x_->outcome = Outcome::kBadChunk;
           sendPlainError(400, "Bad Request", "malformed chunked body\n");
           return false;
         }
         return true;
       case http::ChunkedDecoder::Kind::kError:
-        outcome_ = "bad_chunk";
+        x_->outcome = Outcome::kBadChunk;
         sendPlainError(400, "Bad Request", "malformed chunked body\n");
         return false;
       case http::ChunkedDecoder::Kind::kData:
-        if (evbuffer_get_length(body_.get()) + step.length > s_->limits.max_body_bytes) {
-          filters::setReply(ctx_, 413, mcp::code::kBodyTooLarge,
+        if (evbuffer_get_length(x_->body.get()) + step.length > s_->limits.max_body_bytes) {
+          filters::setReply(x_->ctx, 413, mcp::code::kBodyTooLarge,
                             "Content Too Large: the body exceeds max_body_bytes", "body_too_large",
                             false);
           close_after_ = true;
@@ -697,24 +735,24 @@ bool Connection::moveChunkedBody(evbuffer* in) {
           return false;
         }
         if (!reserveBody(step.length)) {
-          filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+          filters::setReply(x_->ctx, 503, mcp::code::kOverloaded,
                             "Service Unavailable: the gateway holds too many request bodies; retry",
                             "body_buffer_full", false);
-          ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+          x_->ctx.reply.extra_headers = "Retry-After: 1\r\n";
           close_after_ = true;
           sendLocalReply();
           return false;
         }
-        evbuffer_remove_buffer(in, body_.get(), step.length);
-        bytes_in_ += step.length;
+        evbuffer_remove_buffer(in, x_->body.get(), step.length);
+        x_->bytes_in += step.length;
         break;
       case http::ChunkedDecoder::Kind::kFraming:
         evbuffer_drain(in, step.length);
-        bytes_in_ += step.length;
+        x_->bytes_in += step.length;
         break;
       case http::ChunkedDecoder::Kind::kDone:
         evbuffer_drain(in, step.length);
-        bytes_in_ += step.length;
+        x_->bytes_in += step.length;
         return true;
     }
   }
@@ -723,19 +761,19 @@ bool Connection::moveChunkedBody(evbuffer* in) {
 
 void Connection::readBody() {
   evbuffer* in = bufferevent_get_input(down_.get());
-  if (head_.framing == http::BodyFraming::kChunked) {
+  if (x_->head.framing == http::BodyFraming::kChunked) {
     if (!moveChunkedBody(in)) {
       return;  // a reply was sent (connection closing)
     }
-    if (!req_chunked_.done()) {
+    if (!x_->req_chunked.done()) {
       return;
     }
   } else {
-    size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
-    evbuffer_remove_buffer(in, body_.get(), n);
-    body_remaining_ -= n;
-    bytes_in_ += n;
-    if (body_remaining_ > 0) {
+    size_t n = std::min<uint64_t>(x_->body_remaining, evbuffer_get_length(in));
+    evbuffer_remove_buffer(in, x_->body.get(), n);
+    x_->body_remaining -= n;
+    x_->bytes_in += n;
+    if (x_->body_remaining > 0) {
       return;
     }
   }
@@ -745,22 +783,22 @@ void Connection::readBody() {
 void Connection::bodyComplete() {
   armDownTimer(milliseconds(0));
   bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
-  body_read_ = true;
+  x_->body_read = true;
   state_ = State::kExchange;
-  size_t len = evbuffer_get_length(body_.get());
-  if (ctx_.need_body) {
+  size_t len = evbuffer_get_length(x_->body.get());
+  if (x_->ctx.need_body) {
     // The one body copy: contiguous and padded for simdjson (verify / classify only).
-    verify_buf_.resize(len + mcp::bodyPadding());
-    evbuffer_copyout(body_.get(), verify_buf_.data(), len);
-    std::memset(verify_buf_.data() + len, 0, mcp::bodyPadding());
+    x_->verify_buf.resize(len + mcp::bodyPadding());
+    evbuffer_copyout(x_->body.get(), x_->verify_buf.data(), len);
+    std::memset(x_->verify_buf.data() + len, 0, mcp::bodyPadding());
     filters::FilterStatus st =
-        filters::Pipeline::onBody(ctx_, std::string_view(verify_buf_.data(), len));
+        filters::Pipeline::onBody(x_->ctx, std::string_view(x_->verify_buf.data(), len));
     if (st == filters::FilterStatus::kLocalReply) {
       sendLocalReply();
       return;
     }
   }
-  if (limits_done_) {
+  if (x_->limits_done) {
     connectUpstream();
   } else {
     runLimits();
@@ -770,37 +808,37 @@ void Connection::bodyComplete() {
 // ---- rate limits ------------------------------------------------------------------------
 
 void Connection::runLimits() {
-  limits_.clear();
-  limit_index_ = 0;
-  ratelimit_lines_.clear();
-  best_remaining_ = UINT64_MAX;
-  filters::collectLimits(ctx_, limits_);
+  x_->limits.clear();
+  x_->limit_index = 0;
+  x_->ratelimit_lines.clear();
+  x_->best_remaining = UINT64_MAX;
+  filters::collectLimits(x_->ctx, x_->limits);
   nextLimit();
 }
 
 // Checks the limits one by one; a Redis-backed one suspends until its answer (or the
 // on_error outcome) arrives on this worker's loop.
 void Connection::nextLimit() {
-  while (limit_index_ < limits_.size()) {
-    const filters::LimitCheck& c = limits_[limit_index_];
+  while (x_->limit_index < x_->limits.size()) {
+    const filters::LimitCheck& c = x_->limits[x_->limit_index];
     const policy::RedisSettings& rs = snap_->policy->redis();
     if (c.spec->backend == policy::RateLimitSpec::Backend::kRedis && rs.present) {
       ratelimit::RedisLimiter& redis = w_.redisFor(rs);
-      redis_owner_ = &redis;
-      redis_handle_ = redis.check(c.key, c.rate, [this](const ratelimit::Decision& d) {
-        redis_handle_ = 0;
-        redis_owner_ = nullptr;
+      x_->redis_owner = &redis;
+      x_->redis_handle = redis.check(c.key, c.rate, [this](const ratelimit::Decision& d) {
+        x_->redis_handle = 0;
+        x_->redis_owner = nullptr;
         if (onLimitDecision(d)) {
           nextLimit();
         }
       });
-      if (redis_handle_ != 0) {
+      if (x_->redis_handle != 0) {
         return;
       }
       // No timer could be had: decide locally rather than hang.
     }
     const ratelimit::Decision d = w_.shared->limiter->check(c.key, c.rate);
-    limits_[limit_index_].charged_local = d.allowed;
+    x_->limits[x_->limit_index].charged_local = d.allowed;
     if (!onLimitDecision(d)) {
       return;
     }
@@ -811,8 +849,8 @@ void Connection::nextLimit() {
 // Every limit admitted the request: read its body if it is buffered and not read yet,
 // else go upstream.
 void Connection::limitsPassed() {
-  limits_done_ = true;
-  if (body_mode_ == BodyMode::kBuffer && !body_read_) {
+  x_->limits_done = true;
+  if (x_->body_mode == BodyMode::kBuffer && !x_->body_read) {
     beginBodyRead();
     return;
   }
@@ -821,45 +859,45 @@ void Connection::limitsPassed() {
 
 // True: admitted, go on with the next limit. False: a 429 (or 503) is on its way.
 bool Connection::onLimitDecision(const ratelimit::Decision& d) {
-  const filters::LimitCheck& c = limits_[limit_index_];
+  const filters::LimitCheck& c = x_->limits[x_->limit_index];
   if (!d.allowed) {
     if (d.unavailable) {
       // The backend could not decide (Redis down, on_error: deny): the caller is not over
       // its limit, and a 429 would tell the agent the wrong thing.
-      filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+      filters::setReply(x_->ctx, 503, mcp::code::kOverloaded,
                         "Service Unavailable: the rate-limit store is unavailable; retry",
                         "ratelimit_unavailable");
-      ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+      x_->ctx.reply.extra_headers = "Retry-After: 1\r\n";
     } else {
-      filters::setRateLimitedReply(ctx_, c, d);
+      filters::setRateLimitedReply(x_->ctx, c, d);
     }
     // The request is refused: what the limits before this one took is given back (a refused
     // batch or a request refused by its second limit spends no quota). Redis-backed limits
     // keep what they took.
-    for (size_t i = 0; i < limit_index_; ++i) {
-      if (limits_[i].charged_local) {
-        w_.shared->limiter->refund(limits_[i].key, limits_[i].rate);
+    for (size_t i = 0; i < x_->limit_index; ++i) {
+      if (x_->limits[i].charged_local) {
+        w_.shared->limiter->refund(x_->limits[i].key, x_->limits[i].rate);
       }
     }
     replyBeforeBody();
     return false;
   }
-  if (s_->rate_limit_headers && d.remaining <= best_remaining_) {
-    best_remaining_ = d.remaining;  // the most constrained limit speaks for the answer
-    ratelimit_lines_ = ratelimit::headerLines(c.spec->name, c.rate, d, false);
+  if (s_->rate_limit_headers && d.remaining <= x_->best_remaining) {
+    x_->best_remaining = d.remaining;  // the most constrained limit speaks for the answer
+    x_->ratelimit_lines = ratelimit::headerLines(c.spec->name, c.rate, d, false);
   }
-  ++limit_index_;
+  ++x_->limit_index;
   return true;
 }
 
 // ---- local replies ----------------------------------------------------------------------
 
 void Connection::sendLocalReply() {
-  const filters::LocalReply& r = ctx_.reply;
+  const filters::LocalReply& r = x_->ctx.reply;
   std::string body = filters::renderReplyBody(r);
-  status_ = r.status;
-  if (*outcome_ == '\0') {
-    outcome_ = r.reason;
+  x_->status = r.status;
+  if (x_->outcome == Outcome::kNone) {
+    x_->outcome = core::outcomeFromName(r.reason);
   }
   if (state_ == State::kBody) {
     close_after_ = true;  // body only partly read
@@ -875,23 +913,23 @@ void Connection::sendLocalReply() {
                         "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", r.status,
                         reasonPhrase(r.status),
                         r.json_rpc ? "application/json" : "text/plain; charset=utf-8", body.size(),
-                        close_after_                              ? "Connection: close\r\n"
-                        : head_.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
-                                                                  : "");
+                        close_after_                                 ? "Connection: close\r\n"
+                        : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
+                                                                     : "");
   evbuffer* out = bufferevent_get_output(down_.get());
   evbuffer_add(out, head, static_cast<size_t>(n));
   addStr(out, r.extra_headers);
   addStr(out, "\r\n");
   // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
   // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
-  const size_t content = head_.method == "HEAD" ? 0 : body.size();
+  const size_t content = x_->head.method == "HEAD" ? 0 : body.size();
   evbuffer_add(out, body.data(), content);
-  bytes_out_ += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
+  x_->bytes_out += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
   finishRequest(!close_after_);
 }
 
 void Connection::sendPlainError(int status, const char* reason_phrase, const char* text) {
-  status_ = status;
+  x_->status = status;
   close_after_ = true;
   linger_ = true;
   char head[256];
@@ -903,22 +941,20 @@ void Connection::sendPlainError(int status, const char* reason_phrase, const cha
   evbuffer* out = bufferevent_get_output(down_.get());
   evbuffer_add(out, head, static_cast<size_t>(n));
   evbuffer_add(out, text, len);
-  bytes_out_ += static_cast<size_t>(n) + len;
+  x_->bytes_out += static_cast<size_t>(n) + len;
   finishRequest(false);
 }
 
 // Ends the current request: access log, then either wait for the next one or close once
 // the output is flushed. Bytes after a request that ends the connection are never parsed.
 void Connection::finishRequest(bool keep_alive) {
-  if (head_.head_bytes > 0 || status_ != 0) {
+  GW_ASSERT(x_ != nullptr);
+  if (x_->head.head_bytes > 0 || x_->status != 0) {
     endRequest();
   }
   releaseBody();
   releaseUpstream(false);
-  evtimer_del(keepalive_timer_.get());
-  evtimer_del(up_timer_.get());
-  framer_.reset();
-  head_.clear();
+  giveExchange();
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
   scheduleFlush();
@@ -970,8 +1006,9 @@ void Connection::flushPending(WorkerContext& w) {
   const size_t queued = list.size();
   for (size_t i = 0; i < queued; ++i) {
     Connection* c = list[i];
-    if (c != nullptr && c->lease_.bev && !writeEnabled(c->lease_.bev.get())) {
-      c->up_drained_ = sendNow(c->lease_.bev.get()) == Sent::kDrained;
+    if (c != nullptr && c->x_ != nullptr && c->x_->lease.bev &&
+        !writeEnabled(c->x_->lease.bev.get())) {
+      c->x_->up_drained = sendNow(c->x_->lease.bev.get()) == Sent::kDrained;
     }
   }
   // Bounded: a connection re-queues itself only for new output or a pipelined request
@@ -992,10 +1029,12 @@ void Connection::onResume() {
   bool alive = true;
   alive_ = &alive;
   bool parse = std::exchange(parse_pending_, false);
-  bool up_drained = std::exchange(up_drained_, false);
-  if (lease_.bev && !writeEnabled(lease_.bev.get()) &&
-      (up_drained || sendNow(lease_.bev.get()) == Sent::kDrained)) {
-    onUpWrite(lease_.bev.get(), this);
+  if (x_ != nullptr) {
+    bool up_drained = std::exchange(x_->up_drained, false);
+    if (x_->lease.bev && !writeEnabled(x_->lease.bev.get()) &&
+        (up_drained || sendNow(x_->lease.bev.get()) == Sent::kDrained)) {
+      onUpWrite(x_->lease.bev.get(), this);
+    }
   }
   if (alive && !writeEnabled(down_.get()) && sendNow(down_.get()) == Sent::kDrained) {
     onDownWrite(down_.get(), this);
@@ -1011,7 +1050,7 @@ void Connection::onResume() {
 // ---- upstream ---------------------------------------------------------------------------
 
 void Connection::connectUpstream() {
-  connect_attempts_ = 0;
+  x_->connect_attempts = 0;
   if (!pinSession() || !attachUpstream()) {
     return;
   }
@@ -1020,30 +1059,32 @@ void Connection::connectUpstream() {
 
 // Leases an upstream connection and sets the exchange up on it. False: a 502 was sent.
 bool Connection::attachUpstream() {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-  ++connect_attempts_;
-  lease_ = session_endpoint_ >= 0
-               ? w_.pools->acquirePinned(up, static_cast<size_t>(session_endpoint_))
-               : w_.pools->acquire(up);
-  endpoint_ = lease_.endpoint;
-  if (!lease_.bev && lease_.pinned) {
-    sessionNotFound("Session not found: its server cannot be reached", "session_endpoint_down");
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
+  ++x_->connect_attempts;
+  x_->lease = x_->session_endpoint >= 0
+                  ? w_.pools->acquirePinned(up, static_cast<size_t>(x_->session_endpoint))
+                  : w_.pools->acquire(up);
+  x_->endpoint = x_->lease.endpoint;
+  if (!x_->lease.bev && x_->lease.pinned) {
+    sessionNotFound("Session not found: its server cannot be reached",
+                    Outcome::kSessionEndpointDown);
     return false;
   }
-  if (!lease_.bev) {
+  if (!x_->lease.bev) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: upstream connection could not be started", "connect_failed");
+                   "Bad Gateway: upstream connection could not be started",
+                   Outcome::kConnectFailed);
     return false;
   }
   w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
-  forwarded_ = true;
-  attempt_started_ = Clock::now();
-  up_connected_ = lease_.reused;
-  bufferevent* ub = lease_.bev.get();
+  x_->forwarded = true;
+  x_->attempt_started = Clock::now();
+  x_->up_connected = x_->lease.reused;
+  bufferevent* ub = x_->lease.bev.get();
   bufferevent_setcb(ub, &Connection::onUpRead, &Connection::onUpWrite, &Connection::onUpEvent,
                     this);
   bufferevent_setwatermark(ub, EV_WRITE, kOutLow, 0);
-  if (lease_.reused) {
+  if (x_->lease.reused) {
     bufferevent_disable(ub, EV_WRITE);  // written from onResume
     bufferevent_enable(ub, EV_READ);
   } else {
@@ -1054,16 +1095,16 @@ bool Connection::attachUpstream() {
   bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
   bufferevent_setwatermark(down_.get(), EV_WRITE, kOutLow, 0);
 
-  resp_buf_.clear();
-  resp_.clear();
-  resp_chunked_.reset(http::ChunkedDecoder::Peer::kUpstream);
-  resp_sse_ = false;
-  capture_json_ = false;
-  capture_.clear();
-  up_paused_ = false;
-  last_up_byte_ = Clock::now();
-  milliseconds first = up_connected_ ? up.response_timeout : up.connect_timeout;
-  head_deadline_ = deadlineAfter(first);
+  x_->resp_buf.clear();
+  x_->resp.clear();
+  x_->resp_chunked.reset(http::ChunkedDecoder::Peer::kUpstream);
+  x_->resp_sse = false;
+  x_->capture_json = false;
+  x_->capture.clear();
+  x_->up_paused = false;
+  x_->last_up_byte = Clock::now();
+  milliseconds first = x_->up_connected ? up.response_timeout : up.connect_timeout;
+  x_->head_deadline = deadlineAfter(first);
   armUpTimer();
   return true;
 }
@@ -1074,19 +1115,20 @@ bool Connection::attachUpstream() {
 // new endpoint (its Host). A session's request never moves: its server refusing answers the
 // 404 a server gives for an unknown session. True: retrying, or answered.
 bool Connection::retryConnect() {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-  if (lease_.pinned && !lease_.reused && !up_connected_) {
-    w_.pools->markFailed(lease_);
-    sessionNotFound("Session not found: its server cannot be reached", "session_endpoint_down");
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
+  if (x_->lease.pinned && !x_->lease.reused && !x_->up_connected) {
+    w_.pools->markFailed(x_->lease);
+    sessionNotFound("Session not found: its server cannot be reached",
+                    Outcome::kSessionEndpointDown);
     return true;
   }
-  if (lease_.reused || up_connected_ || connect_attempts_ >= up.endpoints.size()) {
+  if (x_->lease.reused || x_->up_connected || x_->connect_attempts >= up.endpoints.size()) {
     return false;
   }
-  w_.pools->markFailed(lease_);
-  recordAttempt("connect_failed");
-  upstream::Lease failed = std::move(lease_);
-  lease_ = upstream::Lease{};
+  w_.pools->markFailed(x_->lease);
+  recordAttempt(Outcome::kConnectFailed);
+  upstream::Lease failed = std::move(x_->lease);
+  x_->lease = upstream::Lease{};
   w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
   bufferevent_setcb(failed.bev.get(), nullptr, nullptr, nullptr, nullptr);
   if (!attachUpstream()) {
@@ -1096,12 +1138,13 @@ bool Connection::retryConnect() {
   // like any socket bufferevent's: thawed for the move (it is freed right after).
   evbuffer* queued = bufferevent_get_output(failed.bev.get());
   evbuffer_unfreeze(queued, 1);
-  evbuffer* to = bufferevent_get_output(lease_.bev.get());
-  evbuffer_drain(queued, up_head_len_);
-  writeUpstreamHead(to, up_content_length_);
+  evbuffer* to = bufferevent_get_output(x_->lease.bev.get());
+  evbuffer_drain(queued, x_->up_head_len);
+  writeUpstreamHead(to, x_->up_content_length);
   if (evbuffer_add_buffer(to, queued) != 0) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: upstream connection could not be started", "connect_failed");
+                   "Bad Gateway: upstream connection could not be started",
+                   Outcome::kConnectFailed);
     return true;
   }
   scheduleFlush();  // a pooled connection is written from onResume, like any first write
@@ -1109,20 +1152,20 @@ bool Connection::retryConnect() {
 }
 
 void Connection::writeRequest() {
-  bufferevent* ub = lease_.bev.get();
+  bufferevent* ub = x_->lease.bev.get();
   evbuffer* out = bufferevent_get_output(ub);
-  if (body_mode_ == BodyMode::kBuffer) {
-    size_t len = evbuffer_get_length(body_.get());
+  if (x_->body_mode == BodyMode::kBuffer) {
+    size_t len = evbuffer_get_length(x_->body.get());
     rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
     writeUpstreamHead(out, len);
-    evbuffer_add_buffer(out, body_.get());
+    evbuffer_add_buffer(out, x_->body.get());
     releaseBody();
-    request_sent_ = true;
-  } else if (body_mode_ == BodyMode::kStream) {
-    writeUpstreamHead(out, head_.content_length);
+    x_->request_sent = true;
+  } else if (x_->body_mode == BodyMode::kStream) {
+    writeUpstreamHead(out, x_->head.content_length);
     bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
     armDownTimer(s_->limits.body_timeout);
-    if (head_.expect_continue && head_.version == http::Version::kHttp11 &&
+    if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 &&
         evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
       addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
       scheduleFlush();
@@ -1130,52 +1173,53 @@ void Connection::writeRequest() {
     pumpStreamBody();
   } else {
     writeUpstreamHead(out, 0);
-    request_sent_ = true;
+    x_->request_sent = true;
   }
   scheduleFlush();
 }
 
 void Connection::rememberSentId() {
-  if (body_mode_ == BodyMode::kBuffer && body_ && sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
+  if (x_->body_mode == BodyMode::kBuffer && x_->body &&
+      x_->sent_id.kind == mcp::RequestId::Kind::kAbsent) {
     char prefix[mcp::kIdScanBytes];
-    ev_ssize_t n = evbuffer_copyout(body_.get(), prefix, sizeof(prefix));
-    sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
-    const size_t len = evbuffer_get_length(body_.get());
-    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent && len > sizeof(prefix)) {
+    ev_ssize_t n = evbuffer_copyout(x_->body.get(), prefix, sizeof(prefix));
+    x_->sent_id = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
+    const size_t len = evbuffer_get_length(x_->body.get());
+    if (x_->sent_id.kind == mcp::RequestId::Kind::kAbsent && len > sizeof(prefix)) {
       // "id" after the first KiB (a client that writes params first): the whole buffered
       // body, made contiguous once, is read for it.
-      const auto* p = evbuffer_pullup(body_.get(), -1);
+      const auto* p = evbuffer_pullup(x_->body.get(), -1);
       if (p != nullptr) {
-        sent_id_ = mcp::extractId(std::string_view(reinterpret_cast<const char*>(p), len));
+        x_->sent_id = mcp::extractId(std::string_view(reinterpret_cast<const char*>(p), len));
       }
     }
   }
 }
 
 void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
   http::ConnectionTokens conn;
-  conn.collect(head_.fields);
+  conn.collect(x_->head.fields);
   std::string& h = w_.scratch;
   h.clear();
-  h.append(head_.method).append(" ").append(up.path);
-  size_t q = head_.target.find('?');
+  h.append(x_->head.method).append(" ").append(up.path);
+  size_t q = x_->head.target.find('?');
   if (q != std::string_view::npos) {
-    h.append(head_.target.substr(q));
+    h.append(x_->head.target.substr(q));
   }
   h.append(" HTTP/1.1\r\n");
   const bool trusted_peer = http::isTrustedPeer(peer_, s_->trusted_proxies);
-  for (const http::HeaderField& f : head_.fields) {
+  for (const http::HeaderField& f : x_->head.fields) {
     if (http::replacedByForwarding(f, trusted_peer)) {
       continue;  // client address fields: dropped, or merged below (trusted_proxies)
     }
-    if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
+    if (!x_->ctx.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
     }
     if (up.host_header != settings::HostHeader::kClient && core::iequals(f.name, "host")) {
       continue;  // replaced below
     }
-    if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
+    if (x_->session_endpoint >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
     }
     if (http::forwardRequestField(f, conn)) {
@@ -1183,19 +1227,19 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
     }
   }
   appendUpstreamHost(h, up);
-  if (session_endpoint_ >= 0) {
-    h.append("Mcp-Session-Id: ").append(session_server_id_).append("\r\n");
+  if (x_->session_endpoint >= 0) {
+    h.append("Mcp-Session-Id: ").append(x_->session_server_id).append("\r\n");
   }
   // The listener is plain HTTP; a TLS listener passes "https".
-  http::appendClientAddressFields(h, head_.fields, peer_, trusted_peer, "http");
-  if (content_length > 0 || head_.method == "POST" || head_.method == "PUT") {
+  http::appendClientAddressFields(h, x_->head.fields, peer_, trusted_peer, "http");
+  if (content_length > 0 || x_->head.method == "POST" || x_->head.method == "PUT") {
     h.append("Content-Length: ");
     appendNumber(h, content_length);
     h.append("\r\n");
   }
   h.append("\r\n");
-  up_head_len_ = h.size();
-  up_content_length_ = content_length;
+  x_->up_head_len = h.size();
+  x_->up_content_length = content_length;
   addStr(out, h);
 }
 
@@ -1210,13 +1254,13 @@ void Connection::appendUpstreamHost(std::string& h, const settings::Upstream& up
       host = up.host_literal;
       break;
     case settings::HostHeader::kClient:
-      if (http::findField(head_.fields, "host") != nullptr) {
+      if (http::findField(x_->head.fields, "host") != nullptr) {
         return;  // forwarded as sent
       }
       [[fallthrough]];
     case settings::HostHeader::kEndpoint:
-      if (lease_.index < up.endpoints.size()) {
-        host = up.endpoints[lease_.index].text;
+      if (x_->lease.index < up.endpoints.size()) {
+        host = up.endpoints[x_->lease.index].text;
       }
       break;
   }
@@ -1234,11 +1278,11 @@ void Connection::appendUpstreamHost(std::string& h, const settings::Upstream& up
 // 2026-07-28 request, where Mcp-Session-Id means nothing and is forwarded as sent. False: the
 // 404 was sent.
 bool Connection::pinSession() {
-  session_endpoint_ = -1;
-  session_server_id_ = {};
+  x_->session_endpoint = -1;
+  x_->session_server_id = {};
   const http::HeaderField* field = nullptr;
   size_t count = 0;
-  for (const http::HeaderField& f : head_.fields) {
+  for (const http::HeaderField& f : x_->head.fields) {
     if (core::iequals(f.name, "mcp-session-id")) {
       field = &f;
       ++count;
@@ -1247,7 +1291,7 @@ bool Connection::pinSession() {
   if (count == 0) {
     return true;
   }
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
   mcp::WrappedSession w;
   w.error = mcp::SessionError::kEmpty;
   if (count == 1) {
@@ -1257,18 +1301,18 @@ bool Connection::pinSession() {
                   ? mcp::findSessionEndpoint(up.session_tokens, w.token)
                   : -1;
   if (index >= 0) {
-    session_endpoint_ = index;
-    session_server_id_ = w.server_id;
+    x_->session_endpoint = index;
+    x_->session_server_id = w.server_id;
     return true;
   }
-  if (ctx_.trusted) {
+  if (x_->ctx.trusted) {
     return true;
   }
-  sessionNotFound("Session not found", "session_not_found");
+  sessionNotFound("Session not found", Outcome::kSessionNotFound);
   return false;
 }
 
-void Connection::sessionNotFound(const char* message, const char* outcome) {
+void Connection::sessionNotFound(const char* message, Outcome outcome) {
   rememberSentId();
   upstreamFailed(404, mcp::code::kSessionNotFound, message, outcome);
 }
@@ -1277,7 +1321,7 @@ void Connection::sessionNotFound(const char* message, const char* outcome) {
 // 1..kMaxServerSessionId visible ASCII bytes (MCP 2025-06-18 transport, Session Management).
 bool Connection::upstreamSessionValid() const noexcept {
   size_t count = 0;
-  for (const http::HeaderField& f : resp_.fields) {
+  for (const http::HeaderField& f : x_->resp.fields) {
     if (core::iequals(f.name, "mcp-session-id") &&
         (++count > 1 || !mcp::validServerSessionId(f.value))) {
       return false;
@@ -1290,13 +1334,13 @@ bool Connection::upstreamSessionValid() const noexcept {
 // token for the endpoint (settings not made by the loader) the field is left out rather than
 // handing the client the server's own id.
 void Connection::appendWrappedSession(std::string& h, std::string_view server_id) const {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-  if (lease_.index >= up.session_tokens.size()) {
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
+  if (x_->lease.index >= up.session_tokens.size()) {
     return;
   }
   const size_t mark = h.size();
   h.append("Mcp-Session-Id: ");
-  if (!mcp::wrapSessionId(up.session_tokens[lease_.index], server_id, h)) {
+  if (!mcp::wrapSessionId(up.session_tokens[x_->lease.index], server_id, h)) {
     h.resize(mark);
     return;
   }
@@ -1309,7 +1353,8 @@ void Connection::onUpWrite(bufferevent* ub, void* arg) {
     bufferevent_disable(ub, EV_WRITE);  // the next bytes go out from onResume
   }
   // Below the low mark again: take more request body from the client.
-  if (c->state_ == State::kExchange && c->body_mode_ == BodyMode::kStream && !c->request_sent_) {
+  if (c->state_ == State::kExchange && c->x_->body_mode == BodyMode::kStream &&
+      !c->x_->request_sent) {
     bufferevent_enable(c->down_.get(), EV_READ);
     c->pumpStreamBody();
   }
@@ -1319,16 +1364,16 @@ void Connection::onUpWrite(bufferevent* ub, void* arg) {
 // pausing the client while the upstream output is above the high mark.
 void Connection::pumpStreamBody() {
   evbuffer* in = bufferevent_get_input(down_.get());
-  evbuffer* out = bufferevent_get_output(lease_.bev.get());
-  size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+  evbuffer* out = bufferevent_get_output(x_->lease.bev.get());
+  size_t n = std::min<uint64_t>(x_->body_remaining, evbuffer_get_length(in));
   evbuffer_remove_buffer(in, out, n);
-  body_remaining_ -= n;
-  bytes_in_ += n;
+  x_->body_remaining -= n;
+  x_->bytes_in += n;
   if (n > 0) {
     scheduleFlush();
   }
-  if (body_remaining_ == 0) {
-    request_sent_ = true;
+  if (x_->body_remaining == 0) {
+    x_->request_sent = true;
     armDownTimer(milliseconds(0));
     bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
   } else if (evbuffer_get_length(out) > kOutHigh) {
@@ -1339,84 +1384,84 @@ void Connection::pumpStreamBody() {
 void Connection::onUpEvent(bufferevent*, short what, void* arg) {
   auto* c = static_cast<Connection*>(arg);
   if (what & BEV_EVENT_CONNECTED) {
-    c->up_connected_ = true;
-    const settings::Upstream& up = c->s_->upstreams[c->ctx_.route->upstream_index];
-    c->head_deadline_ = deadlineAfter(up.response_timeout);
+    c->x_->up_connected = true;
+    const settings::Upstream& up = c->s_->upstreams[c->x_->ctx.route->upstream_index];
+    c->x_->head_deadline = deadlineAfter(up.response_timeout);
     c->armUpTimer();
     return;
   }
   if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-    if (c->resp_started_) {
-      if (c->resp_.framing == http::BodyFraming::kUntilClose && (what & BEV_EVENT_EOF)) {
+    if (c->x_->resp_started) {
+      if (c->x_->resp.framing == http::BodyFraming::kUntilClose && (what & BEV_EVENT_EOF)) {
         // Drain what is left, then the close ends the body.
-        c->relayData(bufferevent_get_input(c->lease_.bev.get()),
-                     evbuffer_get_length(bufferevent_get_input(c->lease_.bev.get())));
+        c->relayData(bufferevent_get_input(c->x_->lease.bev.get()),
+                     evbuffer_get_length(bufferevent_get_input(c->x_->lease.bev.get())));
         c->responseComplete();
         return;
       }
-      c->abortExchange("upstream_reset");
+      c->abortExchange(Outcome::kUpstreamReset);
       return;
     }
-    if (!c->up_connected_) {
+    if (!c->x_->up_connected) {
       if (c->retryConnect()) {
         return;
       }
-      c->w_.pools->markFailed(c->lease_);
+      c->w_.pools->markFailed(c->x_->lease);
       c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                        "Bad Gateway: upstream connection refused", "connect_failed");
+                        "Bad Gateway: upstream connection refused", Outcome::kConnectFailed);
     } else {
       c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                         "Bad Gateway: upstream closed the connection before answering",
-                        "upstream_reset");
+                        Outcome::kUpstreamReset);
     }
   }
 }
 
 void Connection::armUpTimer() {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
   // A timeout of 0 means "no limit".
   Clock::time_point deadline = Clock::time_point::max();
-  if (!resp_started_) {
-    deadline = head_deadline_;
+  if (!x_->resp_started) {
+    deadline = x_->head_deadline;
   } else if (up.stream_idle_timeout.count() > 0) {
-    deadline = last_up_byte_ + up.stream_idle_timeout;
+    deadline = x_->last_up_byte + up.stream_idle_timeout;
   }
   if (up.max_duration.count() > 0) {
-    deadline = std::min(deadline, started_ + up.max_duration);
+    deadline = std::min(deadline, x_->started + up.max_duration);
   }
   if (deadline == Clock::time_point::max()) {
-    evtimer_del(up_timer_.get());
+    evtimer_del(x_->up_timer.get());
     return;
   }
   auto d = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) + milliseconds(1);
   timeval tv = toTimeval(d);
-  evtimer_add(up_timer_.get(), &tv);
+  evtimer_add(x_->up_timer.get(), &tv);
 }
 
 void Connection::onUpTimer() {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
   Clock::time_point now = Clock::now();
-  bool over_max = up.max_duration.count() > 0 && now >= started_ + up.max_duration;
-  if (!resp_started_) {
-    if (now < head_deadline_ && !over_max) {
+  bool over_max = up.max_duration.count() > 0 && now >= x_->started + up.max_duration;
+  if (!x_->resp_started) {
+    if (now < x_->head_deadline && !over_max) {
       armUpTimer();
       return;
     }
-    if (!up_connected_) {
+    if (!x_->up_connected) {
       upstreamFailed(504, mcp::code::kUpstreamTimeout,
-                     "Gateway Timeout: upstream connect timed out", "connect_timeout");
+                     "Gateway Timeout: upstream connect timed out", Outcome::kConnectTimeout);
     } else {
       upstreamFailed(504, mcp::code::kUpstreamTimeout,
-                     "Gateway Timeout: upstream did not answer in time", "response_timeout");
+                     "Gateway Timeout: upstream did not answer in time", Outcome::kResponseTimeout);
     }
     return;
   }
   if (over_max) {
-    abortExchange("max_duration");
+    abortExchange(Outcome::kMaxDuration);
     return;
   }
-  if (up.stream_idle_timeout.count() > 0 && now >= last_up_byte_ + up.stream_idle_timeout) {
-    abortExchange("stream_idle_timeout");
+  if (up.stream_idle_timeout.count() > 0 && now >= x_->last_up_byte + up.stream_idle_timeout) {
+    abortExchange(Outcome::kStreamIdleTimeout);
     return;
   }
   armUpTimer();
@@ -1424,8 +1469,8 @@ void Connection::onUpTimer() {
 
 void Connection::onUpRead(bufferevent*, void* arg) {
   auto* c = static_cast<Connection*>(arg);
-  c->last_up_byte_ = Clock::now();
-  if (!c->resp_started_) {
+  c->x_->last_up_byte = Clock::now();
+  if (!c->x_->resp_started) {
     c->parseResponseHead();
   } else {
     c->relayBody();
@@ -1433,34 +1478,35 @@ void Connection::onUpRead(bufferevent*, void* arg) {
 }
 
 void Connection::parseResponseHead() {
-  evbuffer* in = bufferevent_get_input(lease_.bev.get());
+  evbuffer* in = bufferevent_get_input(x_->lease.bev.get());
   for (;;) {
     size_t avail = evbuffer_get_length(in);
     if (avail == 0) {
       return;
     }
     size_t n = std::min<size_t>(avail, kMaxResponseHead + 1);
-    resp_buf_.resize(n);
-    evbuffer_copyout(in, resp_buf_.data(), n);
+    x_->resp_buf.resize(n);
+    evbuffer_copyout(in, x_->resp_buf.data(), n);
     http::HeadLimits hl{kMaxResponseHead, kMaxResponseHead, 1000};
-    http::ParseResult pr = w_.parser->parseResponse(resp_buf_, hl, head_.method, resp_);
+    http::ParseResult pr = w_.parser->parseResponse(x_->resp_buf, hl, x_->head.method, x_->resp);
     if (pr.status == http::ParseStatus::kIncomplete) {
       return;
     }
     if (pr.status == http::ParseStatus::kError) {
       upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: malformed upstream response", "upstream_malformed");
+                     "Bad Gateway: malformed upstream response", Outcome::kUpstreamMalformed);
       return;
     }
-    evbuffer_drain(in, resp_.head_bytes);
-    if (resp_.status >= 100 && resp_.status < 200) {
+    evbuffer_drain(in, x_->resp.head_bytes);
+    if (x_->resp.status >= 100 && x_->resp.status < 200) {
       continue;  // interim answers are not relayed (the gateway answers 100 itself)
     }
     break;
   }
   if (!upstreamSessionValid()) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: upstream sent an invalid Mcp-Session-Id", "upstream_malformed");
+                   "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
+                   Outcome::kUpstreamMalformed);
     return;
   }
   sendResponseHead();
@@ -1468,19 +1514,19 @@ void Connection::parseResponseHead() {
 }
 
 void Connection::sendResponseHead() {
-  resp_started_ = true;
-  status_ = resp_.status;
-  resp_sse_ = isEventStream(resp_);
-  countSse(resp_sse_);
+  x_->resp_started = true;
+  x_->status = x_->resp.status;
+  x_->resp_sse = isEventStream(x_->resp);
+  countSse(x_->resp_sse);
   http::ConnectionTokens conn;
-  conn.collect(resp_.fields);
+  conn.collect(x_->resp.fields);
   std::string& h = w_.scratch;
   h.clear();
   h.append("HTTP/1.1 ");
-  appendNumber(h, static_cast<uint64_t>(resp_.status));
-  h.append(" ").append(resp_.reason).append("\r\n");
+  appendNumber(h, static_cast<uint64_t>(x_->resp.status));
+  h.append(" ").append(x_->resp.reason).append("\r\n");
   bool has_accel = false;
-  for (const http::HeaderField& f : resp_.fields) {
+  for (const http::HeaderField& f : x_->resp.fields) {
     if (http::forwardResponseField(f, conn)) {
       has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
       if (core::iequals(f.name, "mcp-session-id")) {
@@ -1490,33 +1536,33 @@ void Connection::sendResponseHead() {
       h.append(f.line).append("\r\n");
     }
   }
-  if (resp_sse_ && !has_accel) {
+  if (x_->resp_sse && !has_accel) {
     h.append("X-Accel-Buffering: no\r\n");
   }
-  h.append(ratelimit_lines_);
-  client_chunked_ = false;
-  switch (resp_.framing) {
+  h.append(x_->ratelimit_lines);
+  x_->client_chunked = false;
+  switch (x_->resp.framing) {
     case http::BodyFraming::kNone:
-      if (head_.method == "HEAD" || resp_.status == 304) {
+      if (x_->head.method == "HEAD" || x_->resp.status == 304) {
         // The length the body would have had is the upstream's to say.
-        if (const http::HeaderField* cl = http::findField(resp_.fields, "content-length")) {
+        if (const http::HeaderField* cl = http::findField(x_->resp.fields, "content-length")) {
           h.append(cl->line).append("\r\n");
         }
-      } else if (resp_.status != 204) {
+      } else if (x_->resp.status != 204) {
         h.append("Content-Length: 0\r\n");
       }
       break;
     case http::BodyFraming::kContentLength:
       h.append("Content-Length: ");
-      appendNumber(h, resp_.content_length);
+      appendNumber(h, x_->resp.content_length);
       h.append("\r\n");
-      resp_remaining_ = resp_.content_length;
+      x_->resp_remaining = x_->resp.content_length;
       break;
     case http::BodyFraming::kChunked:
     case http::BodyFraming::kUntilClose:
-      if (head_.version == http::Version::kHttp11) {
+      if (x_->head.version == http::Version::kHttp11) {
         h.append("Transfer-Encoding: chunked\r\n");
-        client_chunked_ = true;
+        x_->client_chunked = true;
       } else {
         close_after_ = true;  // HTTP/1.0 client: the close ends the body
       }
@@ -1527,28 +1573,28 @@ void Connection::sendResponseHead() {
   }
   if (close_after_) {
     h.append("Connection: close\r\n");
-  } else if (head_.version == http::Version::kHttp10) {
+  } else if (x_->head.version == http::Version::kHttp10) {
     h.append("Connection: keep-alive\r\n");
   }
   h.append("\r\n");
   addStr(bufferevent_get_output(down_.get()), h);
-  bytes_out_ += h.size();
+  x_->bytes_out += h.size();
   scheduleFlush();
 
-  response_relayed_ = false;
-  framer_events_ = response_end_ = 0;
-  if (ctx_.learn_tools && resp_.status == 200) {
-    if (resp_sse_) {
-      framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
+  x_->response_relayed = false;
+  x_->framer_events = x_->response_end = 0;
+  if (x_->ctx.learn_tools && x_->resp.status == 200) {
+    if (x_->resp_sse) {
+      x_->framer = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
-      capture_json_ = true;
+      x_->capture_json = true;
     }
-  } else if (resp_sse_) {
-    framer_ = std::make_unique<sse::Framer>();
+  } else if (x_->resp_sse) {
+    x_->framer = std::make_unique<sse::Framer>();
   }
   if (injectKeepalive()) {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
-    evtimer_add(keepalive_timer_.get(), &tv);
+    evtimer_add(x_->keepalive_timer.get(), &tv);
   }
   armUpTimer();
 }
@@ -1557,8 +1603,8 @@ void Connection::sendResponseHead() {
 // upstream did not send (chunked to the client, or close-delimited) — never into a
 // Content-Length body.
 bool Connection::injectKeepalive() const noexcept {
-  return resp_sse_ && framer_ && s_->mcp.sse_keepalive.count() > 0 &&
-         resp_.framing != http::BodyFraming::kContentLength;
+  return x_->resp_sse && x_->framer && s_->mcp.sse_keepalive.count() > 0 &&
+         x_->resp.framing != http::BodyFraming::kContentLength;
 }
 
 // Moves n payload bytes from the upstream input to the client, framed as the client needs,
@@ -1567,7 +1613,7 @@ void Connection::relayData(evbuffer* in, size_t n) {
   if (n == 0) {
     return;
   }
-  if (framer_ || capture_json_) {
+  if (x_->framer || x_->capture_json) {
     evbuffer_iovec vecs[8];
     size_t seen = 0;
     evbuffer_ptr pos;
@@ -1582,15 +1628,15 @@ void Connection::relayData(evbuffer* in, size_t n) {
       for (int i = 0; i < k && seen < n; ++i) {
         size_t len = std::min(vecs[i].iov_len, n - seen);
         std::string_view piece(static_cast<const char*>(vecs[i].iov_base), len);
-        if (framer_) {
-          framer_->feed(piece);
+        if (x_->framer) {
+          x_->framer->feed(piece);
         }
-        if (capture_json_) {
-          if (capture_.size() + len > kMaxCapture) {
-            capture_json_ = false;
-            capture_.clear();
+        if (x_->capture_json) {
+          if (x_->capture.size() + len > kMaxCapture) {
+            x_->capture_json = false;
+            x_->capture.clear();
           } else {
-            capture_.append(piece);
+            x_->capture.append(piece);
           }
         }
         seen += len;
@@ -1602,41 +1648,41 @@ void Connection::relayData(evbuffer* in, size_t n) {
   noteResponseEvent();
   if (injectKeepalive()) {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
-    evtimer_add(keepalive_timer_.get(), &tv);
+    evtimer_add(x_->keepalive_timer.get(), &tv);
   }
 }
 
 // Moves n body bytes from `src` to the client, in a chunk when the client gets chunks.
 void Connection::writeBody(evbuffer* src, size_t n) {
   evbuffer* out = bufferevent_get_output(down_.get());
-  if (client_chunked_) {
+  if (x_->client_chunked) {
     char line[24];
     std::string_view sz = http::chunkSizeLine(n, line);
     addStr(out, sz);
     evbuffer_remove_buffer(src, out, n);
     addStr(out, "\r\n");
-    bytes_out_ += sz.size() + n + 2;
+    x_->bytes_out += sz.size() + n + 2;
   } else {
     evbuffer_remove_buffer(src, out, n);
-    bytes_out_ += n;
+    x_->bytes_out += n;
   }
   scheduleFlush();
 }
 
 void Connection::relayBody() {
-  if (!lease_.bev || !resp_started_) {
+  if (!x_->lease.bev || !x_->resp_started) {
     return;
   }
-  evbuffer* in = bufferevent_get_input(lease_.bev.get());
-  switch (resp_.framing) {
+  evbuffer* in = bufferevent_get_input(x_->lease.bev.get());
+  switch (x_->resp.framing) {
     case http::BodyFraming::kNone:
       responseComplete();
       return;
     case http::BodyFraming::kContentLength: {
-      size_t n = std::min<uint64_t>(resp_remaining_, evbuffer_get_length(in));
+      size_t n = std::min<uint64_t>(x_->resp_remaining, evbuffer_get_length(in));
       relayData(in, n);
-      resp_remaining_ -= n;
-      if (resp_remaining_ == 0) {
+      x_->resp_remaining -= n;
+      if (x_->resp_remaining == 0) {
         responseComplete();
         return;
       }
@@ -1667,7 +1713,7 @@ void Connection::relayBody() {
         size_t used = 0;
         last = Kind::kNeedMore;
         while (!rest.empty()) {
-          http::ChunkedDecoder::Step step = resp_chunked_.next(rest);
+          http::ChunkedDecoder::Step step = x_->resp_chunked.next(rest);
           last = step.kind;
           if (last == Kind::kNeedMore || last == Kind::kError) {
             break;
@@ -1684,7 +1730,7 @@ void Connection::relayBody() {
         evbuffer_drain(in, used);
         if (last == Kind::kError) {
           relayData(batch, evbuffer_get_length(batch));  // what came before is the client's
-          abortExchange("upstream_bad_chunk");
+          abortExchange(Outcome::kUpstreamBadChunk);
           return;
         }
         if (last == Kind::kDone) {
@@ -1717,86 +1763,86 @@ void Connection::relayBody() {
     }
   }
   // Backpressure: a slow client stops the upstream reads until its buffer drains.
-  if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh && !up_paused_) {
-    up_paused_ = true;
-    bufferevent_disable(lease_.bev.get(), EV_READ);
+  if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh && !x_->up_paused) {
+    x_->up_paused = true;
+    bufferevent_disable(x_->lease.bev.get(), EV_READ);
   }
   armUpTimer();
 }
 
 void Connection::onKeepaliveTimer() {
-  if (!resp_started_ || !injectKeepalive()) {
+  if (!x_->resp_started || !injectKeepalive()) {
     return;
   }
-  if (framer_->atBoundary()) {
+  if (x_->framer->atBoundary()) {
     static constexpr std::string_view kComment = ": keepalive\n\n";
     event::EvBufferPtr comment = event::makeBuffer();
     addStr(comment.get(), kComment);
     writeBody(comment.get(), kComment.size());
   }
   timeval tv = toTimeval(s_->mcp.sse_keepalive);
-  evtimer_add(keepalive_timer_.get(), &tv);
+  evtimer_add(x_->keepalive_timer.get(), &tv);
 }
 
 void Connection::responseComplete() {
-  if (client_chunked_) {
+  if (x_->client_chunked) {
     addStr(bufferevent_get_output(down_.get()), http::kLastChunk);
-    bytes_out_ += http::kLastChunk.size();
+    x_->bytes_out += http::kLastChunk.size();
   }
-  if (capture_json_ && !capture_.empty()) {
-    learnTools(capture_);
+  if (x_->capture_json && !x_->capture.empty()) {
+    learnTools(x_->capture);
   }
-  outcome_ = "complete";
-  bool reusable = resp_.keep_alive && resp_.framing != http::BodyFraming::kUntilClose &&
-                  request_sent_ &&
-                  evbuffer_get_length(bufferevent_get_input(lease_.bev.get())) == 0 &&
-                  evbuffer_get_length(bufferevent_get_output(lease_.bev.get())) == 0;
+  x_->outcome = Outcome::kComplete;
+  bool reusable = x_->resp.keep_alive && x_->resp.framing != http::BodyFraming::kUntilClose &&
+                  x_->request_sent &&
+                  evbuffer_get_length(bufferevent_get_input(x_->lease.bev.get())) == 0 &&
+                  evbuffer_get_length(bufferevent_get_output(x_->lease.bev.get())) == 0;
   releaseUpstream(reusable);
-  if (body_mode_ == BodyMode::kStream && body_remaining_ > 0) {
+  if (x_->body_mode == BodyMode::kStream && x_->body_remaining > 0) {
     close_after_ = true;  // the answer came before the whole body: cannot reuse
   }
   finishRequest(!close_after_);
 }
 
 void Connection::releaseUpstream(bool reusable) {
-  evtimer_del(up_timer_.get());
-  evtimer_del(keepalive_timer_.get());
-  if (!lease_.bev) {
+  evtimer_del(x_->up_timer.get());
+  evtimer_del(x_->keepalive_timer.get());
+  if (!x_->lease.bev) {
     return;
   }
   w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
   countSse(false);
-  recordAttempt(std::string_view(outcome_) == "complete" ? "" : outcome_);
-  bufferevent_setcb(lease_.bev.get(), nullptr, nullptr, nullptr, nullptr);
+  recordAttempt(x_->outcome == Outcome::kComplete ? Outcome::kNone : x_->outcome);
+  bufferevent_setcb(x_->lease.bev.get(), nullptr, nullptr, nullptr, nullptr);
   if (reusable) {
-    const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
-    w_.pools->release(std::move(lease_), up.max_idle_connections);
+    const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
+    w_.pools->release(std::move(x_->lease), up.max_idle_connections);
   }
-  lease_ = upstream::Lease{};  // closes it when not pooled
+  x_->lease = upstream::Lease{};  // closes it when not pooled
 }
 
-void Connection::upstreamFailed(int status, int code, const char* message, const char* outcome) {
-  outcome_ = outcome;
+void Connection::upstreamFailed(int status, int code, const char* message, Outcome outcome) {
+  x_->outcome = outcome;
   releaseUpstream(false);
-  if (resp_started_) {
+  if (x_->resp_started) {
     abortExchange(outcome);
     return;
   }
-  if (body_mode_ == BodyMode::kStream && body_remaining_ > 0) {
+  if (x_->body_mode == BodyMode::kStream && x_->body_remaining > 0) {
     close_after_ = true;
   }
-  filters::setReply(ctx_, status, code, message, outcome, false);
-  ctx_.reply.id = sent_id_;
+  filters::setReply(x_->ctx, status, code, message, core::outcomeName(outcome).data(), false);
+  x_->ctx.reply.id = x_->sent_id;
   state_ = State::kExchange;
   sendLocalReply();
 }
 
 // The exchange cannot finish: the upstream is closed at once (never pooled) and the request
 // is logged; the caller closes the client.
-void Connection::endAborted(const char* outcome) {
-  outcome_ = outcome;
-  if (status_ == 0) {
-    status_ = 499;
+void Connection::endAborted(Outcome outcome) {
+  x_->outcome = outcome;
+  if (x_->status == 0) {
+    x_->status = 499;
   }
   releaseUpstream(false);
   endRequest();
@@ -1807,12 +1853,12 @@ void Connection::endAborted(const char* outcome) {
 // before the current end of the client's byte stream. Conservative: an event that completed
 // earlier in the same batch is taken to end with the batch.
 void Connection::noteResponseEvent() noexcept {
-  if (!framer_ || framer_->events() == framer_events_) {
+  if (!x_->framer || x_->framer->events() == x_->framer_events) {
     return;
   }
-  framer_events_ = framer_->events();
-  response_relayed_ = mcp::looksLikeResponse(framer_->lastEventHead());
-  response_end_ = bytes_out_;
+  x_->framer_events = x_->framer->events();
+  x_->response_relayed = mcp::looksLikeResponse(x_->framer->lastEventHead());
+  x_->response_end = x_->bytes_out;
 }
 
 // How a request whose client went away mid-exchange ends. The client closing is the
@@ -1820,17 +1866,17 @@ void Connection::noteResponseEvent() noexcept {
 // response had already left the gateway whole (no byte up to its end still in the output
 // buffer): the client had its answer and only did not wait for the terminating chunk, so the
 // request is "complete" with the status that was relayed.
-const char* Connection::clientClosedOutcome() const noexcept {
-  if (!resp_started_ || !framer_ || !response_relayed_) {
-    return "client_closed";
+core::Outcome Connection::clientClosedOutcome() const noexcept {
+  if (!x_->resp_started || !x_->framer || !x_->response_relayed) {
+    return Outcome::kClientClosed;
   }
   const size_t pending = evbuffer_get_length(bufferevent_get_output(down_.get()));
-  return pending <= bytes_out_ - response_end_ ? "complete" : "client_closed";
+  return pending <= x_->bytes_out - x_->response_end ? Outcome::kComplete : Outcome::kClientClosed;
 }
 
 // The answer is cut (no last chunk, or short of its length), but what was already queued for
 // the client still goes out before its connection is closed.
-void Connection::abortExchange(const char* outcome) {
+void Connection::abortExchange(Outcome outcome) {
   endAborted(outcome);
   closeAfterFlush();
 }
@@ -1845,7 +1891,7 @@ void Connection::learnTools(std::string_view json) noexcept {
   std::vector<mcp::ToolSchema> tools;
   uint64_t ttl = 0;
   if (mcp::parseToolsList(json, tools, ttl)) {
-    const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+    const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
     snap_->schemas->learn(up.name, std::move(tools), ttl, Clock::now());
   }
 }
@@ -1873,16 +1919,17 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 }  // namespace
 
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
-void Connection::recordAttempt(const char* error_type) {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+void Connection::recordAttempt(Outcome error_type) {
+  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
   w_.metrics->client_ops
-      .at({up.name, methodLabel(ctx_), toolLabel(w_, ctx_, *s_, true), error_type})
-      .observe(Clock::now() - attempt_started_);
+      .at({up.name, methodLabel(x_->ctx), toolLabel(w_, x_->ctx, *s_, true),
+           core::outcomeName(error_type)})
+      .observe(Clock::now() - x_->attempt_started);
 }
 
 void Connection::countSse(bool open) {
-  if (open != sse_counted_) {
-    sse_counted_ = open;
+  if (open != x_->sse_counted) {
+    x_->sse_counted = open;
     auto& g = w_.metrics->sse_streams;
     g.store(g.load(std::memory_order_relaxed) + (open ? 1 : -1), std::memory_order_relaxed);
   }
@@ -1890,25 +1937,25 @@ void Connection::countSse(bool open) {
 
 void Connection::endRequest() {
   metrics::WorkerMetrics& m = *w_.metrics;
-  std::string_view outcome = outcome_;
-  bool failed = !outcome.empty() && outcome != "complete";
+  std::string_view outcome = core::outcomeName(x_->outcome);
+  bool failed = core::outcomeFailed(x_->outcome);
   char digits[8];
   std::string_view status(
       digits,
-      static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), status_).ptr - digits));
+      static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), x_->status).ptr - digits));
   std::string_view error_type = failed ? outcome : std::string_view{};
-  if (!failed && status_ >= 500) {
+  if (!failed && x_->status >= 500) {
     error_type = status;
   }
   m.server_ops
-      .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
-           toolLabel(w_, ctx_, *s_, forwarded_), status, error_type})
-      .observe(Clock::now() - started_);
+      .at({x_->ctx.route ? std::string_view(x_->ctx.route->name) : std::string_view{},
+           methodLabel(x_->ctx), toolLabel(w_, x_->ctx, *s_, x_->forwarded), status, error_type})
+      .observe(Clock::now() - x_->started);
   if (failed) {
     m.rejections.at({outcome}).add(1);
   }
-  m.bytes_in.add(bytes_in_);
-  m.bytes_out.add(bytes_out_);
+  m.bytes_in.add(x_->bytes_in);
+  m.bytes_out.add(x_->bytes_out);
   if (!garbage_) {
     logAccess();  // one line per request the gateway parsed (garbage: logGarbage)
   }
@@ -1919,9 +1966,9 @@ void Connection::endRequest() {
 // the gateway) or "none" (untrusted headers, logged but used for nothing).
 void Connection::appendLegacyFields(std::string& line) const {
   line += ",\"legacy\":";
-  line += ctx_.legacy ? "true" : "false";
+  line += x_->ctx.legacy ? "true" : "false";
   line += ",\"view\":\"";
-  line += ctx_.trusted ? "headers" : ctx_.body_view ? "body" : "none";
+  line += x_->ctx.trusted ? "headers" : x_->ctx.body_view ? "body" : "none";
   line += '"';
 }
 
@@ -1932,7 +1979,7 @@ void Connection::logAccess() {
   }
   thread_local std::string line;
   line.clear();
-  auto ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
+  auto ms = std::chrono::duration<double, std::milli>(Clock::now() - x_->started).count();
   char tbuf[64];
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -1941,29 +1988,30 @@ void Connection::logAccess() {
   line += "{\"time\":\"";
   line += tbuf;
   line += "\",\"client\":\"";
-  mcp::appendJsonEscaped(line, ctx_.client_ip.empty() ? std::string_view(peer_) : ctx_.client_ip);
+  mcp::appendJsonEscaped(line,
+                         x_->ctx.client_ip.empty() ? std::string_view(peer_) : x_->ctx.client_ip);
   line += "\",\"method\":\"";
-  mcp::appendJsonEscaped(line, head_.method);
+  mcp::appendJsonEscaped(line, x_->head.method);
   line += "\",\"path\":\"";
-  mcp::appendJsonEscaped(line, head_.path);
+  mcp::appendJsonEscaped(line, x_->head.path);
   char nums[160];
   std::snprintf(nums, sizeof(nums),
                 "\",\"status\":%d,\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64
                 ",\"duration_ms\":%.3f",
-                status_, bytes_in_, bytes_out_, ms);
+                x_->status, x_->bytes_in, x_->bytes_out, ms);
   line += nums;
   line += ",\"upstream\":";
-  if (endpoint_) {
+  if (x_->endpoint) {
     line += '"';
-    mcp::appendJsonEscaped(line, endpoint_->text);
+    mcp::appendJsonEscaped(line, x_->endpoint->text);
     line += '"';
   } else {
     line += "null";
   }
   line += ",\"route\":";
-  if (ctx_.route) {
+  if (x_->ctx.route) {
     line += '"';
-    mcp::appendJsonEscaped(line, ctx_.route->name);
+    mcp::appendJsonEscaped(line, x_->ctx.route->name);
     line += '"';
   } else {
     line += "null";
@@ -1980,20 +2028,20 @@ void Connection::logAccess() {
       line += "null";
     }
   };
-  optional("mcp_version", ctx_.mcp.has_version, ctx_.mcp.version);
-  optional("mcp_method", ctx_.mcp.has_method, ctx_.mcp.method);
-  optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
-  optional("subject", ctx_.identity.authenticated, ctx_.identity.subject);
-  optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
+  optional("mcp_version", x_->ctx.mcp.has_version, x_->ctx.mcp.version);
+  optional("mcp_method", x_->ctx.mcp.has_method, x_->ctx.mcp.method);
+  optional("mcp_name", x_->ctx.mcp.has_name, x_->ctx.mcp.name.value);
+  optional("subject", x_->ctx.identity.authenticated, x_->ctx.identity.subject);
+  optional("policy_rule", !x_->ctx.policy_rule.empty(), x_->ctx.policy_rule);
   line += ",\"trusted\":";
-  line += ctx_.trusted ? "true" : "false";
+  line += x_->ctx.trusted ? "true" : "false";
   appendLegacyFields(line);
   line += ",\"verify\":\"";
-  line += ctx_.verify_body ? "on" : "off";
+  line += x_->ctx.verify_body ? "on" : "off";
   line += "\",\"params\":\"";
-  line += filters::paramCheckName(ctx_.param_check);
+  line += filters::paramCheckName(x_->ctx.param_check);
   line += "\",\"outcome\":\"";
-  line += outcome_;
+  line += core::outcomeName(x_->outcome);
   line += "\"}";
   log->info(line);
 }

@@ -19,6 +19,7 @@
 #include "gateway/metrics/metrics.h"
 #include "gateway/policy/policy.h"
 #include "gateway/proxy/client_counts.h"
+#include "gateway/proxy/exchange.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
 #include "gateway/upstream/pool.h"
@@ -98,6 +99,7 @@ struct WorkerContext {
   // A closed connection leaves a null.
   std::vector<Connection*> pending_flush;
   event::EventPtr flush;
+  ExchangePool exchanges;                      // spare request state (proxy/exchange.h)
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
   // Log lines about requests whose head did not parse: at most 10 a second per worker; the

@@ -91,6 +91,7 @@ class Worker {
     retry_.reset();
     control_.reset();
     ctx_.flush.reset();
+    ctx_.exchanges.clear();
     ctx_.pools.reset();
     ctx_.redis.reset();
     ctx_.retired_redis.clear();  // all before base_ goes

@@ -279,11 +279,15 @@ TEST_CASE("sse: a burst of thousands of small events in one upstream write is re
     burst += chunk(e);
   }
   burst += chunk("");
+  // The answer keeps the connection alive, so the upstream serves every request on it (an
+  // upstream that closed after one answer would race the next request on the pooled
+  // connection).
   RawUpstream up([&](UpstreamConn& c) {
-    if (!c.readRequest()) {
-      return;
+    while (c.readRequest()) {
+      if (!c.send(burst)) {
+        return;
+      }
     }
-    c.send(burst);
   });
   Gateway gw(configFor(up));
   Client c(gw.port());
