@@ -118,7 +118,7 @@ void appendNumber(std::string& out, uint64_t v) {
   out.append(digits, r.ptr);
 }
 
-enum class Sent : uint8_t { kNothing, kDrained, kPartial };
+using event::Sent;
 
 // Writes what `bev` has queued straight to its socket, from this stack: when the socket takes
 // it all (the usual case) there is no poll round trip and no epoll_ctl. What it does not
@@ -199,14 +199,14 @@ void logGarbage(WorkerContext& w, std::string_view peer, int status, const char*
 void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
                        const core::IpAddress& ip) {
   auto* c = new Connection(w, fd, std::move(peer), ip);
-  if (!c->down_) {
+  if (!c->down_.isOpen()) {
     delete c;
     return;
   }
   // Output is written from the loop (onResume); the write event is on only while the socket
   // holds back bytes.
-  bufferevent_disable(c->down_.get(), EV_WRITE);
-  bufferevent_enable(c->down_.get(), EV_READ);
+  c->down_.disableWrite();
+  c->down_.enableRead();
   c->setSendTimeout();
   // A new connection must send its first request within header_timeout (not the keep-alive
   // timeout): a client that opens sockets and stays silent cannot hold slots for long.
@@ -218,16 +218,12 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
     : w_(w), peer_(std::move(peer)), peer_ip_(ip) {
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
-  down_.reset(bufferevent_socket_new(w_.base, fd, BEV_OPT_CLOSE_ON_FREE));
-  if (!down_) {
-    evutil_closesocket(fd);
-    w_.shared->client_counts.release(peer_ip_);
+  if (!down_.open(w_.base, fd, &Connection::onDownRead, &Connection::onDownWrite,
+                  &Connection::onDownEvent, this)) {
+    w_.shared->client_counts.release(peer_ip_);  // (open closed fd)
     return;
   }
   upstream::setNoDelay(fd);
-  upstream::useDirectReads(down_.get());
-  bufferevent_setcb(down_.get(), &Connection::onDownRead, &Connection::onDownWrite,
-                    &Connection::onDownEvent, this);
   down_timer_ = event::makeTimer<Connection, &Connection::onDownTimer>(w_.base, this);
   if (!w_.flush) {
     w_.flush.reset(evtimer_new(
@@ -265,7 +261,7 @@ Connection::~Connection() {
     releaseBody();
     giveExchange();
   }
-  if (down_) {
+  if (down_.isOpen()) {
     w_.connections.erase(this);
     --w_.local_connections;
     w_.shared->connections.fetch_sub(1, std::memory_order_relaxed);
@@ -313,13 +309,13 @@ bool Connection::closeIfIdle() {
 
 // Closes once the queued output reached the client (bounded by keepalive_timeout).
 void Connection::closeAfterFlush() {
-  if (evbuffer_get_length(bufferevent_get_output(down_.get())) == 0) {
+  if (down_.outputLength() == 0) {
     lingerOrClose();
     return;
   }
   state_ = State::kClosing;
-  bufferevent_disable(down_.get(), EV_READ);
-  bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
+  down_.disableRead();
+  down_.setWriteLow(0);
   armDownTimer(s_->limits.keepalive_timeout);
   scheduleFlush();
 }
@@ -334,12 +330,12 @@ void Connection::lingerOrClose() {
     return;
   }
   state_ = State::kLinger;
-  ::shutdown(bufferevent_getfd(down_.get()), SHUT_WR);
-  evbuffer* in = bufferevent_get_input(down_.get());
+  ::shutdown(down_.fd(), SHUT_WR);
+  evbuffer* in = down_.input();
   evbuffer_drain(in, evbuffer_get_length(in));
-  bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
-  bufferevent_disable(down_.get(), EV_WRITE);
-  bufferevent_enable(down_.get(), EV_READ);
+  down_.setReadHigh(0);
+  down_.disableWrite();
+  down_.enableRead();
   armDownTimer(kLingerTime);
 }
 
@@ -350,8 +346,7 @@ void Connection::setSendTimeout() {
     return;
   }
   send_timeout_ = s_->limits.send_timeout;
-  timeval tv = toTimeval(send_timeout_);
-  bufferevent_set_timeouts(down_.get(), nullptr, send_timeout_.count() > 0 ? &tv : nullptr);
+  down_.setWriteTimeout(send_timeout_);
 }
 
 void Connection::armDownTimer(milliseconds d) {
@@ -365,35 +360,37 @@ void Connection::armDownTimer(milliseconds d) {
 
 // ---- downstream events ------------------------------------------------------------------
 
-void Connection::onDownRead(bufferevent*, void* arg) {
+void Connection::onDownRead(void* arg) {
   static_cast<Connection*>(arg)->process();
 }
 
-void Connection::onDownWrite(bufferevent*, void* arg) {
+void Connection::onDownWrite(void* arg) {
   auto* c = static_cast<Connection*>(arg);
-  evbuffer* out = bufferevent_get_output(c->down_.get());
-  if (evbuffer_get_length(out) == 0) {
-    bufferevent_disable(c->down_.get(), EV_WRITE);  // the next bytes go out from onResume
+  const size_t queued = c->down_.outputLength();
+  if (queued == 0) {
+    c->down_.disableWrite();  // the next bytes go out from onResume
   }
-  if (c->state_ == State::kClosing && evbuffer_get_length(out) == 0) {
+  if (c->state_ == State::kClosing && queued == 0) {
     c->lingerOrClose();
     return;
   }
-  if (c->state_ == State::kIdle && evbuffer_get_length(out) <= kOutLow) {
-    bufferevent_setwatermark(c->down_.get(), EV_WRITE, 0, 0);
-    bufferevent_enable(c->down_.get(), EV_READ);
+  if (c->state_ == State::kIdle && queued <= kOutLow) {
+    if (queued == 0 && c->down_.inputLength() == 0) {
+      c->down_.releaseIdle();  // waiting for the next request: no buffers held
+    }
+    c->down_.setWriteLow(0);
+    c->down_.enableRead();
     c->parseHead();
     return;
   }
-  if (c->x_ != nullptr && c->x_->up_paused && evbuffer_get_length(out) <= kOutLow &&
-      c->x_->lease.bev) {
+  if (c->x_ != nullptr && c->x_->up_paused && queued <= kOutLow && c->x_->lease.bev) {
     c->x_->up_paused = false;
     bufferevent_enable(c->x_->lease.bev.get(), EV_READ);
     c->relayBody();  // bytes may already wait in the upstream input buffer
   }
 }
 
-void Connection::onDownEvent(bufferevent*, short what, void* arg) {
+void Connection::onDownEvent(void* arg, short what) {
   auto* c = static_cast<Connection*>(arg);
   if (what & BEV_EVENT_TIMEOUT) {
     // send_timeout: the client took no byte of its output for that long. An exchange in
@@ -454,7 +451,7 @@ void Connection::onDownTimer() {
 // Reads whatever the current state can use from the downstream input buffer.
 void Connection::process() {
   if (state_ == State::kLinger) {
-    evbuffer* in = bufferevent_get_input(down_.get());
+    evbuffer* in = down_.input();
     evbuffer_drain(in, evbuffer_get_length(in));
     return;
   }
@@ -471,7 +468,7 @@ void Connection::process() {
 // ---- request head -----------------------------------------------------------------------
 
 void Connection::parseHead() {
-  evbuffer* in = bufferevent_get_input(down_.get());
+  evbuffer* in = down_.input();
   size_t avail = evbuffer_get_length(in);
   if (avail == 0) {
     return;
@@ -591,7 +588,7 @@ void Connection::startRequest() {
 
   state_ = State::kExchange;
   armDownTimer(milliseconds(0));
-  bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  down_.setReadHigh(kPipelineHigh);
   if (x_->body_mode == BodyMode::kBuffer && x_->ctx.need_body &&
       (x_->ctx.legacy_inspect ||
        !(x_->head.expect_continue && x_->head.version == http::Version::kHttp11))) {
@@ -628,7 +625,7 @@ void Connection::replyBeforeBody() {
 // go on) and, when the reply echoes ids, read the id from it. False when it is not all here
 // (or chunked).
 bool Connection::takeBufferedBody() {
-  evbuffer* in = bufferevent_get_input(down_.get());
+  evbuffer* in = down_.input();
   if (x_->head.framing != http::BodyFraming::kContentLength ||
       evbuffer_get_length(in) < x_->head.content_length) {
     return false;
@@ -685,11 +682,11 @@ void Connection::beginBodyRead() {
     return;
   }
   state_ = State::kBody;
-  bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
+  down_.setReadHigh(0);
   armDownTimer(s_->limits.body_timeout);
   if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 &&
-      !x_->sent_continue && evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
-    addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
+      !x_->sent_continue && down_.inputLength() == 0) {
+    addStr(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
     x_->sent_continue = true;
     scheduleFlush();
   }
@@ -760,7 +757,7 @@ bool Connection::moveChunkedBody(evbuffer* in) {
 }
 
 void Connection::readBody() {
-  evbuffer* in = bufferevent_get_input(down_.get());
+  evbuffer* in = down_.input();
   if (x_->head.framing == http::BodyFraming::kChunked) {
     if (!moveChunkedBody(in)) {
       return;  // a reply was sent (connection closing)
@@ -782,7 +779,7 @@ void Connection::readBody() {
 
 void Connection::bodyComplete() {
   armDownTimer(milliseconds(0));
-  bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+  down_.setReadHigh(kPipelineHigh);
   x_->body_read = true;
   state_ = State::kExchange;
   size_t len = evbuffer_get_length(x_->body.get());
@@ -916,7 +913,7 @@ void Connection::sendLocalReply() {
                         close_after_                                 ? "Connection: close\r\n"
                         : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
                                                                      : "");
-  evbuffer* out = bufferevent_get_output(down_.get());
+  evbuffer* out = down_.output();
   evbuffer_add(out, head, static_cast<size_t>(n));
   addStr(out, r.extra_headers);
   addStr(out, "\r\n");
@@ -938,7 +935,7 @@ void Connection::sendPlainError(int status, const char* reason_phrase, const cha
                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
                         "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                         status, reason_phrase, len);
-  evbuffer* out = bufferevent_get_output(down_.get());
+  evbuffer* out = down_.output();
   evbuffer_add(out, head, static_cast<size_t>(n));
   evbuffer_add(out, text, len);
   x_->bytes_out += static_cast<size_t>(n) + len;
@@ -961,9 +958,9 @@ void Connection::finishRequest(bool keep_alive) {
   if (!keep_alive || w_.shared->draining.load(std::memory_order_relaxed)) {
     state_ = State::kClosing;
     armDownTimer(s_->limits.keepalive_timeout);
-    bufferevent_disable(down_.get(), EV_READ);
-    bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
-    if (evbuffer_get_length(bufferevent_get_output(down_.get())) == 0) {
+    down_.disableRead();
+    down_.setWriteLow(0);
+    if (down_.outputLength() == 0) {
       lingerOrClose();
     }
     return;
@@ -971,17 +968,17 @@ void Connection::finishRequest(bool keep_alive) {
   state_ = State::kIdle;
   linger_ = false;  // a later close of an idle connection follows no error answer
   armDownTimer(s_->limits.keepalive_timeout);
-  bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
-  if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh) {
+  down_.setReadHigh(0);
+  if (down_.outputLength() > kOutHigh) {
     // The client does not read its answers: take no more requests until it does
     // (onDownWrite resumes below the low mark).
-    bufferevent_disable(down_.get(), EV_READ);
-    bufferevent_setwatermark(down_.get(), EV_WRITE, kOutLow, 0);
+    down_.disableRead();
+    down_.setWriteLow(kOutLow);
     return;
   }
-  bufferevent_setwatermark(down_.get(), EV_WRITE, 0, 0);
-  bufferevent_enable(down_.get(), EV_READ);
-  if (evbuffer_get_length(bufferevent_get_input(down_.get())) > 0) {
+  down_.setWriteLow(0);
+  down_.enableRead();
+  if (down_.inputLength() > 0) {
     // A pipelined request is already here: parse it from the loop, not from this stack.
     parse_pending_ = true;
   }
@@ -1036,8 +1033,8 @@ void Connection::onResume() {
       onUpWrite(x_->lease.bev.get(), this);
     }
   }
-  if (alive && !writeEnabled(down_.get()) && sendNow(down_.get()) == Sent::kDrained) {
-    onDownWrite(down_.get(), this);
+  if (alive && !down_.writing() && down_.sendNow() == Sent::kDrained) {
+    onDownWrite(this);
   }
   if (alive && parse && (state_ == State::kIdle || state_ == State::kHead)) {
     parseHead();
@@ -1092,8 +1089,8 @@ bool Connection::attachUpstream() {
   }
   // Pipelined bytes wait, bounded, while the exchange runs; reading stays on so a client
   // disconnect is seen at once.
-  bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
-  bufferevent_setwatermark(down_.get(), EV_WRITE, kOutLow, 0);
+  down_.setReadHigh(kPipelineHigh);
+  down_.setWriteLow(kOutLow);
 
   x_->resp_buf.clear();
   x_->resp.clear();
@@ -1163,11 +1160,11 @@ void Connection::writeRequest() {
     x_->request_sent = true;
   } else if (x_->body_mode == BodyMode::kStream) {
     writeUpstreamHead(out, x_->head.content_length);
-    bufferevent_setwatermark(down_.get(), EV_READ, 0, 0);
+    down_.setReadHigh(0);
     armDownTimer(s_->limits.body_timeout);
     if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 &&
-        evbuffer_get_length(bufferevent_get_input(down_.get())) == 0) {
-      addStr(bufferevent_get_output(down_.get()), "HTTP/1.1 100 Continue\r\n\r\n");
+        down_.inputLength() == 0) {
+      addStr(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
       scheduleFlush();
     }
     pumpStreamBody();
@@ -1355,7 +1352,7 @@ void Connection::onUpWrite(bufferevent* ub, void* arg) {
   // Below the low mark again: take more request body from the client.
   if (c->state_ == State::kExchange && c->x_->body_mode == BodyMode::kStream &&
       !c->x_->request_sent) {
-    bufferevent_enable(c->down_.get(), EV_READ);
+    c->down_.enableRead();
     c->pumpStreamBody();
   }
 }
@@ -1363,7 +1360,7 @@ void Connection::onUpWrite(bufferevent* ub, void* arg) {
 // Moves streamed request body bytes (Content-Length) from the client to the upstream,
 // pausing the client while the upstream output is above the high mark.
 void Connection::pumpStreamBody() {
-  evbuffer* in = bufferevent_get_input(down_.get());
+  evbuffer* in = down_.input();
   evbuffer* out = bufferevent_get_output(x_->lease.bev.get());
   size_t n = std::min<uint64_t>(x_->body_remaining, evbuffer_get_length(in));
   evbuffer_remove_buffer(in, out, n);
@@ -1375,9 +1372,9 @@ void Connection::pumpStreamBody() {
   if (x_->body_remaining == 0) {
     x_->request_sent = true;
     armDownTimer(milliseconds(0));
-    bufferevent_setwatermark(down_.get(), EV_READ, 0, kPipelineHigh);
+    down_.setReadHigh(kPipelineHigh);
   } else if (evbuffer_get_length(out) > kOutHigh) {
-    bufferevent_disable(down_.get(), EV_READ);
+    down_.disableRead();
   }
 }
 
@@ -1577,7 +1574,7 @@ void Connection::sendResponseHead() {
     h.append("Connection: keep-alive\r\n");
   }
   h.append("\r\n");
-  addStr(bufferevent_get_output(down_.get()), h);
+  addStr(down_.output(), h);
   x_->bytes_out += h.size();
   scheduleFlush();
 
@@ -1654,7 +1651,7 @@ void Connection::relayData(evbuffer* in, size_t n) {
 
 // Moves n body bytes from `src` to the client, in a chunk when the client gets chunks.
 void Connection::writeBody(evbuffer* src, size_t n) {
-  evbuffer* out = bufferevent_get_output(down_.get());
+  evbuffer* out = down_.output();
   if (x_->client_chunked) {
     char line[24];
     std::string_view sz = http::chunkSizeLine(n, line);
@@ -1763,7 +1760,7 @@ void Connection::relayBody() {
     }
   }
   // Backpressure: a slow client stops the upstream reads until its buffer drains.
-  if (evbuffer_get_length(bufferevent_get_output(down_.get())) > kOutHigh && !x_->up_paused) {
+  if (down_.outputLength() > kOutHigh && !x_->up_paused) {
     x_->up_paused = true;
     bufferevent_disable(x_->lease.bev.get(), EV_READ);
   }
@@ -1786,7 +1783,7 @@ void Connection::onKeepaliveTimer() {
 
 void Connection::responseComplete() {
   if (x_->client_chunked) {
-    addStr(bufferevent_get_output(down_.get()), http::kLastChunk);
+    addStr(down_.output(), http::kLastChunk);
     x_->bytes_out += http::kLastChunk.size();
   }
   if (x_->capture_json && !x_->capture.empty()) {
@@ -1870,7 +1867,7 @@ core::Outcome Connection::clientClosedOutcome() const noexcept {
   if (!x_->resp_started || !x_->framer || !x_->response_relayed) {
     return Outcome::kClientClosed;
   }
-  const size_t pending = evbuffer_get_length(bufferevent_get_output(down_.get()));
+  const size_t pending = down_.outputLength();
   return pending <= x_->bytes_out - x_->response_end ? Outcome::kComplete : Outcome::kClientClosed;
 }
 

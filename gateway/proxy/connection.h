@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gateway/event/owners.h"
+#include "gateway/event/socket.h"
 #include "gateway/filters/context.h"
 #include "gateway/filters/limits.h"
 #include "gateway/http/chunked.h"
@@ -62,9 +63,9 @@ class Connection final : public sse::EventSink {
   ~Connection() override;
 
   // downstream
-  static void onDownRead(bufferevent*, void* arg);
-  static void onDownWrite(bufferevent*, void* arg);
-  static void onDownEvent(bufferevent*, short what, void* arg);
+  static void onDownRead(void* arg);
+  static void onDownWrite(void* arg);
+  static void onDownEvent(void* arg, short what);
   void onDownTimer();
   void process();
   void parseHead();
@@ -137,7 +138,7 @@ class Connection final : public sse::EventSink {
   void appendLegacyFields(std::string& line) const;
 
   WorkerContext& w_;
-  event::BufferEventPtr down_;
+  event::Socket down_;
   event::EventPtr down_timer_;  // the one per-connection timer (idle, head, body, close)
   std::string peer_;
   core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on destruction

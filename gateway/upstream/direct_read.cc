@@ -39,9 +39,12 @@ void onReadable(evutil_socket_t fd, short what, void* arg) {
     int err = ENOMEM;
     if (n > 0) {
       iovec iov[2];
+      // The extents may be larger than asked for: read no more than `want`.
+      size_t room = static_cast<size_t>(want);
       for (int i = 0; i < n; ++i) {
         iov[i].iov_base = vec[i].iov_base;
-        iov[i].iov_len = vec[i].iov_len;
+        iov[i].iov_len = std::min(vec[i].iov_len, room);
+        room -= iov[i].iov_len;
       }
       got = ::readv(fd, iov, n);
       err = errno;
