@@ -30,7 +30,6 @@ namespace gw::proxy {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Backpressure marks (bytes queued in an output buffer).
@@ -46,11 +45,6 @@ constexpr size_t kMaxResponseHead = 64 * 1024;
 // read and dropped for at most this long, so the client reads the answer instead of a reset
 // (nginx lingering_timeout, Envoy delayed_close_timeout).
 constexpr milliseconds kLingerTime{2000};
-
-// now + d, or "never" when d is 0 (a timeout of 0 means no limit).
-Clock::time_point deadlineAfter(milliseconds d) {
-  return d.count() > 0 ? Clock::now() + d : Clock::time_point::max();
-}
 
 timeval toTimeval(milliseconds d) {
   if (d.count() < 0) {
@@ -492,7 +486,7 @@ void Connection::parseHead() {
     s_ = snap_->settings.get();
     setSendTimeout();
     armDownTimer(s_->limits.header_timeout);
-    x_->started = Clock::now();
+    x_->started = now();
   }
   const auto& lim = s_->limits;
   size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
@@ -1075,7 +1069,7 @@ bool Connection::attachUpstream() {
   }
   w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
   x_->forwarded = true;
-  x_->attempt_started = Clock::now();
+  x_->attempt_started = now();
   x_->up_connected = x_->lease.reused;
   bufferevent* ub = x_->lease.bev.get();
   bufferevent_setcb(ub, &Connection::onUpRead, &Connection::onUpWrite, &Connection::onUpEvent,
@@ -1099,9 +1093,9 @@ bool Connection::attachUpstream() {
   x_->capture_json = false;
   x_->capture.clear();
   x_->up_paused = false;
-  x_->last_up_byte = Clock::now();
+  x_->last_up_byte = now();
   milliseconds first = x_->up_connected ? up.response_timeout : up.connect_timeout;
-  x_->head_deadline = deadlineAfter(first);
+  x_->head_deadline = deadlineAfter(now(), first);
   armUpTimer();
   return true;
 }
@@ -1383,7 +1377,7 @@ void Connection::onUpEvent(bufferevent*, short what, void* arg) {
   if (what & BEV_EVENT_CONNECTED) {
     c->x_->up_connected = true;
     const settings::Upstream& up = c->s_->upstreams[c->x_->ctx.route->upstream_index];
-    c->x_->head_deadline = deadlineAfter(up.response_timeout);
+    c->x_->head_deadline = deadlineAfter(c->now(), up.response_timeout);
     c->armUpTimer();
     return;
   }
@@ -1414,59 +1408,52 @@ void Connection::onUpEvent(bufferevent*, short what, void* arg) {
   }
 }
 
-void Connection::armUpTimer() {
+UpstreamTimes Connection::upTimes() const noexcept {
+  return UpstreamTimes{x_->started, x_->head_deadline, x_->last_up_byte, x_->up_connected,
+                       x_->resp_started};
+}
+
+UpstreamLimits Connection::upLimits() const noexcept {
   const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-  // A timeout of 0 means "no limit".
-  Clock::time_point deadline = Clock::time_point::max();
-  if (!x_->resp_started) {
-    deadline = x_->head_deadline;
-  } else if (up.stream_idle_timeout.count() > 0) {
-    deadline = x_->last_up_byte + up.stream_idle_timeout;
-  }
-  if (up.max_duration.count() > 0) {
-    deadline = std::min(deadline, x_->started + up.max_duration);
-  }
-  if (deadline == Clock::time_point::max()) {
+  return UpstreamLimits{up.stream_idle_timeout, up.max_duration};
+}
+
+void Connection::armUpTimer() {
+  const Nanos deadline = nextDeadline(upTimes(), upLimits());
+  if (deadline == kNever) {
     evtimer_del(x_->up_timer.get());
     return;
   }
-  auto d = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) + milliseconds(1);
+  auto d = std::chrono::duration_cast<milliseconds>(deadline - now()) + milliseconds(1);
   timeval tv = toTimeval(d);
   evtimer_add(x_->up_timer.get(), &tv);
 }
 
 void Connection::onUpTimer() {
-  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-  Clock::time_point now = Clock::now();
-  bool over_max = up.max_duration.count() > 0 && now >= x_->started + up.max_duration;
-  if (!x_->resp_started) {
-    if (now < x_->head_deadline && !over_max) {
-      armUpTimer();
+  switch (expiryAt(upTimes(), upLimits(), now())) {
+    case Expiry::kNone:
+      armUpTimer();  // woken early (the deadline moved)
       return;
-    }
-    if (!x_->up_connected) {
+    case Expiry::kConnectTimeout:
       upstreamFailed(504, mcp::code::kUpstreamTimeout,
                      "Gateway Timeout: upstream connect timed out", Outcome::kConnectTimeout);
-    } else {
+      return;
+    case Expiry::kResponseTimeout:
       upstreamFailed(504, mcp::code::kUpstreamTimeout,
                      "Gateway Timeout: upstream did not answer in time", Outcome::kResponseTimeout);
-    }
-    return;
+      return;
+    case Expiry::kMaxDuration:
+      abortExchange(Outcome::kMaxDuration);
+      return;
+    case Expiry::kStreamIdle:
+      abortExchange(Outcome::kStreamIdleTimeout);
+      return;
   }
-  if (over_max) {
-    abortExchange(Outcome::kMaxDuration);
-    return;
-  }
-  if (up.stream_idle_timeout.count() > 0 && now >= x_->last_up_byte + up.stream_idle_timeout) {
-    abortExchange(Outcome::kStreamIdleTimeout);
-    return;
-  }
-  armUpTimer();
 }
 
 void Connection::onUpRead(bufferevent*, void* arg) {
   auto* c = static_cast<Connection*>(arg);
-  c->x_->last_up_byte = Clock::now();
+  c->x_->last_up_byte = c->now();
   if (!c->x_->resp_started) {
     c->parseResponseHead();
   } else {
@@ -1889,7 +1876,7 @@ void Connection::learnTools(std::string_view json) noexcept {
   uint64_t ttl = 0;
   if (mcp::parseToolsList(json, tools, ttl)) {
     const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-    snap_->schemas->learn(up.name, std::move(tools), ttl, Clock::now());
+    snap_->schemas->learn(up.name, std::move(tools), ttl, std::chrono::steady_clock::now());
   }
 }
 
@@ -1921,7 +1908,7 @@ void Connection::recordAttempt(Outcome error_type) {
   w_.metrics->client_ops
       .at({up.name, methodLabel(x_->ctx), toolLabel(w_, x_->ctx, *s_, true),
            core::outcomeName(error_type)})
-      .observe(Clock::now() - x_->attempt_started);
+      .observe(now() - x_->attempt_started);
 }
 
 void Connection::countSse(bool open) {
@@ -1947,7 +1934,7 @@ void Connection::endRequest() {
   m.server_ops
       .at({x_->ctx.route ? std::string_view(x_->ctx.route->name) : std::string_view{},
            methodLabel(x_->ctx), toolLabel(w_, x_->ctx, *s_, x_->forwarded), status, error_type})
-      .observe(Clock::now() - x_->started);
+      .observe(now() - x_->started);
   if (failed) {
     m.rejections.at({outcome}).add(1);
   }
@@ -1976,7 +1963,7 @@ void Connection::logAccess() {
   }
   thread_local std::string line;
   line.clear();
-  auto ms = std::chrono::duration<double, std::milli>(Clock::now() - x_->started).count();
+  auto ms = std::chrono::duration<double, std::milli>(now() - x_->started).count();
   char tbuf[64];
   std::time_t t = std::time(nullptr);
   std::tm tm{};

@@ -20,6 +20,7 @@
 #include "gateway/http/chunked.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
+#include "gateway/proxy/deadlines.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
 #include "gateway/ratelimit/gcra.h"
@@ -118,6 +119,9 @@ class Connection final : public sse::EventSink {
   void scheduleFlush();
   void closeAfterFlush();
   void armUpTimer();
+  UpstreamTimes upTimes() const noexcept;
+  UpstreamLimits upLimits() const noexcept;
+  core::Nanos now() const noexcept { return w_.clock->now(); }
   void parseResponseHead();
   void sendResponseHead();
   void relayBody();

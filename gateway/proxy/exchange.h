@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/outcome.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/context.h"
@@ -35,7 +36,7 @@ class Connection;
 
 struct Exchange {
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
-  using TimePoint = std::chrono::steady_clock::time_point;
+  using TimePoint = core::Nanos;  // read from the worker's core::Clock
 
   Connection* conn = nullptr;  // the connection the request arrived on (set by take)
 

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/line_budget.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/config_json.h"
@@ -82,7 +83,8 @@ struct WorkerContext {
   int id = 0;
   event_base* base = nullptr;
   Shared* shared = nullptr;
-  metrics::WorkerMetrics* metrics = nullptr;  // this worker's, in shared->metrics
+  metrics::WorkerMetrics* metrics = nullptr;                  // this worker's, in shared->metrics
+  const core::Clock* clock = &core::SteadyClock::instance();  // all the proxy's time
   std::unique_ptr<http::Http1Parser> parser;
   std::unique_ptr<upstream::Pools> pools;
   int64_t local_connections = 0;                   // this worker's open downstream connections
