@@ -21,6 +21,10 @@ constexpr ev_ssize_t kFirstReadBytes = 4 * 1024;
 }  // namespace
 
 Socket::~Socket() {
+  close();
+}
+
+void Socket::close() noexcept {
   if (fd_ < 0) {
     return;
   }
@@ -28,11 +32,15 @@ Socket::~Socket() {
   event_del(&write_ev_);
   if (in_ != nullptr) {
     evbuffer_free(in_);
+    in_ = nullptr;
   }
   if (out_ != nullptr) {
     evbuffer_free(out_);
+    out_ = nullptr;
   }
   evutil_closesocket(fd_);
+  fd_ = -1;
+  read_pending_ = writing_ = read_enabled_ = false;
 }
 
 bool Socket::open(event_base* base, evutil_socket_t fd, ReadFn on_read, WriteFn on_write,

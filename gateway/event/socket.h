@@ -42,6 +42,8 @@ class Socket {
   bool open(event_base* base, evutil_socket_t fd, ReadFn on_read, WriteFn on_write,
             EventFn on_event, void* arg) noexcept;
   bool isOpen() const noexcept { return fd_ >= 0; }
+  // Closes the socket now: events off, buffers freed, fd closed (the destructor does the same).
+  void close() noexcept;
   evutil_socket_t fd() const noexcept { return fd_; }
 
   // The buffers, made on first use (null only when memory is short: callers treat a null

@@ -194,7 +194,7 @@ void Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
                        const core::IpAddress& ip) {
   auto* c = new Connection(w, fd, std::move(peer), ip);
   if (!c->down_.isOpen()) {
-    delete c;
+    delete c;  // never opened: nothing refers to it
     return;
   }
   // Output is written from the loop (onResume); the write event is on only while the socket
@@ -224,6 +224,10 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
         w_.base,
         [](evutil_socket_t, short, void* arg) { flushPending(*static_cast<WorkerContext*>(arg)); },
         &w_));
+    w_.reaper.reset(evtimer_new(
+        w_.base,
+        [](evutil_socket_t, short, void* arg) { reapClosed(*static_cast<WorkerContext*>(arg)); },
+        &w_));
   }
   // The request state (head copy, field views, decoded values, upstream timers) is taken
   // from the worker's ExchangePool per request: an idle connection costs its bufferevent, one
@@ -235,12 +239,22 @@ Connection::Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
 }
 
 Connection::~Connection() {
-  if (alive_ != nullptr) {
-    *alive_ = false;
+  GW_ASSERT(closed_ || !down_.isOpen());
+}
+
+// Closes the connection now (its socket, any upstream connection, every timer and pending
+// decision, so no callback can reach it again) and leaves the object to the worker's reaper,
+// which deletes it after the current loop turn: code still on the stack may touch it.
+void Connection::closeNow() {
+  if (closed_) {
+    return;
   }
+  closed_ = true;
   if (flush_queued_) {
     w_.pending_flush[flush_slot_] = nullptr;
+    flush_queued_ = false;
   }
+  evtimer_del(down_timer_.get());
   if (x_ != nullptr) {
     if (x_->redis_handle != 0 && x_->redis_owner != nullptr) {
       x_->redis_owner->cancel(x_->redis_handle);
@@ -256,10 +270,23 @@ Connection::~Connection() {
     giveExchange();
   }
   if (down_.isOpen()) {
+    down_.close();
     w_.connections.erase(this);
     --w_.local_connections;
     w_.shared->connections.fetch_sub(1, std::memory_order_relaxed);
     w_.shared->client_counts.release(peer_ip_);
+  }
+  w_.closed.push_back(this);
+  if (w_.closed.size() == 1) {
+    event_active(w_.reaper.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void Connection::reapClosed(WorkerContext& w) {
+  std::vector<Connection*> dead;
+  dead.swap(w.closed);
+  for (Connection* c : dead) {
+    delete c;
   }
 }
 
@@ -287,10 +314,6 @@ void Connection::upTimerCb(evutil_socket_t, short, void* arg) {
 
 void Connection::keepaliveTimerCb(evutil_socket_t, short, void* arg) {
   static_cast<Exchange*>(arg)->conn->onKeepaliveTimer();
-}
-
-void Connection::closeNow() {
-  delete this;
 }
 
 bool Connection::closeIfIdle() {
@@ -1017,8 +1040,6 @@ void Connection::flushPending(WorkerContext& w) {
 // From the loop, after the callback that queued output: write it, then do what the write
 // callbacks would have done, then parse a pipelined request.
 void Connection::onResume() {
-  bool alive = true;
-  alive_ = &alive;
   bool parse = std::exchange(parse_pending_, false);
   if (x_ != nullptr) {
     bool up_drained = std::exchange(x_->up_drained, false);
@@ -1027,14 +1048,11 @@ void Connection::onResume() {
       onUpWrite(x_->lease.bev.get(), this);
     }
   }
-  if (alive && !down_.writing() && down_.sendNow() == Sent::kDrained) {
+  if (!closed_ && !down_.writing() && down_.sendNow() == Sent::kDrained) {
     onDownWrite(this);
   }
-  if (alive && parse && (state_ == State::kIdle || state_ == State::kHead)) {
+  if (!closed_ && parse && (state_ == State::kIdle || state_ == State::kHead)) {
     parseHead();
-  }
-  if (alive) {
-    alive_ = nullptr;
   }
 }
 

@@ -38,8 +38,12 @@ class Connection final : public sse::EventSink {
 
   // Closes the connection when it waits between requests (drain). True when closed.
   bool closeIfIdle();
-  // Closes the connection (and any exchange on it) now; `this` is gone afterwards.
+  // Closes the connection (and any exchange on it) now; the object is deleted after the
+  // current loop turn (reapClosed), so code still on the stack may touch it.
   void closeNow();
+  // Deletes the connections closed since the last call (the worker's reaper event, and the
+  // worker's shutdown).
+  static void reapClosed(WorkerContext& w);
 
   // The worker's flush event: writes the output every connection queued in this loop turn
   // (WorkerContext::pending_flush), upstream-bound first, then client-bound.
@@ -162,7 +166,7 @@ class Connection final : public sse::EventSink {
   // request when parse_pending_.
   bool flush_queued_ = false;
   bool parse_pending_ = false;
-  bool* alive_ = nullptr;  // set to false by the destructor (onResume's guard)
+  bool closed_ = false;  // closeNow ran: the reaper deletes the object after this loop turn
 };
 
 }  // namespace gw::proxy

@@ -101,6 +101,10 @@ struct WorkerContext {
   // A closed connection leaves a null.
   std::vector<Connection*> pending_flush;
   event::EventPtr flush;
+  // Closed connections, deleted by the reaper event at the end of the loop turn (deferred
+  // deletion: no `delete this` with callers still on the stack).
+  std::vector<Connection*> closed;
+  event::EventPtr reaper;
   ExchangePool exchanges;                      // spare request state (proxy/exchange.h)
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};

@@ -83,10 +83,13 @@ class Worker {
     if (thread_.joinable()) {
       thread_.join();
     }
-    // Connections delete themselves; the ones still open at exit are closed here.
+    // Connections close themselves (and the reaper deletes them); the ones still open at exit
+    // are closed and deleted here.
     while (!ctx_.connections.empty()) {
       (*ctx_.connections.begin())->closeNow();
     }
+    proxy::Connection::reapClosed(ctx_);
+    ctx_.reaper.reset();
     listener_.reset();
     retry_.reset();
     control_.reset();
