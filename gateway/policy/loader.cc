@@ -1,7 +1,8 @@
 // policy/: policy files → a validated, compiled PolicySet (see policy.h). The files are
 // walked with config::Walker (config/yaml_walker.h), which catches yaml-cpp's exceptions and
 // turns them into diagnostics with file:line:column; the JWKS a file names is read and parsed
-// here, so nothing on the request path touches the filesystem.
+// here and `redis.address` is resolved here, so nothing on the request path touches the
+// filesystem or the resolver.
 
 #include <algorithm>
 #include <charconv>
@@ -520,16 +521,15 @@ class Loader : public config::Walker {
     }
     for (const Entry& e : es) {
       if (e.key == "address") {
-        std::string text;
+        // Resolved here, at load: hiredis gets the numeric address and never resolves a name
+        // on a worker thread.
         settings::Address a;
-        if (!readNonEmptyString(e, text)) {
-          ok = false;
-        } else if (!settings::parseAddress(text, a) || a.port == 0) {
-          error(valueMark(e), "'" + e.path + "': invalid address '" + text + "' (host:port)");
-          ok = false;
-        } else {
-          r.host = a.host;
+        if (readAddress(e, a, false)) {
+          r.host = a.ip;
           r.port = a.port;
+          r.address = a.text;
+        } else {
+          ok = false;
         }
       } else if (e.key == "on_error") {
         size_t i = 0;
