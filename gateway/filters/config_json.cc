@@ -243,7 +243,7 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   const auto& rs = p.redis();
   j.key("redis");
   if (rs.present) {
-    j.open('{').key("host").str(rs.host).key("port").num(rs.port);
+    j.open('{').key("address").str(rs.address).key("host").str(rs.host).key("port").num(rs.port);
     j.key("on_error")
         .str(rs.on_error == policy::RedisSettings::OnError::kLocal   ? "local"
              : rs.on_error == policy::RedisSettings::OnError::kAllow ? "allow"

@@ -1,15 +1,17 @@
-// policy/: policy files → a validated, compiled PolicySet (see policy.h). yaml-cpp's
-// exceptions stop here and become diagnostics with file:line:column; the JWKS a file names
-// is read and parsed here, so nothing on the request path touches the filesystem.
+// policy/: policy files → a validated, compiled PolicySet (see policy.h). The files are
+// walked with config::Walker (config/yaml_walker.h), which catches yaml-cpp's exceptions and
+// turns them into diagnostics with file:line:column; the JWKS a file names is read and parsed
+// here and `redis.address` is resolved here, so nothing on the request path touches the
+// filesystem or the resolver.
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <span>
 
 #include <openssl/crypto.h>
 #include <yaml-cpp/yaml.h>
 
+#include "gateway/config/yaml_walker.h"
 #include "gateway/core/ascii.h"
 #include "gateway/policy/jwt.h"
 #include "gateway/policy/policy.h"
@@ -20,7 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Keys = std::span<const std::string_view>;
+using config::Entry;
+using config::find;
 
 constexpr std::string_view kTopKeys[] = {"identity", "rules", "default", "rate_limits", "redis"};
 constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous",
@@ -34,22 +37,7 @@ constexpr std::string_view kMatchKeys[] = {"method",  "name",   "params",
 constexpr std::string_view kRequireKeys[] = {"param", "equals_claim"};
 constexpr std::string_view kLimitKeys[] = {"name", "match", "key", "rate", "burst", "backend"};
 constexpr std::string_view kRedisKeys[] = {"address", "on_error", "timeout"};
-
-struct Entry {
-  std::string key;
-  std::string path;
-  YAML::Node key_node;
-  YAML::Node value;
-};
-
-const Entry* find(const std::vector<Entry>& es, std::string_view key) {
-  for (const Entry& e : es) {
-    if (e.key == key) {
-      return &e;
-    }
-  }
-  return nullptr;
-}
+constexpr std::string_view kOnError[] = {"local", "allow", "deny"};  // RedisSettings::OnError
 
 // Claim names as they appear in tokens: letters, digits and `_ - . : /`.
 bool validClaimName(std::string_view s) {
@@ -62,30 +50,38 @@ bool validClaimName(std::string_view s) {
   });
 }
 
+// Names in `claims:` maps (API keys, match) and `params:` maps (match; case-insensitive, as
+// the Mcp-Param-{Name} they are compared with).
+constexpr config::NameRule kClaimNames{
+    "claim names to values", [](const std::string& path, const std::string& name) {
+      return validClaimName(name) ? std::string()
+                                  : "'" + path + "': invalid claim names '" + name + "'";
+    }};
+constexpr config::NameRule kParamNames{
+    "param names to values",
+    [](const std::string& path, const std::string& name) {
+      return core::isToken(name) ? std::string()
+                                 : "'" + path + "': invalid param names '" + name + "'";
+    },
+    true};
+
 }  // namespace
 
 // Builds one PolicySet from several files; befriended by PolicySet.
-class Loader {
+class Loader : public config::Walker {
  public:
   explicit Loader(std::vector<settings::Diagnostic>& errors)
-      : set_(new PolicySet()), errors_(errors) {}
+      : config::Walker(errors, "the policy file"),
+        set_(new PolicySet()),
+        errors_(errors),
+        errors_before_(errorCount()) {}
 
-  void file(std::string_view yaml, const std::string& name) {
-    file_ = name;
+  void walkFile(std::string_view yaml, const std::string& name) {
+    setFile(name);
     std::error_code ec;
     fs::path abs = fs::absolute(fs::path(name), ec);
     base_dir_ = (ec ? fs::path(name) : abs).lexically_normal().parent_path();
-    try {
-      YAML::Node root = YAML::Load(std::string(yaml));
-      if (!root.IsNull()) {
-        walkTop(root);
-      }
-    } catch (const YAML::Exception& e) {
-      error(e.mark, e.msg);
-    } catch (const std::exception& e) {
-      errors_.push_back(
-          settings::Diagnostic{file_, 0, 0, std::string("internal error: ") + e.what()});
-    }
+    walk(yaml, [&](const YAML::Node& root) { walkTop(root); });
   }
 
   void readFile(const std::string& path) {
@@ -95,7 +91,7 @@ class Loader {
       errors_.push_back(settings::Diagnostic{path, 0, 0, "cannot read policy file: " + reason});
       return;
     }
-    file(text, path);
+    walkFile(text, path);
   }
 
   std::shared_ptr<const PolicySet> finish() {
@@ -105,7 +101,7 @@ class Loader {
                                                "'backend: redis' needs a 'redis' section"});
       }
     }
-    if (errors_.size() != errors_before_) {
+    if (errorCount() != errors_before_) {
       return nullptr;
     }
     return std::shared_ptr<const PolicySet>(set_.release());
@@ -113,149 +109,15 @@ class Loader {
 
  private:
   std::unique_ptr<PolicySet> set_;
-  std::vector<settings::Diagnostic>& errors_;
-  size_t errors_before_ = errors_.size();
-  std::string file_;
+  std::vector<settings::Diagnostic>& errors_;  // the walker's: for diagnostics in other files
+  size_t errors_before_;
   fs::path base_dir_;
   bool jwt_seen_ = false;
   std::vector<std::pair<std::string, YAML::Mark>> redis_limits_;
 
-  void error(const YAML::Mark& m, std::string message) {
-    settings::Diagnostic d;
-    d.file = file_;
-    if (!m.is_null()) {
-      d.line = m.line + 1;
-      d.column = m.column + 1;
-    }
-    d.message = std::move(message);
-    errors_.push_back(std::move(d));
-  }
-
-  static YAML::Mark valueMark(const Entry& e) {
-    if (e.value.IsNull() || e.value.Mark().is_null()) {
-      return e.key_node.Mark();
-    }
-    return e.value.Mark();
-  }
-
-  std::vector<Entry> entries(const YAML::Node& node, const YAML::Mark& where, Keys allowed,
-                             const std::string& prefix) {
-    std::vector<Entry> out;
-    if (!node.IsMap()) {
-      error(node.IsNull() || node.Mark().is_null() ? where : node.Mark(),
-            (prefix.empty() ? std::string("the policy file") : "'" + prefix + "'") +
-                " must be a mapping of keys to values");
-      return out;
-    }
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::detail::iterator_value kv = *it;
-      const YAML::Node k = kv.first;
-      if (!k.IsScalar()) {
-        error(k.Mark(), "keys must be plain strings");
-        continue;
-      }
-      const std::string& key = k.Scalar();
-      std::string path = prefix.empty() ? key : prefix + "." + key;
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::string msg = "unknown key '" + path + "' (expected one of:";
-        for (std::string_view a : allowed) {
-          msg += ' ';
-          msg += a;
-        }
-        error(k.Mark(), msg + ")");
-        continue;
-      }
-      if (find(out, key) != nullptr) {
-        error(k.Mark(), "duplicate key '" + path + "'");
-        continue;
-      }
-      out.push_back(Entry{key, std::move(path), k, kv.second});
-    }
-    return out;
-  }
-
-  bool readString(const Entry& e, std::string& out, bool non_empty = true) {
-    if (!e.value.IsScalar()) {
-      error(valueMark(e), "'" + e.path + "' must be a string");
-      return false;
-    }
-    if (non_empty && e.value.Scalar().empty()) {
-      error(valueMark(e), "'" + e.path + "' must not be empty");
-      return false;
-    }
-    out = e.value.Scalar();
-    return true;
-  }
-
-  bool readBool(const Entry& e, bool& out) {
-    bool b = false;
-    if (!e.value.IsScalar() || !YAML::convert<bool>::decode(e.value, b)) {
-      error(valueMark(e), "'" + e.path + "' must be true or false");
-      return false;
-    }
-    out = b;
-    return true;
-  }
-
-  // `a` or `b` (e.g. allow | deny); true when the value is `a`.
-  bool readChoice(const Entry& e, std::string_view a, std::string_view b, bool& is_a) {
-    std::string v;
-    if (!e.value.IsScalar() || ((v = e.value.Scalar()) != a && v != b)) {
-      error(valueMark(e), "'" + e.path + "' must be " + std::string(a) + " or " + std::string(b) +
-                              (v.empty() ? "" : ", not '" + v + "'"));
-      return false;
-    }
-    is_a = v == a;
-    return true;
-  }
-
-  bool readStringList(const Entry& e, std::vector<std::string>& out) {
-    if (!e.value.IsSequence()) {
-      error(valueMark(e), "'" + e.path + "' must be a list of strings");
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < e.value.size(); ++i) {
-      YAML::Node item = e.value[i];
-      if (!item.IsScalar() || item.Scalar().empty()) {
-        error(item.Mark(),
-              "'" + e.path + "[" + std::to_string(i) + "]' must be a non-empty string");
-        ok = false;
-        continue;
-      }
-      out.push_back(item.Scalar());
-    }
-    return ok;
-  }
-
-  // A mapping of name → string value; `check` validates each name.
-  template <class Check>
-  bool readStringMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out,
-                     const char* what, Check check) {
-    if (!e.value.IsMap()) {
-      error(valueMark(e), "'" + e.path + "' must be a mapping of " + what + " to values");
-      return false;
-    }
-    bool ok = true;
-    for (auto it = e.value.begin(); it != e.value.end(); ++it) {
-      const YAML::detail::iterator_value kv = *it;
-      const YAML::Node k = kv.first;
-      const YAML::Node v = kv.second;
-      if (!k.IsScalar() || !check(k.Scalar())) {
-        error(k.Mark(), "'" + e.path + "': invalid " + what + " '" +
-                            (k.IsScalar() ? k.Scalar() : std::string("?")) + "'");
-        ok = false;
-        continue;
-      }
-      if (!v.IsScalar()) {
-        error(v.Mark().is_null() ? k.Mark() : v.Mark(),
-              "'" + e.path + "." + k.Scalar() + "' must be a string");
-        ok = false;
-        continue;
-      }
-      out.emplace_back(k.Scalar(), v.Scalar());
-    }
-    return ok;
+  // Policy lists (groups, audiences, key parts) hold no empty strings.
+  bool readList(const Entry& e, std::vector<std::string>& out) {
+    return readStringList(e, out, nullptr, true);
   }
 
   void walkTop(const YAML::Node& root) {
@@ -271,20 +133,6 @@ class Loader {
       } else if (e.key == "redis") {
         walkRedis(e);
       }
-    }
-  }
-
-  template <class Fn>
-  void walkList(const Entry& e, Fn fn) {
-    if (e.value.IsNull()) {
-      return;
-    }
-    if (!e.value.IsSequence()) {
-      error(valueMark(e), "'" + e.path + "' must be a list");
-      return;
-    }
-    for (size_t i = 0; i < e.value.size(); ++i) {
-      fn(e.value[i], e.path + "[" + std::to_string(i) + "]");
     }
   }
 
@@ -315,11 +163,11 @@ class Loader {
     for (const Entry& e : entries(n, n.Mark(), kApiKeyKeys, path)) {
       if (e.key == "subject") {
         has_subject = true;
-        ok = readString(e, k.subject) && ok;
+        ok = readNonEmptyString(e, k.subject) && ok;
       } else if (e.key == "key_sha256") {
         std::string hex;
         has_key = true;
-        if (!readString(e, hex)) {
+        if (!readNonEmptyString(e, hex)) {
           ok = false;
           continue;
         }
@@ -334,9 +182,9 @@ class Loader {
                                                    core::hexValue(hex[2 * i + 1]));
         }
       } else if (e.key == "groups") {
-        ok = readStringList(e, k.groups) && ok;
+        ok = readList(e, k.groups) && ok;
       } else if (e.key == "claims") {
-        ok = readStringMap(e, k.claims, "claim names", validClaimName) && ok;
+        ok = readNameMap(e, kClaimNames, k.claims) && ok;
       }
     }
     if (n.IsMap() && (!has_subject || !has_key)) {
@@ -368,9 +216,9 @@ class Loader {
     }
     for (const Entry& e : es) {
       if (e.key == "issuer") {
-        ok = readString(e, jwt->issuer) && ok;
+        ok = readNonEmptyString(e, jwt->issuer) && ok;
       } else if (e.key == "audiences") {
-        ok = readStringList(e, jwt->audiences) && ok;
+        ok = readList(e, jwt->audiences) && ok;
         if (e.value.IsSequence() && e.value.size() == 0) {
           error(valueMark(e), "'" + e.path + "' must list at least one audience");
           ok = false;
@@ -380,7 +228,7 @@ class Loader {
       } else if (e.key == "skew") {
         std::string text;
         settings::Duration d{};
-        if (!readString(e, text)) {
+        if (!readNonEmptyString(e, text)) {
           ok = false;
         } else if (!settings::parseDuration(text, d) || d > std::chrono::minutes(10)) {
           error(valueMark(e),
@@ -390,7 +238,7 @@ class Loader {
           jwt->skew_s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
         }
       } else if (e.key == "groups_claim") {
-        ok = readString(e, jwt->groups_claim) && ok;
+        ok = readNonEmptyString(e, jwt->groups_claim) && ok;
         if (ok && !validClaimName(jwt->groups_claim)) {
           error(valueMark(e), "'" + e.path + "': invalid claim name");
           ok = false;
@@ -405,7 +253,7 @@ class Loader {
     }
     if (keys_entry != nullptr) {
       std::string rel;
-      if (!readString(*keys_entry, rel)) {
+      if (!readNonEmptyString(*keys_entry, rel)) {
         return;
       }
       fs::path p(rel);
@@ -444,7 +292,7 @@ class Loader {
     for (const Entry& e : entries(me.value, me.key_node.Mark(), kMatchKeys, me.path)) {
       std::string text;
       if (e.key == "method" || e.key == "name" || e.key == "subject") {
-        if (!readString(e, text)) {
+        if (!readNonEmptyString(e, text)) {
           ok = false;
           continue;
         }
@@ -453,16 +301,14 @@ class Loader {
                                                              : m.subject;
         dst.emplace(std::move(text));
       } else if (e.key == "groups") {
-        ok = readStringList(e, m.groups) && ok;
+        ok = readList(e, m.groups) && ok;
       } else if (e.key == "params" || e.key == "claims") {
         std::vector<std::pair<std::string, std::string>> raw;
         bool params = e.key == "params";
         if (params) {
-          ok = readStringMap(e, raw, "param names",
-                             [](const std::string& s) { return core::isToken(s); }) &&
-               ok;
+          ok = readNameMap(e, kParamNames, raw) && ok;
         } else {
-          ok = readStringMap(e, raw, "claim names", validClaimName) && ok;
+          ok = readNameMap(e, kClaimNames, raw) && ok;
         }
         auto& dst = params ? m.params : m.claims;
         for (auto& [k, v] : raw) {
@@ -475,7 +321,7 @@ class Loader {
 
   void walkRule(const YAML::Node& n, const std::string& path) {
     Rule r;
-    r.file = file_;
+    r.file = file();
     r.line = n.Mark().is_null() ? 0 : n.Mark().line + 1;
     bool ok = true;
     bool has_action = false;
@@ -485,7 +331,7 @@ class Loader {
     }
     for (const Entry& e : es) {
       if (e.key == "name") {
-        ok = readString(e, r.name) && ok;
+        ok = readNonEmptyString(e, r.name) && ok;
       } else if (e.key == "match") {
         ok = walkMatch(e, r.match) && ok;
       } else if (e.key == "unless") {
@@ -500,7 +346,7 @@ class Loader {
         std::string param;
         std::string claim;
         for (const Entry& q : entries(e.value, e.key_node.Mark(), kRequireKeys, e.path)) {
-          if (!readString(q, q.key == "param" ? param : claim)) {
+          if (!readNonEmptyString(q, q.key == "param" ? param : claim)) {
             ok = false;
           } else if (q.key == "param" && !core::isToken(param)) {
             error(valueMark(q), "'" + q.path + "': invalid param name '" + param + "'");
@@ -579,7 +425,7 @@ class Loader {
 
   void walkLimit(const YAML::Node& n, const std::string& path) {
     RateLimitSpec s;
-    s.file = file_;
+    s.file = file();
     s.line = n.Mark().is_null() ? 0 : n.Mark().line + 1;
     bool ok = true;
     const Entry* burst = nullptr;
@@ -589,12 +435,12 @@ class Loader {
     }
     for (const Entry& e : es) {
       if (e.key == "name") {
-        ok = readString(e, s.name) && ok;
+        ok = readNonEmptyString(e, s.name) && ok;
       } else if (e.key == "match") {
         ok = walkMatch(e, s.match) && ok;
       } else if (e.key == "key") {
         std::vector<std::string> parts;
-        if (!readStringList(e, parts)) {
+        if (!readList(e, parts)) {
           ok = false;
           continue;
         }
@@ -609,7 +455,7 @@ class Loader {
         }
         s.key = std::move(parts);
       } else if (e.key == "rate") {
-        if (!readString(e, s.rate_text)) {
+        if (!readNonEmptyString(e, s.rate_text)) {
           ok = false;
         } else if (!parseRate(s.rate_text, s.count, s.window_ms)) {
           error(valueMark(e), "'" + e.path + "': invalid rate '" + s.rate_text +
@@ -625,14 +471,14 @@ class Loader {
         ok = readChoice(e, "local", "redis", local) && ok;
         s.backend = local ? RateLimitSpec::Backend::kLocal : RateLimitSpec::Backend::kRedis;
         if (!local) {
-          redis_limits_.emplace_back(file_, valueMark(e));
+          redis_limits_.emplace_back(file(), valueMark(e));
         }
       }
     }
     if (burst != nullptr) {
       std::string text;
       uint64_t b = 0;
-      if (readString(*burst, text)) {
+      if (readNonEmptyString(*burst, text)) {
         auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), b);
         if (ec != std::errc() || ptr != text.data() + text.size() || b == 0 || b > 1000000000) {
           error(valueMark(*burst),
@@ -674,35 +520,30 @@ class Loader {
       return;
     }
     for (const Entry& e : es) {
-      std::string text;
-      if (!readString(e, text)) {
-        ok = false;
-        continue;
-      }
       if (e.key == "address") {
+        // Resolved here, at load: hiredis gets the numeric address and never resolves a name
+        // on a worker thread.
         settings::Address a;
-        if (!settings::parseAddress(text, a) || a.port == 0) {
-          error(valueMark(e), "'" + e.path + "': invalid address '" + text + "' (host:port)");
-          ok = false;
-        } else {
-          r.host = a.host;
+        if (readAddress(e, a, false)) {
+          r.host = a.ip;
           r.port = a.port;
+          r.address = a.text;
+        } else {
+          ok = false;
         }
       } else if (e.key == "on_error") {
-        if (text == "local") {
-          r.on_error = RedisSettings::OnError::kLocal;
-        } else if (text == "allow") {
-          r.on_error = RedisSettings::OnError::kAllow;
-        } else if (text == "deny") {
-          r.on_error = RedisSettings::OnError::kDeny;
+        size_t i = 0;
+        if (readChoice(e, kOnError, i)) {
+          r.on_error = static_cast<RedisSettings::OnError>(i);
         } else {
-          error(valueMark(e), "'" + e.path + "' must be local, allow or deny, not '" + text + "'");
           ok = false;
         }
       } else if (e.key == "timeout") {
         settings::Duration d{};
-        if (!settings::parseDuration(text, d) || d.count() == 0) {
-          error(valueMark(e), "'" + e.path + "': invalid duration '" + text + "'");
+        if (!readDuration(e, d)) {
+          ok = false;
+        } else if (d.count() == 0) {
+          error(valueMark(e), "'" + e.path + "' must be greater than 0");
           ok = false;
         } else {
           r.timeout = d;
@@ -732,7 +573,7 @@ std::shared_ptr<const PolicySet> PolicySet::loadString(std::string_view yaml,
                                                        const std::string& file,
                                                        std::vector<settings::Diagnostic>& errors) {
   Loader l(errors);
-  l.file(yaml, file);
+  l.walkFile(yaml, file);
   return l.finish();
 }
 

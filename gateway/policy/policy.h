@@ -94,8 +94,9 @@ struct RateLimitSpec {
 struct RedisSettings {
   enum class OnError : uint8_t { kLocal, kAllow, kDeny };
   bool present = false;
-  std::string host;
+  std::string host;  // numeric: `address`'s host, resolved when the file was loaded
   uint16_t port = 6379;
+  std::string address;  // as written ("redis:6379"), for display
   OnError on_error = OnError::kLocal;
   std::chrono::milliseconds timeout{50};
 };

@@ -592,6 +592,46 @@ TEST_CASE("the bundled config and the examples load cleanly", "[settings]") {
   }
 }
 
+TEST_CASE("duplicate keys are reported with the line of the first, at the top and nested",
+          "[settings]") {
+  LoadResult r = loadString(
+      "listen: 127.0.0.1:80\n"               // 1
+      "limits:\n"                            // 2
+      "  max_headers: 10\n"                  // 3
+      "  max_headers: 20\n"                  // 4
+      "upstreams:\n"                         // 5
+      "  - name: a\n"                        // 6
+      "    endpoints: [127.0.0.1:1]\n"       // 7
+      "    path: /x\n"                       // 8
+      "    path: /y\n"                       // 9
+      "routes:\n"                            // 10
+      "  - name: r\n"                        // 11
+      "    upstream: a\n"                    // 12
+      "    match:\n"                         // 13
+      "      headers: { X-A: a, x-a: b }\n"  // 14
+      "listen: 127.0.0.1:81\n",              // 15
+      "gw.yaml");
+  INFO(dump(r));
+  CHECK_FALSE(r.settings);
+  REQUIRE(r.errors.size() == 4);
+  CHECK(r.errors[0].str() == "gw.yaml:4:3: duplicate key 'limits.max_headers' (first at line 3)");
+  CHECK(r.errors[1].str() == "gw.yaml:9:5: duplicate key 'upstreams[0].path' (first at line 8)");
+  CHECK(r.errors[2].str() ==
+        "gw.yaml:14:26: 'routes[0].match.headers': 'x-a' is listed twice (first at line 14; "
+        "names ignore case)");
+  CHECK(r.errors[3].str() == "gw.yaml:15:1: duplicate key 'listen' (first at line 1)");
+}
+
+TEST_CASE("an unknown key with no near match lists the keys allowed there", "[settings]") {
+  LoadResult r = loadString(withBase("    zzz: 1\n"), "gw.yaml");
+  INFO(dump(r));
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].str() ==
+        "gw.yaml:4:5: unknown key 'upstreams[0].zzz' (expected one of: name, endpoints, path, "
+        "connect_timeout, response_timeout, stream_idle_timeout, max_duration, balance, "
+        "max_idle_connections, host_header, session_secret)");
+}
+
 }  // namespace
 }  // namespace gw::settings
 

@@ -1,19 +1,25 @@
-// settings/: the value grammars of gateway.yaml (durations, sizes, addresses) and the small
-// members of the snapshot. Pure text → value; the YAML walk is in loader.cc.
+// config/: the value grammars both configuration files share, the load-time resolver and
+// the file reader (see values.h). The YAML walk is in yaml_walker.cc.
+
+#include "gateway/config/values.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
 
-#include "gateway/settings/settings.h"
-
-namespace gw::settings {
+namespace gw::config {
 
 namespace {
 
@@ -80,15 +86,6 @@ bool multiply(uint64_t a, uint64_t b, uint64_t& out) noexcept {
 }
 
 }  // namespace
-
-int Settings::upstreamIndex(std::string_view name) const noexcept {
-  for (size_t i = 0; i < upstreams.size(); ++i) {
-    if (upstreams[i].name == name) {
-      return static_cast<int>(i);
-    }
-  }
-  return -1;
-}
 
 std::string Diagnostic::str() const {
   std::string out = file;
@@ -205,6 +202,51 @@ bool parseAddress(std::string_view text, Address& out) {
   return true;
 }
 
+bool resolveHost(const std::string& host, std::string& ip, std::string& why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    why = rc != 0 ? ::gai_strerror(rc) : "no address";
+    return false;
+  }
+  char buf[NI_MAXHOST] = {};
+  rc = ::getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST);
+  ::freeaddrinfo(res);
+  if (rc != 0) {
+    why = ::gai_strerror(rc);
+    return false;
+  }
+  ip = buf;
+  return true;
+}
+
+bool readWholeFile(const std::string& path, std::string& out, std::string& reason) {
+  out.clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    reason = std::strerror(errno);
+    return false;
+  }
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      reason = std::strerror(errno);  // EISDIR for a directory
+      ::close(fd);
+      return false;
+    }
+  }
+  ::close(fd);
+  return true;
+}
+
 namespace {
 std::atomic<bool> g_hermetic_load{false};
 }  // namespace
@@ -217,4 +259,4 @@ bool hermeticLoad() noexcept {
   return g_hermetic_load.load(std::memory_order_relaxed);
 }
 
-}  // namespace gw::settings
+}  // namespace gw::config

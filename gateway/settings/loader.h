@@ -1,0 +1,63 @@
+#pragma once
+// settings/: the gateway.yaml schema, walked with config::Walker. Internal to settings/ (the
+// API is settings.h): loader.cc walks the top level, limits, mcp and policies and holds the
+// entry points; routes.cc walks upstreams and routes and checks what refers to what.
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gateway/config/yaml_walker.h"
+#include "gateway/settings/settings.h"
+
+namespace gw::settings {
+
+using config::Entry;
+using config::find;
+using config::Keys;
+
+// Where a route's cross-references live, for checks that need the whole file.
+struct RouteRef {
+  YAML::Mark name_mark;
+  YAML::Mark upstream_mark;
+  bool has_upstream = false;
+};
+
+// One load of one gateway.yaml. Diagnostics go to the vector given to the constructor.
+class Loader : public config::Walker {
+ public:
+  Loader(std::string file, std::vector<Diagnostic>& errors);
+
+  // Walks `yaml` into a snapshot; it is only valid when no diagnostic was added.
+  std::shared_ptr<Settings> run(std::string_view yaml);
+
+ private:
+  // loader.cc
+  bool readPath(const Entry& e, std::string& out);
+  std::string resolve(const std::string& p) const;
+  void walkTop(const YAML::Node& root, Settings& s);
+  void walkLimits(const Entry& le, Limits& l);
+  void walkMcp(const Entry& me, Mcp& m);
+  void walkAllowedHosts(const Entry& e, Mcp& m);
+  void walkTrustedProxies(const Entry& e, Settings& s);
+  void walkPolicies(const Entry& pe, Settings& s);
+
+  // routes.cc
+  void walkUpstreams(const Entry& ue, Settings& s);
+  void readHostHeader(const Entry& e, Upstream& u);
+  void walkMatch(const Entry& me, RouteMatch& m);
+  void readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
+  void walkRoutes(const Entry& re, Settings& s);
+  void checkRoutes(Settings& s);
+
+  std::string source_;  // the file's absolute, normalized path
+  std::filesystem::path base_dir_;
+  std::vector<RouteRef> route_refs_;
+};
+
+}  // namespace gw::settings

@@ -1,0 +1,274 @@
+// settings/: the upstreams and routes of gateway.yaml, and the checks that need them all
+// (a route names a known upstream; one default route, and last). See loader.h.
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gateway/core/ascii.h"
+#include "gateway/http/host.h"
+#include "gateway/mcp/session.h"
+#include "gateway/settings/loader.h"
+
+namespace gw::settings {
+
+namespace {
+
+constexpr std::string_view kUpstreamKeys[] = {"name",
+                                              "endpoints",
+                                              "path",
+                                              "connect_timeout",
+                                              "response_timeout",
+                                              "stream_idle_timeout",
+                                              "max_duration",
+                                              "balance",
+                                              "max_idle_connections",
+                                              "host_header",
+                                              "session_secret"};
+constexpr std::string_view kRouteKeys[] = {"name",   "match",       "upstream",
+                                           "legacy", "verify_body", "forward_credentials"};
+constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
+constexpr std::string_view kBalances[] = {"round_robin", "first_healthy"};
+
+}  // namespace
+
+int Settings::upstreamIndex(std::string_view name) const noexcept {
+  for (size_t i = 0; i < upstreams.size(); ++i) {
+    if (upstreams[i].name == name) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+void Loader::walkUpstreams(const Entry& ue, Settings& s) {
+  if (!ue.value.IsSequence()) {
+    error(valueMark(ue), "'upstreams' must be a list");
+    return;
+  }
+  size_t i = 0;
+  for (const YAML::Node& node : ue.value) {
+    std::string prefix = "upstreams[" + std::to_string(i++) + "]";
+    Upstream u;
+    bool named = false;
+    bool has_endpoints = false;
+    std::vector<Entry> es = entries(node, ue.key_node.Mark(), kUpstreamKeys, prefix);
+    if (!node.IsMap()) {
+      continue;
+    }
+    for (const Entry& e : es) {
+      if (e.key == "name") {
+        if (readNonEmptyString(e, u.name)) {
+          named = true;
+          prefix = "upstream '" + u.name + "'";
+          int dup = s.upstreamIndex(u.name);
+          if (dup >= 0) {
+            error(valueMark(e), "duplicate upstream name '" + u.name + "'");
+            named = false;
+          }
+        }
+      } else if (e.key == "endpoints") {
+        has_endpoints = true;
+        std::vector<std::string> texts;
+        std::vector<YAML::Node> nodes;
+        if (readStringList(e, texts, &nodes)) {
+          if (texts.empty()) {
+            error(valueMark(e), "'" + e.path + "' must list at least one address");
+          }
+          for (size_t j = 0; j < texts.size(); ++j) {
+            Address a;
+            std::string item = e.path + "[" + std::to_string(j) + "]";
+            if (checkAddress(nodes[j], texts[j], item, a, false)) {
+              u.endpoints.push_back(std::move(a));
+            }
+          }
+        }
+      } else if (e.key == "path") {
+        readPath(e, u.path);
+      } else if (e.key == "connect_timeout") {
+        readDuration(e, u.connect_timeout);
+      } else if (e.key == "response_timeout") {
+        readDuration(e, u.response_timeout);
+      } else if (e.key == "stream_idle_timeout") {
+        readDuration(e, u.stream_idle_timeout);
+      } else if (e.key == "max_duration") {
+        readDuration(e, u.max_duration);
+      } else if (e.key == "balance") {
+        std::string v;
+        if (readEnum(e, kBalances, v)) {
+          u.balance = v == "round_robin" ? Balance::kRoundRobin : Balance::kFirstHealthy;
+        }
+      } else if (e.key == "max_idle_connections") {
+        readUint32(e, u.max_idle_connections);
+      } else if (e.key == "host_header") {
+        readHostHeader(e, u);
+      } else if (e.key == "session_secret") {
+        readNonEmptyString(e, u.session_secret);
+      }
+    }
+    for (const Address& a : u.endpoints) {
+      u.session_tokens.push_back(mcp::sessionToken(u.session_secret, u.name, a.text));
+    }
+    if (find(es, "name") == nullptr) {
+      error(node.Mark(), "'" + prefix + "' has no 'name'");
+    }
+    if (!has_endpoints) {
+      error(node.Mark(), "'" + prefix + "' has no 'endpoints'");
+    }
+    if (named) {
+      s.upstreams.push_back(std::move(u));
+    }
+  }
+}
+
+// upstreams[].host_header: `endpoint`, `client`, or a literal host[:port] (RFC 9110 §7.2).
+void Loader::readHostHeader(const Entry& e, Upstream& u) {
+  std::string v;
+  if (!readNonEmptyString(e, v)) {
+    return;
+  }
+  http::HostPort hp;
+  if (v == "endpoint") {
+    u.host_header = HostHeader::kEndpoint;
+  } else if (v == "client") {
+    u.host_header = HostHeader::kClient;
+  } else if (http::parseHostPort(v, hp)) {
+    u.host_header = HostHeader::kLiteral;
+    u.host_literal = std::move(v);
+  } else {
+    error(valueMark(e),
+          "'" + e.path + "' must be endpoint, client or a host[:port], not '" + v + "'");
+  }
+}
+
+void Loader::walkMatch(const Entry& me, RouteMatch& m) {
+  std::vector<Entry> es = entries(me.value, me.key_node.Mark(), kMatchKeys, me.path);
+  if (me.value.IsMap() && me.value.size() == 0) {
+    error(valueMark(me), "'" + me.path + "' is empty; omit 'match' for a default route");
+  }
+  for (const Entry& e : es) {
+    if (e.key == "method") {
+      std::string v;
+      if (readNonEmptyString(e, v)) {
+        m.method = std::move(v);
+      }
+    } else if (e.key == "name") {
+      std::string v;
+      if (readString(e, v)) {
+        m.name = std::move(v);
+      }
+    } else if (e.key == "params" || e.key == "headers") {
+      readGlobMap(e, e.key == "params" ? m.params : m.headers);
+    }
+  }
+}
+
+// `{ Name: "glob", ... }` where each name is an HTTP token (a header name or the {Name}
+// of Mcp-Param-{Name}); names are unique case-insensitively.
+void Loader::readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out) {
+  static constexpr config::NameRule kRule{
+      "names to patterns",
+      [](const std::string& path, const std::string& name) {
+        return core::isToken(name)
+                   ? std::string()
+                   : "'" + path + "': names must be HTTP tokens (letters, digits, '-', ...)";
+      },
+      true};
+  readNameMap(e, kRule, out);
+}
+
+void Loader::walkRoutes(const Entry& re, Settings& s) {
+  if (!re.value.IsSequence()) {
+    error(valueMark(re), "'routes' must be a list");
+    return;
+  }
+  size_t i = 0;
+  for (const YAML::Node& node : re.value) {
+    std::string prefix = "routes[" + std::to_string(i++) + "]";
+    std::vector<Entry> es = entries(node, re.key_node.Mark(), kRouteKeys, prefix);
+    if (!node.IsMap()) {
+      continue;
+    }
+    Route r;
+    RouteRef ref;
+    ref.name_mark = node.Mark();
+    const Entry* name_e = find(es, "name");
+    if (name_e == nullptr) {
+      error(node.Mark(), "'" + prefix + "' has no 'name'");
+    } else if (readNonEmptyString(*name_e, r.name)) {
+      ref.name_mark = valueMark(*name_e);
+      bool dup = std::any_of(s.routes.begin(), s.routes.end(),
+                             [&](const Route& o) { return o.name == r.name; });
+      if (dup) {
+        error(valueMark(*name_e), "duplicate route name '" + r.name + "'");
+      }
+    }
+    for (const Entry& e : es) {
+      if (e.key == "match") {
+        r.has_match = true;
+        walkMatch(e, r.match);
+      } else if (e.key == "upstream") {
+        if (readNonEmptyString(e, r.upstream)) {
+          ref.upstream_mark = valueMark(e);
+          ref.has_upstream = true;
+        }
+      } else if (e.key == "legacy") {
+        readBool(e, r.legacy);
+      } else if (e.key == "forward_credentials") {
+        readBool(e, r.forward_credentials);
+      } else if (e.key == "verify_body") {
+        bool b = false;
+        if (readBool(e, b)) {
+          r.verify_body = b;
+        }
+      }
+    }
+    if (find(es, "upstream") == nullptr) {
+      error(node.Mark(), "'" + prefix + "' has no 'upstream'");
+    }
+    s.routes.push_back(std::move(r));
+    route_refs_.push_back(ref);
+  }
+}
+
+// Checks that need every upstream and route: references, the default route's position.
+void Loader::checkRoutes(Settings& s) {
+  const Route* default_route = nullptr;
+  size_t default_line = 0;
+  for (size_t i = 0; i < s.routes.size() && i < route_refs_.size(); ++i) {
+    Route& r = s.routes[i];
+    const RouteRef& ref = route_refs_[i];
+    if (ref.has_upstream) {
+      int idx = s.upstreamIndex(r.upstream);
+      if (idx < 0) {
+        std::string msg = "route '" + r.name + "' names unknown upstream '" + r.upstream + "'";
+        std::vector<std::string_view> names;
+        for (const Upstream& u : s.upstreams) {
+          names.push_back(u.name);
+        }
+        config::appendDidYouMean(msg, r.upstream, names);
+        error(ref.upstream_mark, std::move(msg));
+      } else {
+        r.upstream_index = static_cast<size_t>(idx);
+      }
+    }
+    if (default_route != nullptr) {
+      if (!r.has_match) {
+        error(ref.name_mark, "route '" + r.name + "' has no 'match', but route '" +
+                                 default_route->name + "' (line " + std::to_string(default_line) +
+                                 ") is already the default; only one default route is allowed");
+      } else {
+        error(ref.name_mark, "route '" + r.name + "' can never match: the default route '" +
+                                 default_route->name + "' (line " + std::to_string(default_line) +
+                                 ") matches everything before it; move the default last");
+      }
+    } else if (!r.has_match) {
+      default_route = &r;
+      default_line = static_cast<size_t>(ref.name_mark.line + 1);
+    }
+  }
+}
+
+}  // namespace gw::settings
