@@ -257,24 +257,34 @@ bool replacedByForwarding(const HeaderField& f, bool peer_trusted) noexcept {
   return kind == ClientAddressField::kXForwardedFor || kind == ClientAddressField::kUnderscored;
 }
 
-void appendClientAddressFields(std::string& out, const std::vector<HeaderField>& fields,
-                               std::string_view peer, bool peer_trusted, std::string_view scheme) {
+void addClientAddressFields(std::vector<Field>& out, std::string& xff,
+                            const std::vector<HeaderField>& fields, std::string_view peer,
+                            bool peer_trusted, std::string_view scheme) {
   bool has_proto = false;
-  out.append("X-Forwarded-For: ");
+  xff.clear();
   if (peer_trusted) {
     for (const HeaderField& f : fields) {
       const ClientAddressField kind = clientAddressField(f.name);
       if (kind == ClientAddressField::kXForwardedFor && !f.value.empty()) {
-        out.append(f.value).append(", ");
+        xff.append(f.value).append(", ");
       } else if (kind == ClientAddressField::kXForwardedProto) {
         has_proto = true;
       }
     }
   }
-  out.append(peer).append("\r\n");
+  xff.append(peer);
+  out.push_back(Field{"X-Forwarded-For", xff});
   if (!has_proto) {
-    out.append("X-Forwarded-Proto: ").append(scheme).append("\r\n");
+    out.push_back(Field{"X-Forwarded-Proto", scheme});
   }
+}
+
+void appendClientAddressFields(std::string& out, const std::vector<HeaderField>& fields,
+                               std::string_view peer, bool peer_trusted, std::string_view scheme) {
+  std::vector<Field> pairs;
+  std::string xff;
+  addClientAddressFields(pairs, xff, fields, peer, peer_trusted, scheme);
+  appendFields(out, pairs);
 }
 
 bool parseForwardedElement(std::string_view element, std::string_view& addr,

@@ -12,6 +12,7 @@
 
 #include "gateway/core/cidr.h"
 #include "gateway/http/message.h"
+#include "gateway/http/serialize.h"
 
 namespace gw::http {
 
@@ -90,6 +91,11 @@ bool replacedByForwarding(const HeaderField& f, bool peer_trusted) noexcept;
 // Appends the gateway's client address fields (full lines, each ending in CRLF) to `out`:
 // `X-Forwarded-For: [<incoming values>, ]<peer>` and, unless a trusted peer sent one,
 // `X-Forwarded-Proto: <scheme>`. Only appends to the caller's string.
+// The same as name/value pairs appended to `out`; the X-Forwarded-For value is built in
+// `xff`, which must outlive the pairs.
+void addClientAddressFields(std::vector<Field>& out, std::string& xff,
+                            const std::vector<HeaderField>& fields, std::string_view peer,
+                            bool peer_trusted, std::string_view scheme);
 void appendClientAddressFields(std::string& out, const std::vector<HeaderField>& fields,
                                std::string_view peer, bool peer_trusted, std::string_view scheme);
 

@@ -19,6 +19,7 @@
 #include "gateway/core/assert.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
+#include "gateway/http/serialize.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/schema.h"
@@ -54,49 +55,6 @@ timeval toTimeval(milliseconds d) {
                  static_cast<suseconds_t>((d.count() % 1000) * 1000)};
 }
 
-const char* reasonPhrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 202:
-      return "Accepted";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Content Too Large";
-    case 414:
-      return "URI Too Long";
-    case 415:
-      return "Unsupported Media Type";
-    case 417:
-      return "Expectation Failed";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 501:
-      return "Not Implemented";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Error";
-  }
-}
-
 bool isEventStream(const http::ResponseHead& r) {
   const http::HeaderField* ct = http::findField(r.fields, "content-type");
   return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
@@ -106,43 +64,7 @@ void addStr(evbuffer* b, std::string_view s) {
   evbuffer_add(b, s.data(), s.size());
 }
 
-void appendNumber(std::string& out, uint64_t v) {
-  char digits[24];
-  auto r = std::to_chars(digits, digits + sizeof(digits), v);
-  out.append(digits, r.ptr);
-}
-
 using event::Sent;
-
-// Writes what `bev` has queued straight to its socket, from this stack: when the socket takes
-// it all (the usual case) there is no poll round trip and no epoll_ctl. What it does not
-// take, and any error, is left to the bufferevent's write event (enabled here), which
-// finishes the write or reports the error through the event callback as usual.
-Sent sendNow(bufferevent* bev) {
-  evbuffer* out = bufferevent_get_output(bev);
-  if (evbuffer_get_length(out) == 0) {
-    return Sent::kNothing;
-  }
-  evutil_socket_t fd = bufferevent_getfd(bev);
-  // A socket bufferevent keeps its output's front frozen; libevent's own write callback
-  // thaws it the same way around its write.
-  evbuffer_unfreeze(out, 1);
-  for (int i = 0; i < 16 && evbuffer_get_length(out) > 0; ++i) {
-    if (evbuffer_write(out, fd) <= 0) {
-      break;
-    }
-  }
-  evbuffer_freeze(out, 1);
-  if (evbuffer_get_length(out) == 0) {
-    return Sent::kDrained;
-  }
-  bufferevent_enable(bev, EV_WRITE);
-  return Sent::kPartial;
-}
-
-bool writeEnabled(bufferevent* bev) {
-  return (bufferevent_get_enabled(bev) & EV_WRITE) != 0;
-}
 
 // The outcome (log, metrics label) of a request head that did not parse: one fixed name per
 // status, never the parser's free text.
@@ -260,11 +182,7 @@ void Connection::closeNow() {
       x_->redis_owner->cancel(x_->redis_handle);
       x_->redis_handle = 0;
     }
-    if (x_->lease.bev) {
-      w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
-      bufferevent_setcb(x_->lease.bev.get(), nullptr, nullptr, nullptr, nullptr);
-      x_->lease = upstream::Lease{};  // closed, never pooled
-    }
+    releaseUpstream(false);  // closed, never pooled
     countSse(false);
     releaseBody();
     giveExchange();
@@ -293,8 +211,12 @@ void Connection::reapClosed(WorkerContext& w) {
 // The request state comes from the worker's pool for the request's lifetime; its timers call
 // back into this connection.
 bool Connection::takeExchange() {
-  x_ = w_.exchanges.take(w_.base, this, &Connection::upTimerCb, &Connection::keepaliveTimerCb);
-  return x_ != nullptr;
+  x_ = w_.exchanges.take(w_.base, this, &Connection::keepaliveTimerCb);
+  if (x_ == nullptr) {
+    return false;
+  }
+  x_->up.init(w_.base, w_.pools.get(), w_.parser.get(), w_.clock, this);
+  return true;
 }
 
 void Connection::giveExchange() {
@@ -306,10 +228,6 @@ void Connection::giveExchange() {
   x_->head.clear();
   w_.exchanges.give(x_);
   x_ = nullptr;
-}
-
-void Connection::upTimerCb(evutil_socket_t, short, void* arg) {
-  static_cast<Exchange*>(arg)->conn->onUpTimer();
 }
 
 void Connection::keepaliveTimerCb(evutil_socket_t, short, void* arg) {
@@ -400,10 +318,8 @@ void Connection::onDownWrite(void* arg) {
     c->parseHead();
     return;
   }
-  if (c->x_ != nullptr && c->x_->up_paused && queued <= kOutLow && c->x_->lease.bev) {
-    c->x_->up_paused = false;
-    bufferevent_enable(c->x_->lease.bev.get(), EV_READ);
-    c->relayBody();  // bytes may already wait in the upstream input buffer
+  if (c->x_ != nullptr && c->x_->up.paused() && queued <= kOutLow) {
+    c->x_->up.resumeReading();  // relays what already waits in the upstream input
   }
 }
 
@@ -477,7 +393,7 @@ void Connection::process() {
   } else if (state_ == State::kBody) {
     readBody();
   } else if (state_ == State::kExchange && x_->body_mode == BodyMode::kStream &&
-             !x_->request_sent && x_->lease.bev) {
+             !x_->request_sent && x_->up.active()) {
     pumpStreamBody();
   }
 }
@@ -529,7 +445,7 @@ void Connection::parseHead() {
     garbage_ = true;
     logGarbage(w_, peer_, status, pr.reason);
     std::string text = std::string(pr.reason) + "\n";
-    sendPlainError(status, reasonPhrase(status), text.c_str());
+    sendPlainError(status, http::reasonPhrase(status), text.c_str());
     return;
   }
   evbuffer_drain(in, x_->head.head_bytes);
@@ -925,7 +841,7 @@ void Connection::sendLocalReply() {
   char head[256];
   int n = std::snprintf(head, sizeof(head),
                         "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", r.status,
-                        reasonPhrase(r.status),
+                        http::reasonPhrase(r.status),
                         r.json_rpc ? "application/json" : "text/plain; charset=utf-8", body.size(),
                         close_after_                                 ? "Connection: close\r\n"
                         : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
@@ -1020,9 +936,8 @@ void Connection::flushPending(WorkerContext& w) {
   const size_t queued = list.size();
   for (size_t i = 0; i < queued; ++i) {
     Connection* c = list[i];
-    if (c != nullptr && c->x_ != nullptr && c->x_->lease.bev &&
-        !writeEnabled(c->x_->lease.bev.get())) {
-      c->x_->up_drained = sendNow(c->x_->lease.bev.get()) == Sent::kDrained;
+    if (c != nullptr && c->x_ != nullptr && c->x_->up.active() && !c->x_->up.writing()) {
+      c->x_->up_drained = c->x_->up.sendNow() == Sent::kDrained;
     }
   }
   // Bounded: a connection re-queues itself only for new output or a pipelined request
@@ -1043,9 +958,9 @@ void Connection::onResume() {
   bool parse = std::exchange(parse_pending_, false);
   if (x_ != nullptr) {
     bool up_drained = std::exchange(x_->up_drained, false);
-    if (x_->lease.bev && !writeEnabled(x_->lease.bev.get()) &&
-        (up_drained || sendNow(x_->lease.bev.get()) == Sent::kDrained)) {
-      onUpWrite(x_->lease.bev.get(), this);
+    if (x_->up.active() && !x_->up.writing() &&
+        (up_drained || x_->up.sendNow() == Sent::kDrained)) {
+      x_->up.onFlushed();
     }
   }
   if (!closed_ && !down_.writing() && down_.sendNow() == Sent::kDrained) {
@@ -1058,120 +973,42 @@ void Connection::onResume() {
 
 // ---- upstream ---------------------------------------------------------------------------
 
+// Every stage and limit passed: the request goes to the route's upstream.
 void Connection::connectUpstream() {
-  x_->connect_attempts = 0;
-  if (!pinSession() || !attachUpstream()) {
+  if (!pinSession()) {
     return;
   }
-  writeRequest();
-}
-
-// Leases an upstream connection and sets the exchange up on it. False: a 502 was sent.
-bool Connection::attachUpstream() {
+  buildUpstreamHead();
   const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-  ++x_->connect_attempts;
-  x_->lease = x_->session_endpoint >= 0
-                  ? w_.pools->acquirePinned(up, static_cast<size_t>(x_->session_endpoint))
-                  : w_.pools->acquire(up);
-  x_->endpoint = x_->lease.endpoint;
-  if (!x_->lease.bev && x_->lease.pinned) {
-    sessionNotFound("Session not found: its server cannot be reached",
-                    Outcome::kSessionEndpointDown);
-    return false;
+  upstream::UpstreamError error{};
+  if (!x_->up.start(up, x_->up_head, x_->started, error)) {
+    x_->endpoint = x_->up.endpoint();
+    onUpstreamError(error);
+    return;
   }
-  if (!x_->lease.bev) {
-    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: upstream connection could not be started",
-                   Outcome::kConnectFailed);
-    return false;
-  }
+  x_->endpoint = x_->up.endpoint();
+  x_->up_open = true;
   w_.shared->streams.fetch_add(1, std::memory_order_relaxed);
   x_->forwarded = true;
-  x_->attempt_started = now();
-  x_->up_connected = x_->lease.reused;
-  bufferevent* ub = x_->lease.bev.get();
-  bufferevent_setcb(ub, &Connection::onUpRead, &Connection::onUpWrite, &Connection::onUpEvent,
-                    this);
-  bufferevent_setwatermark(ub, EV_WRITE, kOutLow, 0);
-  if (x_->lease.reused) {
-    bufferevent_disable(ub, EV_WRITE);  // written from onResume
-    bufferevent_enable(ub, EV_READ);
-  } else {
-    bufferevent_enable(ub, EV_READ | EV_WRITE);  // the connect completes on the write event
-  }
   // Pipelined bytes wait, bounded, while the exchange runs; reading stays on so a client
   // disconnect is seen at once.
   down_.setReadHigh(kPipelineHigh);
   down_.setWriteLow(kOutLow);
-
-  x_->resp_buf.clear();
-  x_->resp.clear();
-  x_->resp_chunked.reset(http::ChunkedDecoder::Peer::kUpstream);
   x_->resp_sse = false;
   x_->capture_json = false;
   x_->capture.clear();
-  x_->up_paused = false;
-  x_->last_up_byte = now();
-  milliseconds first = x_->up_connected ? up.response_timeout : up.connect_timeout;
-  x_->head_deadline = deadlineAfter(now(), first);
-  armUpTimer();
-  return true;
+  writeRequest();
 }
 
-// A connect that failed before any byte reached the upstream may go to the next endpoint
-// (never after: a request whose bytes reached an upstream is not retried). The request
-// bytes queued on the failed connection move to the new one, under a head written for the
-// new endpoint (its Host). A session's request never moves: its server refusing answers the
-// 404 a server gives for an unknown session. True: retrying, or answered.
-bool Connection::retryConnect() {
-  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-  if (x_->lease.pinned && !x_->lease.reused && !x_->up_connected) {
-    w_.pools->markFailed(x_->lease);
-    sessionNotFound("Session not found: its server cannot be reached",
-                    Outcome::kSessionEndpointDown);
-    return true;
-  }
-  if (x_->lease.reused || x_->up_connected || x_->connect_attempts >= up.endpoints.size()) {
-    return false;
-  }
-  w_.pools->markFailed(x_->lease);
-  recordAttempt(Outcome::kConnectFailed);
-  upstream::Lease failed = std::move(x_->lease);
-  x_->lease = upstream::Lease{};
-  w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
-  bufferevent_setcb(failed.bev.get(), nullptr, nullptr, nullptr, nullptr);
-  if (!attachUpstream()) {
-    return true;  // answered 502
-  }
-  // The queued request moves over. The failed bufferevent's output may be frozen at the front
-  // like any socket bufferevent's: thawed for the move (it is freed right after).
-  evbuffer* queued = bufferevent_get_output(failed.bev.get());
-  evbuffer_unfreeze(queued, 1);
-  evbuffer* to = bufferevent_get_output(x_->lease.bev.get());
-  evbuffer_drain(queued, x_->up_head_len);
-  writeUpstreamHead(to, x_->up_content_length);
-  if (evbuffer_add_buffer(to, queued) != 0) {
-    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: upstream connection could not be started",
-                   Outcome::kConnectFailed);
-    return true;
-  }
-  scheduleFlush();  // a pooled connection is written from onResume, like any first write
-  return true;
-}
-
+// The head is written by start(); the body follows (whole, streamed, or none).
 void Connection::writeRequest() {
-  bufferevent* ub = x_->lease.bev.get();
-  evbuffer* out = bufferevent_get_output(ub);
+  evbuffer* out = x_->up.output();
   if (x_->body_mode == BodyMode::kBuffer) {
-    size_t len = evbuffer_get_length(x_->body.get());
-    rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
-    writeUpstreamHead(out, len);
     evbuffer_add_buffer(out, x_->body.get());
     releaseBody();
     x_->request_sent = true;
+    x_->up.requestComplete();
   } else if (x_->body_mode == BodyMode::kStream) {
-    writeUpstreamHead(out, x_->head.content_length);
     down_.setReadHigh(0);
     armDownTimer(s_->limits.body_timeout);
     if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 &&
@@ -1181,8 +1018,8 @@ void Connection::writeRequest() {
     }
     pumpStreamBody();
   } else {
-    writeUpstreamHead(out, 0);
     x_->request_sent = true;
+    x_->up.requestComplete();
   }
   scheduleFlush();
 }
@@ -1205,18 +1042,19 @@ void Connection::rememberSentId() {
   }
 }
 
-void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
+// The upstream request's head as name/value pairs (upstream::Http1Upstream adds Host and
+// Content-Length for the endpoint it uses): the client's fields minus hop-by-hop ones, the
+// client address fields, credentials unless forwarded, and the server's own session id.
+void Connection::buildUpstreamHead() {
   const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
+  upstream::UpstreamRequestHead& uh = x_->up_head;
   http::ConnectionTokens conn;
   conn.collect(x_->head.fields);
-  std::string& h = w_.scratch;
-  h.clear();
-  h.append(x_->head.method).append(" ").append(up.path);
-  size_t q = x_->head.target.find('?');
-  if (q != std::string_view::npos) {
-    h.append(x_->head.target.substr(q));
-  }
-  h.append(" HTTP/1.1\r\n");
+  uh.method = x_->head.method;
+  const size_t q = x_->head.target.find('?');
+  uh.query = q != std::string_view::npos ? x_->head.target.substr(q) : std::string_view{};
+  uh.fields.clear();
+  uh.client_host = false;
   const bool trusted_peer = http::isTrustedPeer(peer_, s_->trusted_proxies);
   for (const http::HeaderField& f : x_->head.fields) {
     if (http::replacedByForwarding(f, trusted_peer)) {
@@ -1225,57 +1063,34 @@ void Connection::writeUpstreamHead(evbuffer* out, uint64_t content_length) {
     if (!x_->ctx.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
     }
-    if (up.host_header != settings::HostHeader::kClient && core::iequals(f.name, "host")) {
-      continue;  // replaced below
+    if (core::iequals(f.name, "host")) {
+      if (up.host_header != settings::HostHeader::kClient) {
+        continue;  // Http1Upstream writes the endpoint's (or the configured) Host
+      }
+      uh.client_host = true;
     }
     if (x_->session_endpoint >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
     }
     if (http::forwardRequestField(f, conn)) {
-      h.append(f.line).append("\r\n");
+      uh.fields.push_back(http::Field{f.name, f.value});
     }
   }
-  appendUpstreamHost(h, up);
   if (x_->session_endpoint >= 0) {
-    h.append("Mcp-Session-Id: ").append(x_->session_server_id).append("\r\n");
+    uh.fields.push_back(http::Field{"Mcp-Session-Id", x_->session_server_id});
   }
   // The listener is plain HTTP; a TLS listener passes "https".
-  http::appendClientAddressFields(h, x_->head.fields, peer_, trusted_peer, "http");
-  if (content_length > 0 || x_->head.method == "POST" || x_->head.method == "PUT") {
-    h.append("Content-Length: ");
-    appendNumber(h, content_length);
-    h.append("\r\n");
+  http::addClientAddressFields(uh.fields, x_->xff, x_->head.fields, peer_, trusted_peer, "http");
+  uh.pinned_endpoint = x_->session_endpoint;
+  if (x_->body_mode == BodyMode::kBuffer) {
+    rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
+    uh.content_length = evbuffer_get_length(x_->body.get());
+  } else if (x_->body_mode == BodyMode::kStream) {
+    uh.content_length = x_->head.content_length;
+  } else {
+    uh.content_length = 0;
   }
-  h.append("\r\n");
-  x_->up_head_len = h.size();
-  x_->up_content_length = content_length;
-  addStr(out, h);
-}
-
-// upstreams[].host_header: the endpoint's host:port as written in config (nginx's default
-// $proxy_host), a configured literal, or the client's Host. An HTTP/1.0 request may come
-// without Host; the HTTP/1.1 request made of it may not (RFC 9112 §3.2): `client` then names
-// the endpoint too.
-void Connection::appendUpstreamHost(std::string& h, const settings::Upstream& up) const {
-  std::string_view host;
-  switch (up.host_header) {
-    case settings::HostHeader::kLiteral:
-      host = up.host_literal;
-      break;
-    case settings::HostHeader::kClient:
-      if (http::findField(x_->head.fields, "host") != nullptr) {
-        return;  // forwarded as sent
-      }
-      [[fallthrough]];
-    case settings::HostHeader::kEndpoint:
-      if (x_->lease.index < up.endpoints.size()) {
-        host = up.endpoints[x_->lease.index].text;
-      }
-      break;
-  }
-  if (!host.empty()) {
-    h.append("Host: ").append(host).append("\r\n");
-  }
+  uh.length_field = x_->head.method == "POST" || x_->head.method == "PUT";
 }
 
 // ---- legacy session affinity (mcp/session.h) --------------------------------------------
@@ -1328,9 +1143,9 @@ void Connection::sessionNotFound(const char* message, Outcome outcome) {
 
 // The upstream's Mcp-Session-Id must be one the client can be given wrapped: one field of
 // 1..kMaxServerSessionId visible ASCII bytes (MCP 2025-06-18 transport, Session Management).
-bool Connection::upstreamSessionValid() const noexcept {
+bool Connection::upstreamSessionValid(const http::ResponseHead& resp) noexcept {
   size_t count = 0;
-  for (const http::HeaderField& f : x_->resp.fields) {
+  for (const http::HeaderField& f : resp.fields) {
     if (core::iequals(f.name, "mcp-session-id") &&
         (++count > 1 || !mcp::validServerSessionId(f.value))) {
       return false;
@@ -1344,36 +1159,24 @@ bool Connection::upstreamSessionValid() const noexcept {
 // handing the client the server's own id.
 void Connection::appendWrappedSession(std::string& h, std::string_view server_id) const {
   const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-  if (x_->lease.index >= up.session_tokens.size()) {
+  const size_t index = x_->up.endpointIndex();
+  if (index >= up.session_tokens.size()) {
     return;
   }
   const size_t mark = h.size();
   h.append("Mcp-Session-Id: ");
-  if (!mcp::wrapSessionId(up.session_tokens[x_->lease.index], server_id, h)) {
+  if (!mcp::wrapSessionId(up.session_tokens[index], server_id, h)) {
     h.resize(mark);
     return;
   }
   h.append("\r\n");
 }
 
-void Connection::onUpWrite(bufferevent* ub, void* arg) {
-  auto* c = static_cast<Connection*>(arg);
-  if (evbuffer_get_length(bufferevent_get_output(ub)) == 0) {
-    bufferevent_disable(ub, EV_WRITE);  // the next bytes go out from onResume
-  }
-  // Below the low mark again: take more request body from the client.
-  if (c->state_ == State::kExchange && c->x_->body_mode == BodyMode::kStream &&
-      !c->x_->request_sent) {
-    c->down_.enableRead();
-    c->pumpStreamBody();
-  }
-}
-
 // Moves streamed request body bytes (Content-Length) from the client to the upstream,
 // pausing the client while the upstream output is above the high mark.
 void Connection::pumpStreamBody() {
   evbuffer* in = down_.input();
-  evbuffer* out = bufferevent_get_output(x_->lease.bev.get());
+  evbuffer* out = x_->up.output();
   size_t n = std::min<uint64_t>(x_->body_remaining, evbuffer_get_length(in));
   evbuffer_remove_buffer(in, out, n);
   x_->body_remaining -= n;
@@ -1383,6 +1186,7 @@ void Connection::pumpStreamBody() {
   }
   if (x_->body_remaining == 0) {
     x_->request_sent = true;
+    x_->up.requestComplete();
     armDownTimer(milliseconds(0));
     down_.setReadHigh(kPipelineHigh);
   } else if (evbuffer_get_length(out) > kOutHigh) {
@@ -1390,145 +1194,26 @@ void Connection::pumpStreamBody() {
   }
 }
 
-void Connection::onUpEvent(bufferevent*, short what, void* arg) {
-  auto* c = static_cast<Connection*>(arg);
-  if (what & BEV_EVENT_CONNECTED) {
-    c->x_->up_connected = true;
-    const settings::Upstream& up = c->s_->upstreams[c->x_->ctx.route->upstream_index];
-    c->x_->head_deadline = deadlineAfter(c->now(), up.response_timeout);
-    c->armUpTimer();
-    return;
-  }
-  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-    if (c->x_->resp_started) {
-      if (c->x_->resp.framing == http::BodyFraming::kUntilClose && (what & BEV_EVENT_EOF)) {
-        // Drain what is left, then the close ends the body.
-        c->relayData(bufferevent_get_input(c->x_->lease.bev.get()),
-                     evbuffer_get_length(bufferevent_get_input(c->x_->lease.bev.get())));
-        c->responseComplete();
-        return;
-      }
-      c->abortExchange(Outcome::kUpstreamReset);
-      return;
-    }
-    if (!c->x_->up_connected) {
-      if (c->retryConnect()) {
-        return;
-      }
-      c->w_.pools->markFailed(c->x_->lease);
-      c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                        "Bad Gateway: upstream connection refused", Outcome::kConnectFailed);
-    } else {
-      c->upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                        "Bad Gateway: upstream closed the connection before answering",
-                        Outcome::kUpstreamReset);
-    }
-  }
-}
-
-UpstreamTimes Connection::upTimes() const noexcept {
-  return UpstreamTimes{x_->started, x_->head_deadline, x_->last_up_byte, x_->up_connected,
-                       x_->resp_started};
-}
-
-UpstreamLimits Connection::upLimits() const noexcept {
-  const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-  return UpstreamLimits{up.stream_idle_timeout, up.max_duration};
-}
-
-void Connection::armUpTimer() {
-  const Nanos deadline = nextDeadline(upTimes(), upLimits());
-  if (deadline == kNever) {
-    evtimer_del(x_->up_timer.get());
-    return;
-  }
-  auto d = std::chrono::duration_cast<milliseconds>(deadline - now()) + milliseconds(1);
-  timeval tv = toTimeval(d);
-  evtimer_add(x_->up_timer.get(), &tv);
-}
-
-void Connection::onUpTimer() {
-  switch (expiryAt(upTimes(), upLimits(), now())) {
-    case Expiry::kNone:
-      armUpTimer();  // woken early (the deadline moved)
-      return;
-    case Expiry::kConnectTimeout:
-      upstreamFailed(504, mcp::code::kUpstreamTimeout,
-                     "Gateway Timeout: upstream connect timed out", Outcome::kConnectTimeout);
-      return;
-    case Expiry::kResponseTimeout:
-      upstreamFailed(504, mcp::code::kUpstreamTimeout,
-                     "Gateway Timeout: upstream did not answer in time", Outcome::kResponseTimeout);
-      return;
-    case Expiry::kMaxDuration:
-      abortExchange(Outcome::kMaxDuration);
-      return;
-    case Expiry::kStreamIdle:
-      abortExchange(Outcome::kStreamIdleTimeout);
-      return;
-  }
-}
-
-void Connection::onUpRead(bufferevent*, void* arg) {
-  auto* c = static_cast<Connection*>(arg);
-  c->x_->last_up_byte = c->now();
-  if (!c->x_->resp_started) {
-    c->parseResponseHead();
-  } else {
-    c->relayBody();
-  }
-}
-
-void Connection::parseResponseHead() {
-  evbuffer* in = bufferevent_get_input(x_->lease.bev.get());
-  for (;;) {
-    size_t avail = evbuffer_get_length(in);
-    if (avail == 0) {
-      return;
-    }
-    size_t n = std::min<size_t>(avail, kMaxResponseHead + 1);
-    x_->resp_buf.resize(n);
-    evbuffer_copyout(in, x_->resp_buf.data(), n);
-    http::HeadLimits hl{kMaxResponseHead, kMaxResponseHead, 1000};
-    http::ParseResult pr = w_.parser->parseResponse(x_->resp_buf, hl, x_->head.method, x_->resp);
-    if (pr.status == http::ParseStatus::kIncomplete) {
-      return;
-    }
-    if (pr.status == http::ParseStatus::kError) {
-      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: malformed upstream response", Outcome::kUpstreamMalformed);
-      return;
-    }
-    evbuffer_drain(in, x_->resp.head_bytes);
-    if (x_->resp.status >= 100 && x_->resp.status < 200) {
-      continue;  // interim answers are not relayed (the gateway answers 100 itself)
-    }
-    break;
-  }
-  if (!upstreamSessionValid()) {
+bool Connection::onUpstreamHeaders(const http::ResponseHead& resp) {
+  if (!upstreamSessionValid(resp)) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                    "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
                    Outcome::kUpstreamMalformed);
-    return;
+    return false;
   }
-  sendResponseHead();
-  relayBody();
-}
-
-void Connection::sendResponseHead() {
   x_->resp_started = true;
-  x_->status = x_->resp.status;
-  x_->resp_sse = isEventStream(x_->resp);
+  x_->status = resp.status;
+  x_->resp_sse = isEventStream(resp);
   countSse(x_->resp_sse);
   http::ConnectionTokens conn;
-  conn.collect(x_->resp.fields);
+  conn.collect(resp.fields);
   std::string& h = w_.scratch;
   h.clear();
   h.append("HTTP/1.1 ");
-  appendNumber(h, static_cast<uint64_t>(x_->resp.status));
-  h.append(" ").append(x_->resp.reason).append("\r\n");
+  http::appendNumber(h, static_cast<uint64_t>(resp.status));
+  h.append(" ").append(resp.reason).append("\r\n");
   bool has_accel = false;
-  for (const http::HeaderField& f : x_->resp.fields) {
+  for (const http::HeaderField& f : resp.fields) {
     if (http::forwardResponseField(f, conn)) {
       has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
       if (core::iequals(f.name, "mcp-session-id")) {
@@ -1543,22 +1228,21 @@ void Connection::sendResponseHead() {
   }
   h.append(x_->ratelimit_lines);
   x_->client_chunked = false;
-  switch (x_->resp.framing) {
+  switch (resp.framing) {
     case http::BodyFraming::kNone:
-      if (x_->head.method == "HEAD" || x_->resp.status == 304) {
+      if (x_->head.method == "HEAD" || resp.status == 304) {
         // The length the body would have had is the upstream's to say.
-        if (const http::HeaderField* cl = http::findField(x_->resp.fields, "content-length")) {
+        if (const http::HeaderField* cl = http::findField(resp.fields, "content-length")) {
           h.append(cl->line).append("\r\n");
         }
-      } else if (x_->resp.status != 204) {
+      } else if (resp.status != 204) {
         h.append("Content-Length: 0\r\n");
       }
       break;
     case http::BodyFraming::kContentLength:
       h.append("Content-Length: ");
-      appendNumber(h, x_->resp.content_length);
+      http::appendNumber(h, resp.content_length);
       h.append("\r\n");
-      x_->resp_remaining = x_->resp.content_length;
       break;
     case http::BodyFraming::kChunked:
     case http::BodyFraming::kUntilClose:
@@ -1585,7 +1269,7 @@ void Connection::sendResponseHead() {
 
   x_->response_relayed = false;
   x_->framer_events = x_->response_end = 0;
-  if (x_->ctx.learn_tools && x_->resp.status == 200) {
+  if (x_->ctx.learn_tools && resp.status == 200) {
     if (x_->resp_sse) {
       x_->framer = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
@@ -1598,7 +1282,7 @@ void Connection::sendResponseHead() {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
     evtimer_add(x_->keepalive_timer.get(), &tv);
   }
-  armUpTimer();
+  return true;
 }
 
 // Keep-alive comments go only into SSE answers whose framing has room for bytes the
@@ -1606,12 +1290,13 @@ void Connection::sendResponseHead() {
 // Content-Length body.
 bool Connection::injectKeepalive() const noexcept {
   return x_->resp_sse && x_->framer && s_->mcp.sse_keepalive.count() > 0 &&
-         x_->resp.framing != http::BodyFraming::kContentLength;
+         x_->up.response().framing != http::BodyFraming::kContentLength;
 }
 
 // Moves n payload bytes from the upstream input to the client, framed as the client needs,
-// letting the SSE framer and the tools/list capture look at them on the way.
-void Connection::relayData(evbuffer* in, size_t n) {
+// letting the SSE framer and the tools/list capture look at them on the way. A slow client
+// stops the upstream reads until its buffer drains (onDownWrite).
+void Connection::onUpstreamData(evbuffer* in, size_t n) {
   if (n == 0) {
     return;
   }
@@ -1652,6 +1337,9 @@ void Connection::relayData(evbuffer* in, size_t n) {
     timeval tv = toTimeval(s_->mcp.sse_keepalive);
     evtimer_add(x_->keepalive_timer.get(), &tv);
   }
+  if (down_.outputLength() > kOutHigh) {
+    x_->up.pauseReading();
+  }
 }
 
 // Moves n body bytes from `src` to the client, in a chunk when the client gets chunks.
@@ -1671,107 +1359,6 @@ void Connection::writeBody(evbuffer* src, size_t n) {
   scheduleFlush();
 }
 
-void Connection::relayBody() {
-  if (!x_->lease.bev || !x_->resp_started) {
-    return;
-  }
-  evbuffer* in = bufferevent_get_input(x_->lease.bev.get());
-  switch (x_->resp.framing) {
-    case http::BodyFraming::kNone:
-      responseComplete();
-      return;
-    case http::BodyFraming::kContentLength: {
-      size_t n = std::min<uint64_t>(x_->resp_remaining, evbuffer_get_length(in));
-      relayData(in, n);
-      x_->resp_remaining -= n;
-      if (x_->resp_remaining == 0) {
-        responseComplete();
-        return;
-      }
-      break;
-    }
-    case http::BodyFraming::kUntilClose:
-      relayData(in, evbuffer_get_length(in));
-      break;
-    case http::BodyFraming::kChunked: {
-      // The data of every upstream chunk already here goes to the client as one chunk: the
-      // per-chunk work (framing, framer and keep-alive timer) is paid once per read, not once
-      // per event. Nothing waits for more: only bytes already received are batched.
-      if (!w_.relay_batch) {
-        w_.relay_batch = event::makeBuffer();
-      }
-      evbuffer* batch = w_.relay_batch.get();
-      using Kind = http::ChunkedDecoder::Kind;
-      // The decoder walks the input's first extent in place; the data it finds is copied into
-      // the batch and what it consumed is drained once per extent, not once per chunk.
-      bool pulled = false;  // the first extent was already made as long as a step may need
-      Kind last = Kind::kNeedMore;
-      for (size_t avail; (avail = evbuffer_get_length(in)) > 0;) {
-        evbuffer_iovec vec;
-        if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
-          break;
-        }
-        std::string_view rest(static_cast<const char*>(vec.iov_base), vec.iov_len);
-        size_t used = 0;
-        last = Kind::kNeedMore;
-        while (!rest.empty()) {
-          http::ChunkedDecoder::Step step = x_->resp_chunked.next(rest);
-          last = step.kind;
-          if (last == Kind::kNeedMore || last == Kind::kError) {
-            break;
-          }
-          if (last == Kind::kData) {
-            evbuffer_add(batch, rest.data(), step.length);
-          }
-          rest.remove_prefix(step.length);
-          used += step.length;
-          if (last == Kind::kDone) {
-            break;
-          }
-        }
-        evbuffer_drain(in, used);
-        if (last == Kind::kError) {
-          relayData(batch, evbuffer_get_length(batch));  // what came before is the client's
-          abortExchange(Outcome::kUpstreamBadChunk);
-          return;
-        }
-        if (last == Kind::kDone) {
-          relayData(batch, evbuffer_get_length(batch));
-          responseComplete();
-          return;
-        }
-        if (used > 0) {
-          pulled = false;
-        }
-        if (last == Kind::kNeedMore) {
-          // A size line or trailer split across extents: make it contiguous once (bounded by
-          // what a step may need), then decode on; still short means wait for more bytes.
-          size_t left = avail - used;
-          if (pulled || rest.size() >= left) {
-            break;
-          }
-          static_assert(
-              http::ChunkedDecoder::kMaxLineBytes <= http::ChunkedDecoder::kMaxTrailerBytes,
-              "a size line must fit in what is made contiguous");
-          size_t want = std::min<size_t>(left, http::ChunkedDecoder::kMaxTrailerBytes + 8);
-          if (evbuffer_pullup(in, static_cast<ev_ssize_t>(want)) == nullptr) {
-            break;
-          }
-          pulled = true;
-        }
-      }
-      relayData(batch, evbuffer_get_length(batch));
-      break;
-    }
-  }
-  // Backpressure: a slow client stops the upstream reads until its buffer drains.
-  if (down_.outputLength() > kOutHigh && !x_->up_paused) {
-    x_->up_paused = true;
-    bufferevent_disable(x_->lease.bev.get(), EV_READ);
-  }
-  armUpTimer();
-}
-
 void Connection::onKeepaliveTimer() {
   if (!x_->resp_started || !injectKeepalive()) {
     return;
@@ -1786,7 +1373,7 @@ void Connection::onKeepaliveTimer() {
   evtimer_add(x_->keepalive_timer.get(), &tv);
 }
 
-void Connection::responseComplete() {
+void Connection::onUpstreamComplete() {
   if (x_->client_chunked) {
     addStr(down_.output(), http::kLastChunk);
     x_->bytes_out += http::kLastChunk.size();
@@ -1795,32 +1382,86 @@ void Connection::responseComplete() {
     learnTools(x_->capture);
   }
   x_->outcome = Outcome::kComplete;
-  bool reusable = x_->resp.keep_alive && x_->resp.framing != http::BodyFraming::kUntilClose &&
-                  x_->request_sent &&
-                  evbuffer_get_length(bufferevent_get_input(x_->lease.bev.get())) == 0 &&
-                  evbuffer_get_length(bufferevent_get_output(x_->lease.bev.get())) == 0;
-  releaseUpstream(reusable);
+  releaseUpstream(false);  // (the upstream request pooled its connection when it could)
   if (x_->body_mode == BodyMode::kStream && x_->body_remaining > 0) {
     close_after_ = true;  // the answer came before the whole body: cannot reuse
   }
   finishRequest(!close_after_);
 }
 
+// The upstream request ends (complete, failed, or cut from this side): counters, the attempt's
+// duration metric, and its connection closed unless the upstream request pooled it already.
 void Connection::releaseUpstream(bool reusable) {
-  evtimer_del(x_->up_timer.get());
   evtimer_del(x_->keepalive_timer.get());
-  if (!x_->lease.bev) {
+  if (!x_->up_open) {
+    x_->up.release(false);
     return;
   }
+  x_->up_open = false;
+  x_->endpoint = x_->up.endpoint();  // the last one tried
   w_.shared->streams.fetch_sub(1, std::memory_order_relaxed);
   countSse(false);
-  recordAttempt(x_->outcome == Outcome::kComplete ? Outcome::kNone : x_->outcome);
-  bufferevent_setcb(x_->lease.bev.get(), nullptr, nullptr, nullptr, nullptr);
-  if (reusable) {
-    const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
-    w_.pools->release(std::move(x_->lease), up.max_idle_connections);
+  recordAttempt(x_->outcome == Outcome::kComplete ? Outcome::kNone : x_->outcome,
+                x_->up.attemptDuration());
+  x_->up.release(reusable);
+}
+
+void Connection::onUpstreamError(upstream::UpstreamError e) {
+  using upstream::UpstreamError;
+  switch (e) {
+    case UpstreamError::kSessionEndpointDown:
+      sessionNotFound("Session not found: its server cannot be reached",
+                      Outcome::kSessionEndpointDown);
+      return;
+    case UpstreamError::kConnectFailed:
+      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                     "Bad Gateway: upstream connection could not be started",
+                     Outcome::kConnectFailed);
+      return;
+    case UpstreamError::kConnectRefused:
+      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                     "Bad Gateway: upstream connection refused", Outcome::kConnectFailed);
+      return;
+    case UpstreamError::kConnectTimeout:
+      upstreamFailed(504, mcp::code::kUpstreamTimeout,
+                     "Gateway Timeout: upstream connect timed out", Outcome::kConnectTimeout);
+      return;
+    case UpstreamError::kResponseTimeout:
+      upstreamFailed(504, mcp::code::kUpstreamTimeout,
+                     "Gateway Timeout: upstream did not answer in time", Outcome::kResponseTimeout);
+      return;
+    case UpstreamError::kClosedBeforeAnswer:
+      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                     "Bad Gateway: upstream closed the connection before answering",
+                     Outcome::kUpstreamReset);
+      return;
+    case UpstreamError::kMalformed:
+      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                     "Bad Gateway: malformed upstream response", Outcome::kUpstreamMalformed);
+      return;
+    case UpstreamError::kReset:
+    case UpstreamError::kBadChunk:
+    case UpstreamError::kMaxDuration:
+    case UpstreamError::kStreamIdle:
+      abortExchange(upstream::outcomeOf(e));
+      return;
   }
-  x_->lease = upstream::Lease{};  // closes it when not pooled
+}
+
+void Connection::onUpstreamWritable() {
+  // Below the low mark again: take more request body from the client.
+  if (state_ == State::kExchange && x_->body_mode == BodyMode::kStream && !x_->request_sent) {
+    down_.enableRead();
+    pumpStreamBody();
+  }
+}
+
+void Connection::onUpstreamOutput() {
+  scheduleFlush();
+}
+
+void Connection::onUpstreamRetry(core::Nanos attempt_duration) {
+  recordAttempt(Outcome::kConnectFailed, attempt_duration);
 }
 
 void Connection::upstreamFailed(int status, int code, const char* message, Outcome outcome) {
@@ -1921,12 +1562,12 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 }  // namespace
 
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
-void Connection::recordAttempt(Outcome error_type) {
+void Connection::recordAttempt(Outcome error_type, core::Nanos duration) {
   const settings::Upstream& up = s_->upstreams[x_->ctx.route->upstream_index];
   w_.metrics->client_ops
       .at({up.name, methodLabel(x_->ctx), toolLabel(w_, x_->ctx, *s_, true),
            core::outcomeName(error_type)})
-      .observe(now() - x_->attempt_started);
+      .observe(duration);
 }
 
 void Connection::countSse(bool open) {

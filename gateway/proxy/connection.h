@@ -20,16 +20,16 @@
 #include "gateway/http/chunked.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
-#include "gateway/proxy/deadlines.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
 #include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
+#include "gateway/upstream/http1_upstream.h"
 #include "gateway/upstream/pool.h"
 
 namespace gw::proxy {
 
-class Connection final : public sse::EventSink {
+class Connection final : public sse::EventSink, public upstream::UpstreamCallbacks {
  public:
   // Takes ownership of fd. `peer` is the client's address text (no port); `ip` the same
   // address, whose slot in Shared::client_counts the caller took (given back on destruction).
@@ -95,25 +95,23 @@ class Connection final : public sse::EventSink {
   void finishRequest(bool keep_alive);
   void armDownTimer(std::chrono::milliseconds d);
 
-  // upstream
+  // upstream (upstream::Http1Upstream x_->up does the HTTP/1 side)
   void connectUpstream();
-  bool attachUpstream();
-  bool retryConnect();
+  void buildUpstreamHead();
   void writeRequest();
-  void writeUpstreamHead(evbuffer* out, uint64_t content_length);
   void rememberSentId();
-  // upstreams[].host_header
-  void appendUpstreamHost(std::string& h, const settings::Upstream& up) const;
+  bool onUpstreamHeaders(const http::ResponseHead& resp) override;
+  void onUpstreamData(evbuffer* src, size_t n) override;
+  void onUpstreamComplete() override;
+  void onUpstreamError(upstream::UpstreamError e) override;
+  void onUpstreamWritable() override;
+  void onUpstreamOutput() override;
+  void onUpstreamRetry(core::Nanos attempt_duration) override;
   // legacy session affinity (mcp/session.h)
   bool pinSession();
   void sessionNotFound(const char* message, Outcome outcome);
-  bool upstreamSessionValid() const noexcept;
+  static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
   void appendWrappedSession(std::string& h, std::string_view server_id) const;
-  static void onUpRead(bufferevent*, void* arg);
-  static void onUpWrite(bufferevent*, void* arg);
-  static void onUpEvent(bufferevent*, short what, void* arg);
-  void onUpTimer();
-  static void upTimerCb(evutil_socket_t, short, void* arg);
   static void keepaliveTimerCb(evutil_socket_t, short, void* arg);
   bool takeExchange();
   void giveExchange();
@@ -122,16 +120,8 @@ class Connection final : public sse::EventSink {
   void onResume();
   void scheduleFlush();
   void closeAfterFlush();
-  void armUpTimer();
-  UpstreamTimes upTimes() const noexcept;
-  UpstreamLimits upLimits() const noexcept;
   core::Nanos now() const noexcept { return w_.clock->now(); }
-  void parseResponseHead();
-  void sendResponseHead();
-  void relayBody();
-  void relayData(evbuffer* in, size_t n);
   void writeBody(evbuffer* src, size_t n);
-  void responseComplete();
   void upstreamFailed(int status, int code, const char* message, Outcome outcome);
   void abortExchange(Outcome outcome);  // endAborted, then close once output is written
   void endAborted(Outcome outcome);
@@ -140,7 +130,7 @@ class Connection final : public sse::EventSink {
   void releaseUpstream(bool reusable);
   void learnTools(std::string_view json) noexcept;
   void endRequest();  // metrics, then the access-log line
-  void recordAttempt(Outcome error_type);
+  void recordAttempt(Outcome error_type, core::Nanos duration);
   void countSse(bool open);
   void logAccess();
   void appendLegacyFields(std::string& line) const;

@@ -24,8 +24,7 @@ ExchangePool::~ExchangePool() {
   clear();
 }
 
-Exchange* ExchangePool::take(event_base* base, Connection* conn, event_callback_fn up_cb,
-                             event_callback_fn keepalive_cb) {
+Exchange* ExchangePool::take(event_base* base, Connection* conn, event_callback_fn keepalive_cb) {
   Exchange* x = nullptr;
   if (!free_.empty()) {
     x = free_.back();
@@ -35,9 +34,8 @@ Exchange* ExchangePool::take(event_base* base, Connection* conn, event_callback_
     if (x == nullptr) {
       return nullptr;
     }
-    x->up_timer.reset(evtimer_new(base, up_cb, x));
     x->keepalive_timer.reset(evtimer_new(base, keepalive_cb, x));
-    if (!x->up_timer || !x->keepalive_timer) {
+    if (!x->keepalive_timer) {
       delete x;
       return nullptr;
     }
@@ -47,11 +45,11 @@ Exchange* ExchangePool::take(event_base* base, Connection* conn, event_callback_
 }
 
 void ExchangePool::give(Exchange* x) noexcept {
-  evtimer_del(x->up_timer.get());
   evtimer_del(x->keepalive_timer.get());
   x->conn = nullptr;
   x->framer.reset();
-  x->lease = upstream::Lease{};
+  x->up.release(false);
+  x->up_open = false;
   x->redis_handle = 0;
   x->redis_owner = nullptr;
   x->ctx.reset();
@@ -63,7 +61,6 @@ void ExchangePool::give(Exchange* x) noexcept {
   x->session_server_id = {};
   trim(x->head_buf);
   trim(x->verify_buf);
-  trim(x->resp_buf);
   trim(x->capture);
   trim(x->ratelimit_lines);
   if (free_.size() >= kKeep) {

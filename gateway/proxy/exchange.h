@@ -24,6 +24,7 @@
 #include "gateway/mcp/id_scan.h"
 #include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
+#include "gateway/upstream/http1_upstream.h"
 #include "gateway/upstream/pool.h"
 
 namespace gw::ratelimit {
@@ -65,40 +66,30 @@ struct Exchange {
   uint64_t best_remaining = 0;
 
   // upstream
-  upstream::Lease lease;
+  upstream::Http1Upstream up;             // the request to the route's upstream
+  upstream::UpstreamRequestHead up_head;  // its head (views head_buf, xff, session_server_id)
+  std::string xff;                        // the X-Forwarded-For value up_head views
   const upstream::Endpoint* endpoint = nullptr;  // for the access log (owned by the pool)
-  event::EventPtr up_timer;
   event::EventPtr keepalive_timer;
   TimePoint started{};
-  TimePoint head_deadline{};
-  TimePoint last_up_byte{};
-  TimePoint attempt_started{};
-  bool request_sent = false;  // every request byte handed to the upstream socket
-  bool up_connected = false;
-  bool forwarded = false;   // this request got an upstream connection (metrics: tool names)
-  bool up_drained = false;  // flushPending wrote the upstream output whole (onResume reports it)
-  size_t connect_attempts = 0;
-  size_t up_head_len = 0;          // bytes of the head written upstream (a retry rewrites it)
-  uint64_t up_content_length = 0;  // the Content-Length that head announced
+  bool up_open = false;       // `up` was started and has not ended (counted in Shared::streams)
+  bool request_sent = false;  // every request byte handed to the upstream request
+  bool forwarded = false;     // this request got an upstream connection (metrics: tool names)
+  bool up_drained = false;    // flushPending wrote the upstream output whole (onResume reports it)
   // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
   // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
   int session_endpoint = -1;
   std::string_view session_server_id;
 
   // response relay
-  std::string resp_buf;
-  http::ResponseHead resp;
   bool resp_started = false;  // response head written to the client
   bool resp_sse = false;
   bool sse_counted = false;  // counted in the worker's active SSE streams
   bool client_chunked = false;
-  bool up_paused = false;  // upstream reads disabled for backpressure
   bool capture_json = false;
   // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
   // byte stream at bytes_out == response_end (noteResponseEvent; reset with framer).
   bool response_relayed = false;
-  uint64_t resp_remaining = 0;
-  http::ChunkedDecoder resp_chunked;
   std::unique_ptr<sse::Framer> framer;
   uint64_t framer_events = 0;  // framer->events() when noteResponseEvent last looked
   uint64_t response_end = 0;
@@ -123,10 +114,9 @@ class ExchangePool {
   ExchangePool& operator=(const ExchangePool&) = delete;
   ~ExchangePool();
 
-  // Null only when memory is short. The timers call `up_cb` / `keepalive_cb` with the
-  // exchange as their argument.
-  Exchange* take(event_base* base, Connection* conn, event_callback_fn up_cb,
-                 event_callback_fn keepalive_cb);
+  // Null only when memory is short. The keep-alive timer calls `keepalive_cb` with the
+  // exchange as its argument.
+  Exchange* take(event_base* base, Connection* conn, event_callback_fn keepalive_cb);
   void give(Exchange* x) noexcept;
   void clear() noexcept;
   size_t spare() const noexcept { return free_.size(); }

@@ -93,8 +93,6 @@ struct WorkerContext {
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
   std::string scratch;  // message heads are built here, then added to an output in one piece
-  event::EvBufferPtr relay_batch;  // chunked relay: a read's chunks, re-framed as one (empty
-                                   // between callbacks)
   // Connections with output queued in this loop turn, written by one event after the turn's
   // callbacks: all upstream-bound output back to back, then all client-bound (an upstream
   // woken by the first request then finds the rest waiting instead of sleeping between them).

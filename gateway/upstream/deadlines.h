@@ -2,13 +2,13 @@
 // The upstream side's timeouts as one pure decision (no timers, no clock of its own): the
 // exchange records when things happened, as read from its worker's core::Clock, and asks when
 // its timer must fire next and, when it fires, which timeout (if any) is over. Unit-tested
-// with a fake clock (tests/unit/proxy/deadlines_test.cc).
+// with a fake clock (tests/unit/upstream/deadlines_test.cc).
 
 #include <cstdint>
 
 #include "gateway/core/clock.h"
 
-namespace gw::proxy {
+namespace gw::upstream {
 
 using core::Nanos;
 
@@ -46,4 +46,4 @@ Nanos nextDeadline(const UpstreamTimes& t, const UpstreamLimits& l) noexcept;
 // response (or connect) timeout: the client gets a 504 either way.
 Expiry expiryAt(const UpstreamTimes& t, const UpstreamLimits& l, Nanos now) noexcept;
 
-}  // namespace gw::proxy
+}  // namespace gw::upstream

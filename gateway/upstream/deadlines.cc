@@ -1,8 +1,8 @@
-#include "gateway/proxy/deadlines.h"
+#include "gateway/upstream/deadlines.h"
 
 #include <algorithm>
 
-namespace gw::proxy {
+namespace gw::upstream {
 
 Nanos nextDeadline(const UpstreamTimes& t, const UpstreamLimits& l) noexcept {
   Nanos deadline = kNever;
@@ -34,4 +34,4 @@ Expiry expiryAt(const UpstreamTimes& t, const UpstreamLimits& l, Nanos now) noex
   return Expiry::kNone;
 }
 
-}  // namespace gw::proxy
+}  // namespace gw::upstream
