@@ -1,8 +1,313 @@
+// One MCP request: the pipeline, the body, the rate limits, local replies, the end (see
+// exchange.h). The upstream side is in exchange_upstream.cc, the relay in response_relay.cc,
+// metrics and the access log in request_log.cc.
+
 #include "gateway/proxy/exchange.h"
 
+#include <cstring>
 #include <new>
 
+#include "gateway/core/assert.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/http/forwarding.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/verifier.h"
+#include "gateway/proxy/worker_context.h"
+
 namespace gw::proxy {
+
+core::Nanos Exchange::now() const noexcept {
+  return w_->clock->now();
+}
+
+void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
+                     std::shared_ptr<const filters::Snapshot> snap, std::string_view peer) {
+  w_ = &w;
+  stream_ = &stream;
+  snap_ = std::move(snap);
+  s_ = snap_->settings.get();
+  peer_ = peer;
+  // Nothing of the previous request may outlive it (its route points into the snapshot it
+  // ran on).
+  ctx_.reset();
+  status = 0;
+  bytes_in = bytes_out = 0;
+  outcome = Outcome::kNone;
+  garbage = false;
+  logged_ = false;
+  endpoint_ = nullptr;
+  started_ = now();
+  up_.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
+}
+
+void Exchange::prepare() {
+  w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
+  ctx_.reset();
+  arena_.reset();
+  ctx_.snapshot = snap_.get();
+  ctx_.head = &head;
+  ctx_.client_ip = http::clientAddress(head.fields, peer_, s_->trusted_proxies);  // views head_buf
+  body_mode = BodyMode::kNone;
+  request_sent_ = false;
+  resp_started = false;
+  body_read = false;
+  limits_done_ = false;
+  sent_id_ = mcp::RequestId{};
+  forwarded_ = false;
+  ratelimit_lines_.clear();
+}
+
+void Exchange::start() {
+  const bool has_body = head.framing != http::BodyFraming::kNone;
+
+  if (head.framing == http::BodyFraming::kContentLength &&
+      head.content_length > s_->limits.max_body_bytes) {
+    localReply(413, mcp::code::kBodyTooLarge, "Content Too Large: the body exceeds max_body_bytes",
+               Outcome::kBodyTooLarge);
+    return;
+  }
+
+  filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
+  if (st == filters::FilterStatus::kLocalReply) {
+    replyBeforeBody();
+    return;
+  }
+  if (st == filters::FilterStatus::kNeedBody || head.framing == http::BodyFraming::kChunked ||
+      (has_body && s_->limits.request_buffering)) {
+    // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
+    // upstream with one Content-Length), and every body under request_buffering — a slow or
+    // truncated body then never ties up an upstream connection.
+    body_mode = BodyMode::kBuffer;
+  } else if (has_body) {
+    // Straight through (Content-Length only: chunked is buffered): the body is streamed as it
+    // arrives once the limits passed.
+    body_mode = BodyMode::kStream;
+  }
+
+  if (body_mode == BodyMode::kBuffer && ctx_.need_body &&
+      (ctx_.legacy_inspect || !(head.expect_continue && head.version == http::Version::kHttp11))) {
+    // The body is checked before the limits are charged, so a request refused for its body
+    // uses no quota. (With Expect: 100-continue the limits come first: a request that will
+    // get 429 must never see a 100. A legacy POST has no route and no view before its body,
+    // so its limits always wait for it.)
+    beginBodyRead();
+    return;
+  }
+  // Head-only decisions first: the limits, then (limitsPassed) the body or the upstream.
+  runLimits();
+}
+
+// A request answered from its head alone (401, 403, 404, 405, 415, 429…): its body is never
+// read from the socket and no 100 Continue is sent. The id is echoed only when the whole body
+// is already in; otherwise the answer carries "id": null and the connection closes, since the
+// body bytes still to come cannot be told from a next request.
+void Exchange::replyBeforeBody() {
+  if (head.framing != http::BodyFraming::kNone) {
+    if (body_read) {
+      size_t len = evbuffer_get_length(body.get());
+      verify_buf_.resize(len);
+      evbuffer_copyout(body.get(), verify_buf_.data(), len);
+      ctx_.reply.id = mcp::extractId(verify_buf_);
+    } else {
+      const bool want_id =
+          ctx_.reply.echo_id && ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent;
+      verify_buf_.clear();
+      if (stream_->skipBody(want_id ? &verify_buf_ : nullptr) && want_id) {
+        ctx_.reply.id = mcp::extractId(verify_buf_);
+      }
+    }
+  }
+  sendLocalReply();
+}
+
+bool Exchange::reserveBody(uint64_t n) {
+  const uint64_t cap = s_->limits.max_buffered_body_bytes;
+  uint64_t held = w_->shared->buffered_body_bytes.fetch_add(n, std::memory_order_relaxed);
+  if (held + n > cap) {
+    w_->shared->buffered_body_bytes.fetch_sub(n, std::memory_order_relaxed);
+    return false;
+  }
+  body_reserved_ += n;
+  return true;
+}
+
+void Exchange::releaseBody() {
+  if (body_reserved_ > 0) {
+    w_->shared->buffered_body_bytes.fetch_sub(body_reserved_, std::memory_order_relaxed);
+    body_reserved_ = 0;
+  }
+}
+
+// The whole body (bounded by max_body_bytes) is read into `body`, then onBodyComplete().
+void Exchange::beginBodyRead() {
+  body_mode = BodyMode::kBuffer;
+  if (!body) {
+    body = event::makeBuffer();
+  }
+  evbuffer_drain(body.get(), evbuffer_get_length(body.get()));
+  if (head.framing == http::BodyFraming::kContentLength && !reserveBody(head.content_length)) {
+    filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+                      "Service Unavailable: the gateway holds too many request bodies; retry",
+                      "body_buffer_full");
+    ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+    replyBeforeBody();
+    return;
+  }
+  stream_->readBody(downstream::BodyRead::kBuffer);
+}
+
+void Exchange::onBodyComplete() {
+  body_read = true;
+  size_t len = evbuffer_get_length(body.get());
+  if (ctx_.need_body) {
+    // The one body copy: contiguous and padded for simdjson (verify / classify only).
+    verify_buf_.resize(len + mcp::bodyPadding());
+    evbuffer_copyout(body.get(), verify_buf_.data(), len);
+    std::memset(verify_buf_.data() + len, 0, mcp::bodyPadding());
+    filters::FilterStatus st =
+        filters::Pipeline::onBody(ctx_, std::string_view(verify_buf_.data(), len));
+    if (st == filters::FilterStatus::kLocalReply) {
+      sendLocalReply();
+      return;
+    }
+  }
+  if (limits_done_) {
+    connectUpstream();
+  } else {
+    runLimits();
+  }
+}
+
+// ---- rate limits: a stage that may stop the exchange and resume it later ----------------
+
+void Exchange::runLimits() {
+  limits_.clear();
+  limit_index_ = 0;
+  ratelimit_lines_.clear();
+  best_remaining_ = UINT64_MAX;
+  filters::collectLimits(ctx_, limits_);
+  nextLimit();
+}
+
+// Checks the limits one by one; a Redis-backed one stops the exchange until its answer (or
+// the on_error outcome) arrives on this worker's loop, then resumes it here.
+void Exchange::nextLimit() {
+  while (limit_index_ < limits_.size()) {
+    const filters::LimitCheck& c = limits_[limit_index_];
+    const policy::RedisSettings& rs = snap_->policy->redis();
+    if (c.spec->backend == policy::RateLimitSpec::Backend::kRedis && rs.present) {
+      ratelimit::RedisLimiter& redis = w_->redisFor(rs);
+      redis_owner_ = &redis;
+      redis_handle_ = redis.check(c.key, c.rate, [this](const ratelimit::Decision& d) {
+        redis_handle_ = 0;
+        redis_owner_ = nullptr;
+        if (onLimitDecision(d)) {
+          nextLimit();
+        }
+      });
+      if (redis_handle_ != 0) {
+        return;  // stopped: resumed by the callback
+      }
+      // No timer could be had: decide locally rather than hang.
+    }
+    const ratelimit::Decision d = w_->shared->limiter->check(c.key, c.rate);
+    limits_[limit_index_].charged_local = d.allowed;
+    if (!onLimitDecision(d)) {
+      return;
+    }
+  }
+  limitsPassed();
+}
+
+// Every limit admitted the request: read its body if it is buffered and not read yet,
+// else go upstream.
+void Exchange::limitsPassed() {
+  limits_done_ = true;
+  if (body_mode == BodyMode::kBuffer && !body_read) {
+    beginBodyRead();
+    return;
+  }
+  connectUpstream();
+}
+
+// True: admitted, go on with the next limit. False: a 429 (or 503) is on its way.
+bool Exchange::onLimitDecision(const ratelimit::Decision& d) {
+  const filters::LimitCheck& c = limits_[limit_index_];
+  if (!d.allowed) {
+    if (d.unavailable) {
+      // The backend could not decide (Redis down, on_error: deny): the caller is not over
+      // its limit, and a 429 would tell the agent the wrong thing.
+      filters::setReply(ctx_, 503, mcp::code::kOverloaded,
+                        "Service Unavailable: the rate-limit store is unavailable; retry",
+                        "ratelimit_unavailable");
+      ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+    } else {
+      filters::setRateLimitedReply(ctx_, c, d);
+    }
+    // The request is refused: what the limits before this one took is given back (a refused
+    // batch or a request refused by its second limit spends no quota). Redis-backed limits
+    // keep what they took.
+    for (size_t i = 0; i < limit_index_; ++i) {
+      if (limits_[i].charged_local) {
+        w_->shared->limiter->refund(limits_[i].key, limits_[i].rate);
+      }
+    }
+    replyBeforeBody();
+    return false;
+  }
+  if (s_->rate_limit_headers && d.remaining <= best_remaining_) {
+    best_remaining_ = d.remaining;  // the most constrained limit speaks for the answer
+    ratelimit_lines_ = ratelimit::headerLines(c.spec->name, c.rate, d, false);
+  }
+  ++limit_index_;
+  return true;
+}
+
+// ---- local replies and the end ----------------------------------------------------------
+
+void Exchange::localReply(int st, int code, const char* message, Outcome why,
+                          const char* extra_headers) {
+  releaseUpstream();
+  filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
+  ctx_.reply.extra_headers = extra_headers;
+  sendLocalReply();
+}
+
+void Exchange::sendLocalReply() {
+  status = ctx_.reply.status;
+  if (outcome == Outcome::kNone) {
+    outcome = core::outcomeFromName(ctx_.reply.reason);
+  }
+  stream_->encodeLocalReply(ctx_.reply);  // the connection calls finish()
+}
+
+void Exchange::finish() {
+  if (!logged_ && (head.head_bytes > 0 || status != 0)) {
+    endRequest();
+  }
+  releaseBody();
+  releaseUpstream();
+  countSse(false);
+}
+
+void Exchange::cancel() {
+  if (redis_handle_ != 0 && redis_owner_ != nullptr) {
+    redis_owner_->cancel(redis_handle_);
+    redis_handle_ = 0;
+    redis_owner_ = nullptr;
+  }
+  releaseUpstream(false);  // closed, never pooled
+  countSse(false);
+  releaseBody();
+}
+
+void Exchange::onStreamReset(Outcome why) {
+  // The client is gone (the protocol's cancellation) or stopped reading: the upstream
+  // connection is closed at once and never pooled.
+  endAborted(why == Outcome::kClientClosed ? clientClosedOutcome() : why);
+}
+
+// ---- the worker's spare exchanges -------------------------------------------------------
 
 namespace {
 
@@ -24,45 +329,45 @@ ExchangePool::~ExchangePool() {
   clear();
 }
 
-Exchange* ExchangePool::take(event_base* base, Connection* conn, event_callback_fn keepalive_cb) {
-  Exchange* x = nullptr;
+Exchange* ExchangePool::take(event_base* base) {
   if (!free_.empty()) {
-    x = free_.back();
+    Exchange* x = free_.back();
     free_.pop_back();
-  } else {
-    x = new (std::nothrow) Exchange;
-    if (x == nullptr) {
-      return nullptr;
-    }
-    x->keepalive_timer.reset(evtimer_new(base, keepalive_cb, x));
-    if (!x->keepalive_timer) {
-      delete x;
-      return nullptr;
-    }
+    return x;
   }
-  x->conn = conn;
+  auto* x = new (std::nothrow) Exchange;
+  if (x == nullptr) {
+    return nullptr;
+  }
+  x->keepalive_timer.reset(evtimer_new(base, &Exchange::onKeepaliveTimer, x));
+  if (!x->keepalive_timer) {
+    delete x;
+    return nullptr;
+  }
   return x;
 }
 
 void ExchangePool::give(Exchange* x) noexcept {
   evtimer_del(x->keepalive_timer.get());
-  x->conn = nullptr;
-  x->framer.reset();
-  x->up.release(false);
-  x->up_open = false;
-  x->redis_handle = 0;
-  x->redis_owner = nullptr;
-  x->ctx.reset();
-  x->arena.reset();
-  x->limits.clear();
+  x->framer_.reset();
+  x->up_.release(false);
+  x->up_open_ = false;
+  x->redis_handle_ = 0;
+  x->redis_owner_ = nullptr;
+  x->head.clear();
+  x->ctx_.reset();
+  x->arena_.reset();
+  x->limits_.clear();
+  x->session_server_id_ = {};
+  x->stream_ = nullptr;
+  x->snap_.reset();
   if (x->body) {
     evbuffer_drain(x->body.get(), evbuffer_get_length(x->body.get()));
   }
-  x->session_server_id = {};
   trim(x->head_buf);
-  trim(x->verify_buf);
-  trim(x->capture);
-  trim(x->ratelimit_lines);
+  trim(x->verify_buf_);
+  trim(x->capture_);
+  trim(x->ratelimit_lines_);
   if (free_.size() >= kKeep) {
     delete x;
     return;

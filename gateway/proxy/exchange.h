@@ -1,10 +1,14 @@
 #pragma once
-// The state of one request on a downstream connection (proxy::Connection): its head, its
-// pipeline context, its body, the rate-limit progress, the upstream lease, the response relay
-// and the access-log figures. A connection takes one from its worker's ExchangePool when the
-// first byte of a request arrives and gives it back when the request ends, so an idle
-// keep-alive connection holds none of this (issue #14: memory per idle connection), and the
-// buffers' capacity is reused by the next request on any connection of the worker.
+// proxy/: one MCP request from its first byte to its end — the snapshot it started on, the
+// pipeline stages (the asynchronous rate-limit stage stops and resumes it), the body mode,
+// the choice of upstream and the upstream request(s) it owns, the response relay (JSON/SSE,
+// keep-alive comments at event boundaries, tools/list capture), the outcome and the
+// access-log line. It talks to its client only through downstream::Stream and hears from it
+// through downstream::StreamCallbacks; it never sees HTTP/1 framing.
+//
+// A connection takes an exchange from its worker's ExchangePool when a request's first byte
+// arrives and gives it back when the request ends, so an idle keep-alive connection holds
+// none of this, and the buffers' capacity is reused by the next request on any connection.
 
 #include <chrono>
 #include <cstdint>
@@ -15,9 +19,11 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/outcome.h"
+#include "gateway/downstream/stream.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/context.h"
 #include "gateway/filters/limits.h"
+#include "gateway/filters/snapshot.h"
 #include "gateway/http/chunked.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
@@ -25,7 +31,6 @@
 #include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
-#include "gateway/upstream/pool.h"
 
 namespace gw::ratelimit {
 class RedisLimiter;
@@ -33,73 +38,168 @@ class RedisLimiter;
 
 namespace gw::proxy {
 
-class Connection;
+struct WorkerContext;
 
-struct Exchange {
+class Exchange final : public downstream::StreamCallbacks,
+                       public upstream::UpstreamCallbacks,
+                       public sse::EventSink {
+ public:
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
-  using TimePoint = core::Nanos;  // read from the worker's core::Clock
+  using Outcome = core::Outcome;
 
-  Connection* conn = nullptr;  // the connection the request arrived on (set by take)
+  Exchange() = default;
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+  ~Exchange() override = default;
 
-  // request
+  // A new request on `stream` (its first byte arrived): the snapshot it runs on, the peer
+  // address text, its start time.
+  void begin(WorkerContext& w, downstream::Stream& stream,
+             std::shared_ptr<const filters::Snapshot> snap, std::string_view peer);
+  // The head is parsed into `head` (and `bytes_in` counts it): the request's context is set
+  // up (prepare), then the pipeline runs (start).
+  void prepare();
+  void start();
+  // An answer the client side decided on (417, 413, 503, 408): the exchange renders it.
+  void localReply(int status, int code, const char* message, Outcome outcome,
+                  const char* extra_headers = "");
+  // The request ends: metrics and the access-log line (once), the body reservation and the
+  // upstream request released.
+  void finish();
+  // The client side is going away under the exchange: pending work is cancelled.
+  void cancel();
+
+  // Holds n more request-body bytes against limits.max_buffered_body_bytes (all
+  // connections). False: over the cap; nothing was taken.
+  bool reserveBody(uint64_t n);
+  void releaseBody();
+
+  // The worker's flush (upstream-bound bytes first): write the upstream output now, then,
+  // from the connection's resume, run what the write callbacks would have.
+  void flushUpstream();
+  void resumeUpstream();
+
+  // downstream::StreamCallbacks
+  void onBodyComplete() override;
+  void onBodyData(evbuffer* src, size_t n, bool end) override;
+  void onBelowLowWatermark() override;
+  void onStreamReset(Outcome why) override;
+
+  // sse::EventSink: events of a tools/list SSE answer (schema learning).
+  void onEvent(std::string_view event, std::string_view data) noexcept override;
+
+  // ---- state the client side reads or fills in ---------------------------------------
   std::string head_buf;  // the request head bytes (capacity reused)
   http::RequestHead head;
-  filters::RequestContext ctx;
-  mcp::ValueArena arena{64 * 1024};
+  event::EvBufferPtr body;  // BodyMode::kBuffer: the whole body (filled by the connection)
   BodyMode body_mode = BodyMode::kNone;
-  uint64_t body_remaining = 0;  // kStream with Content-Length: bytes still to move
-  http::ChunkedDecoder req_chunked;
-  event::EvBufferPtr body;     // kBuffer: the whole body
-  std::string verify_buf;      // contiguous padded copy (verify / classify only)
-  bool body_read = false;      // body holds the whole request body
-  bool limits_done = false;    // the rate limits admitted this request
-  bool sent_continue = false;  // a 100 Continue went to the client
-  uint64_t body_reserved = 0;  // bytes of Shared::buffered_body_bytes this request holds
-  mcp::RequestId sent_id;      // the id of a buffered body sent upstream (502/504 echo it)
-
-  // rate limits
-  std::vector<filters::LimitCheck> limits;
-  size_t limit_index = 0;
-  uint64_t redis_handle = 0;                       // a pending Redis decision (cancelled on close)
-  ratelimit::RedisLimiter* redis_owner = nullptr;  // the limiter that holds it
-  std::string ratelimit_lines;  // RateLimit fields for the answer (rate_limit_headers)
-  uint64_t best_remaining = 0;
-
-  // upstream
-  upstream::Http1Upstream up;             // the request to the route's upstream
-  upstream::UpstreamRequestHead up_head;  // its head (views head_buf, xff, session_server_id)
-  std::string xff;                        // the X-Forwarded-For value up_head views
-  const upstream::Endpoint* endpoint = nullptr;  // for the access log (owned by the pool)
-  event::EventPtr keepalive_timer;
-  TimePoint started{};
-  bool up_open = false;       // `up` was started and has not ended (counted in Shared::streams)
-  bool request_sent = false;  // every request byte handed to the upstream request
-  bool forwarded = false;     // this request got an upstream connection (metrics: tool names)
-  bool up_drained = false;    // flushPending wrote the upstream output whole (onResume reports it)
-  // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
-  // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
-  int session_endpoint = -1;
-  std::string_view session_server_id;
-
-  // response relay
-  bool resp_started = false;  // response head written to the client
-  bool resp_sse = false;
-  bool sse_counted = false;  // counted in the worker's active SSE streams
-  bool client_chunked = false;
-  bool capture_json = false;
-  // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
-  // byte stream at bytes_out == response_end (noteResponseEvent; reset with framer).
-  bool response_relayed = false;
-  std::unique_ptr<sse::Framer> framer;
-  uint64_t framer_events = 0;  // framer->events() when noteResponseEvent last looked
-  uint64_t response_end = 0;
-  std::string capture;  // tools/list JSON answer (schema learning only)
-
-  // access log
+  bool body_read = false;     // `body` holds the whole request body
+  bool resp_started = false;  // the response head went to the client
+  bool garbage = false;       // the head did not parse: no access-log line (rate-limited log)
   int status = 0;
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
-  core::Outcome outcome = core::Outcome::kNone;
+  Outcome outcome = Outcome::kNone;
+  event::EventPtr keepalive_timer;  // SSE keep-alive comments (made by the pool)
+
+ private:
+  friend class ExchangePool;
+
+  // request and body
+  void replyBeforeBody();
+  void beginBodyRead();
+  void sendLocalReply();
+  // rate limits
+  void runLimits();
+  void nextLimit();
+  bool onLimitDecision(const ratelimit::Decision& d);
+  void limitsPassed();
+  // upstream
+  void connectUpstream();
+  void buildUpstreamHead();
+  void writeRequest();
+  void rememberSentId();
+  bool pinSession();
+  void sessionNotFound(const char* message, Outcome outcome);
+  static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
+  void wrapSession(std::string_view server_id);
+  void upstreamFailed(int status, int code, const char* message, Outcome outcome);
+  // `record`: the attempt's duration metric (not when the connection is torn down under it).
+  void releaseUpstream(bool record = true);
+  bool onUpstreamHeaders(const http::ResponseHead& resp) override;
+  void onUpstreamData(evbuffer* src, size_t n) override;
+  void onUpstreamComplete() override;
+  void onUpstreamError(upstream::UpstreamError e) override;
+  void onUpstreamWritable() override;
+  void onUpstreamOutput() override;
+  void onUpstreamRetry(core::Nanos attempt_duration) override;
+  // response relay
+  bool injectKeepalive() const noexcept;
+  void armKeepalive();
+  static void onKeepaliveTimer(evutil_socket_t, short, void* arg);
+  void noteResponseEvent() noexcept;  // after SSE bytes went to the client
+  Outcome clientClosedOutcome() const noexcept;
+  void abortExchange(Outcome outcome);  // endAborted, then the stream is reset
+  void endAborted(Outcome outcome);
+  void learnTools(std::string_view json) noexcept;
+  // metrics and access log (request_log.cc)
+  void endRequest();
+  void recordAttempt(Outcome error_type, core::Nanos duration);
+  void countSse(bool open);
+  void logAccess();
+  void appendLegacyFields(std::string& line) const;
+  core::Nanos now() const noexcept;
+
+  WorkerContext* w_ = nullptr;
+  downstream::Stream* stream_ = nullptr;
+  std::shared_ptr<const filters::Snapshot> snap_;
+  const settings::Settings* s_ = nullptr;
+  std::string_view peer_;  // the connection's peer address text (outlives the exchange)
+
+  filters::RequestContext ctx_;
+  mcp::ValueArena arena_{64 * 1024};
+  std::string verify_buf_;      // contiguous padded copy (verify / classify / id echo only)
+  bool limits_done_ = false;    // the rate limits admitted this request
+  bool logged_ = false;         // endRequest ran
+  uint64_t body_reserved_ = 0;  // bytes of Shared::buffered_body_bytes this request holds
+  mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
+
+  // rate limits
+  std::vector<filters::LimitCheck> limits_;
+  size_t limit_index_ = 0;
+  uint64_t redis_handle_ = 0;                       // a pending Redis decision (cancel())
+  ratelimit::RedisLimiter* redis_owner_ = nullptr;  // the limiter that holds it
+  std::string ratelimit_lines_;  // RateLimit fields for the answer (rate_limit_headers)
+  uint64_t best_remaining_ = 0;
+
+  // upstream
+  upstream::Http1Upstream up_;                    // the request to the route's upstream
+  upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
+  std::string xff_;                               // the X-Forwarded-For value up_head_ views
+  const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
+  core::Nanos started_{};
+  bool up_open_ = false;       // up_ was started and has not ended (counted in streams)
+  bool request_sent_ = false;  // every request byte handed to the upstream request
+  bool forwarded_ = false;     // this request got an upstream connection (metrics: tools)
+  bool up_drained_ = false;    // flushUpstream wrote the upstream output whole
+  // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
+  // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
+  int session_endpoint_ = -1;
+  std::string_view session_server_id_;
+
+  // response relay
+  std::vector<http::Field> resp_fields_;  // the response head for the client
+  std::string wrapped_session_;           // Mcp-Session-Id the client gets (resp_fields_ views)
+  bool resp_sse_ = false;
+  bool sse_counted_ = false;  // counted in the worker's active SSE streams
+  bool capture_json_ = false;
+  // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
+  // byte stream at bytes_out == response_end_ (noteResponseEvent; reset with framer_).
+  bool response_relayed_ = false;
+  std::unique_ptr<sse::Framer> framer_;
+  uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
+  uint64_t response_end_ = 0;
+  std::string capture_;  // tools/list JSON answer (schema learning only)
 };
 
 // A worker's spare exchanges. take() hands out a spare one (or a new one); give() keeps at
@@ -114,9 +214,8 @@ class ExchangePool {
   ExchangePool& operator=(const ExchangePool&) = delete;
   ~ExchangePool();
 
-  // Null only when memory is short. The keep-alive timer calls `keepalive_cb` with the
-  // exchange as its argument.
-  Exchange* take(event_base* base, Connection* conn, event_callback_fn keepalive_cb);
+  // Null only when memory is short.
+  Exchange* take(event_base* base);
   void give(Exchange* x) noexcept;
   void clear() noexcept;
   size_t spare() const noexcept { return free_.size(); }

@@ -29,9 +29,13 @@ namespace spdlog {
 class logger;
 }
 
+namespace gw::downstream {
+class Http1Connection;
+}
+
 namespace gw::proxy {
 
-class Connection;
+class Exchange;
 
 // The published snapshot; workers load it per request (lock-free).
 class SnapshotHolder {
@@ -87,8 +91,8 @@ struct WorkerContext {
   const core::Clock* clock = &core::SteadyClock::instance();  // all the proxy's time
   std::unique_ptr<http::Http1Parser> parser;
   std::unique_ptr<upstream::Pools> pools;
-  int64_t local_connections = 0;                   // this worker's open downstream connections
-  std::unordered_set<Connection*> connections;     // every open downstream connection
+  int64_t local_connections = 0;  // this worker's open downstream connections
+  std::unordered_set<downstream::Http1Connection*> connections;  // every open downstream connection
   std::unique_ptr<ratelimit::RedisLimiter> redis;  // this worker's Redis client, lazily
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
@@ -97,11 +101,11 @@ struct WorkerContext {
   // callbacks: all upstream-bound output back to back, then all client-bound (an upstream
   // woken by the first request then finds the rest waiting instead of sleeping between them).
   // A closed connection leaves a null.
-  std::vector<Connection*> pending_flush;
+  std::vector<downstream::Http1Connection*> pending_flush;
   event::EventPtr flush;
   // Closed connections, deleted by the reaper event at the end of the loop turn (deferred
   // deletion: no `delete this` with callers still on the stack).
-  std::vector<Connection*> closed;
+  std::vector<downstream::Http1Connection*> closed;
   event::EventPtr reaper;
   ExchangePool exchanges;                      // spare request state (proxy/exchange.h)
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)

@@ -17,9 +17,9 @@
 #include <cstring>
 
 #include "gateway/admin/admin.h"
+#include "gateway/downstream/http1_connection.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
-#include "gateway/proxy/connection.h"
 #include "gateway/upstream/pool.h"
 
 namespace gw::server {
@@ -88,7 +88,7 @@ class Worker {
     while (!ctx_.connections.empty()) {
       (*ctx_.connections.begin())->closeNow();
     }
-    proxy::Connection::reapClosed(ctx_);
+    downstream::Http1Connection::reapClosed(ctx_);
     ctx_.reaper.reset();
     listener_.reset();
     retry_.reset();
@@ -182,7 +182,7 @@ class Worker {
       w->ctx_.metrics->connections_refused.at({"per_client_limit"}).add(1);
       return;
     }
-    proxy::Connection::start(w->ctx_, fd, text, ip);
+    downstream::Http1Connection::start(w->ctx_, fd, text, ip);
   }
 
   static void onAcceptError(evconnlistener*, void* arg) {
@@ -234,8 +234,8 @@ class Worker {
     // the backlog until the process exits.
     listener_.reset();
     ctx_.pools->closeIdle();
-    std::vector<proxy::Connection*> all(ctx_.connections.begin(), ctx_.connections.end());
-    for (proxy::Connection* c : all) {
+    std::vector<downstream::Http1Connection*> all(ctx_.connections.begin(), ctx_.connections.end());
+    for (downstream::Http1Connection* c : all) {
       c->closeIfIdle();
     }
   }

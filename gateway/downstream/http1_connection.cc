@@ -1,0 +1,806 @@
+// One HTTP/1.1 client connection (see http1_connection.h).
+
+#include "gateway/downstream/http1_connection.h"
+
+#include <event2/buffer.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+#include <sys/socket.h>
+
+#include "gateway/core/assert.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/http/forwarding.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/upstream/pool.h"
+
+namespace gw::downstream {
+
+namespace {
+
+using proxy::WorkerContext;
+using std::chrono::milliseconds;
+
+constexpr size_t kOutHigh = Stream::kHighWatermark;
+constexpr size_t kOutLow = Stream::kLowWatermark;
+// Pipelined bytes kept while an exchange is in flight.
+constexpr size_t kPipelineHigh = 64 * 1024;
+// Lingering close: after an error answer the write side is shut and the client's input is
+// read and dropped for at most this long, so the client reads the answer instead of a reset
+// (nginx lingering_timeout, Envoy delayed_close_timeout).
+constexpr milliseconds kLingerTime{2000};
+
+timeval toTimeval(milliseconds d) {
+  if (d.count() < 0) {
+    d = milliseconds(0);
+  }
+  return timeval{static_cast<time_t>(d.count() / 1000),
+                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
+}
+
+void addStr(evbuffer* b, std::string_view s) {
+  evbuffer_add(b, s.data(), s.size());
+}
+
+using event::Sent;
+
+// The outcome (log, metrics label) of a request head that did not parse: one fixed name per
+// status, never the parser's free text.
+core::Outcome garbageOutcome(int status) {
+  switch (status) {
+    case 414:
+      return core::Outcome::kRequestLineTooLong;
+    case 431:
+      return core::Outcome::kHeaderTooLarge;
+    case 501:
+      return core::Outcome::kUnsupportedTransferCoding;
+    default:
+      return core::Outcome::kMalformedRequest;
+  }
+}
+
+void onGarbageTimer(evutil_socket_t, short, void* arg) {
+  auto& w = *static_cast<WorkerContext*>(arg);
+  if (uint64_t n = w.garbage_log.takeSuppressed(); n > 0) {
+    spdlog::warn("suppressed {} more malformed-request log lines (limit {} a second per worker)", n,
+                 w.garbage_log.perSecond());
+  }
+}
+
+// One log line for a request whose head did not parse (or did not arrive), at most
+// 10 a second per worker (WorkerContext::garbage_log): a flood of garbage cannot fill a disk.
+// The lines dropped are counted (mcp_gateway_log_lines_suppressed_total) and summed up in one
+// line a second later. `peer` is an address printed by inet_ntop; `reason` is static text.
+void logGarbage(WorkerContext& w, std::string_view peer, int status, const char* reason) {
+  if (w.garbage_log.take(static_cast<int64_t>(std::time(nullptr)))) {
+    spdlog::warn("rejected a malformed request from {}: {} ({})", peer, reason, status);
+    return;
+  }
+  w.metrics->log_lines_suppressed.add(1);
+  if (w.garbage_log.suppressed() == 1) {
+    if (!w.garbage_timer) {
+      w.garbage_timer.reset(evtimer_new(w.base, onGarbageTimer, &w));
+    }
+    timeval tv{1, 0};
+    evtimer_add(w.garbage_timer.get(), &tv);
+  }
+}
+
+}  // namespace
+
+// ---- lifetime ---------------------------------------------------------------------------
+
+void Http1Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
+                            const core::IpAddress& ip) {
+  auto* c = new Http1Connection(w, fd, std::move(peer), ip);
+  if (!c->down_.isOpen()) {
+    delete c;  // never opened: nothing refers to it
+    return;
+  }
+  // Output is written from the loop (onResume); the write event is on only while the socket
+  // holds back bytes.
+  c->down_.enableRead();
+  c->setSendTimeout();
+  // A new connection must send its first request within header_timeout (not the keep-alive
+  // timeout): a client that opens sockets and stays silent cannot hold slots for long.
+  c->armTimer(c->s_->limits.header_timeout);
+}
+
+Http1Connection::Http1Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
+                                 const core::IpAddress& ip)
+    : w_(w), peer_(std::move(peer)), peer_ip_(ip) {
+  snap_ = w_.shared->snapshot.load();
+  s_ = snap_->settings.get();
+  if (!down_.open(w_.base, fd, &Http1Connection::onRead, &Http1Connection::onWrite,
+                  &Http1Connection::onEvent, this)) {
+    w_.shared->client_counts.release(peer_ip_);  // (open closed fd)
+    return;
+  }
+  upstream::setNoDelay(fd);
+  timer_ = event::makeTimer<Http1Connection, &Http1Connection::onTimer>(w_.base, this);
+  if (!w_.flush) {
+    w_.flush.reset(evtimer_new(
+        w_.base,
+        [](evutil_socket_t, short, void* arg) { flushPending(*static_cast<WorkerContext*>(arg)); },
+        &w_));
+    w_.reaper.reset(evtimer_new(
+        w_.base,
+        [](evutil_socket_t, short, void* arg) { reapClosed(*static_cast<WorkerContext*>(arg)); },
+        &w_));
+  }
+  // The request state is taken from the worker's ExchangePool per request: an idle
+  // connection costs its socket's two events, one timer and this object.
+  ++w_.local_connections;
+  w_.connections.insert(this);
+  w_.shared->connections.fetch_add(1, std::memory_order_relaxed);
+  w_.metrics->connections_accepted.add(1);
+}
+
+Http1Connection::~Http1Connection() {
+  GW_ASSERT(closed_ || !down_.isOpen());
+}
+
+// Closes the connection now (its socket, any upstream connection, every timer and pending
+// decision, so no callback can reach it again) and leaves the object to the worker's reaper,
+// which deletes it after the current loop turn: code still on the stack may touch it.
+void Http1Connection::closeNow() {
+  if (closed_) {
+    return;
+  }
+  closed_ = true;
+  if (flush_queued_) {
+    w_.pending_flush[flush_slot_] = nullptr;
+    flush_queued_ = false;
+  }
+  evtimer_del(timer_.get());
+  if (x_ != nullptr) {
+    x_->cancel();
+    giveExchange();
+  }
+  if (down_.isOpen()) {
+    down_.close();
+    w_.connections.erase(this);
+    --w_.local_connections;
+    w_.shared->connections.fetch_sub(1, std::memory_order_relaxed);
+    w_.shared->client_counts.release(peer_ip_);
+  }
+  w_.closed.push_back(this);
+  if (w_.closed.size() == 1) {
+    event_active(w_.reaper.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void Http1Connection::reapClosed(WorkerContext& w) {
+  std::vector<Http1Connection*> dead;
+  dead.swap(w.closed);
+  for (Http1Connection* c : dead) {
+    delete c;
+  }
+}
+
+bool Http1Connection::takeExchange() {
+  x_ = w_.exchanges.take(w_.base);
+  if (x_ == nullptr) {
+    return false;
+  }
+  snap_ = w_.shared->snapshot.load();
+  s_ = snap_->settings.get();
+  x_->begin(w_, *this, snap_, peer_);
+  return true;
+}
+
+void Http1Connection::giveExchange() {
+  if (x_ == nullptr) {
+    return;
+  }
+  w_.exchanges.give(x_);
+  x_ = nullptr;
+}
+
+bool Http1Connection::closeIfIdle() {
+  if (state_ != State::kIdle) {
+    return false;
+  }
+  closeAfterFlush();
+  return true;
+}
+
+// Closes once the queued output reached the client (bounded by keepalive_timeout).
+void Http1Connection::closeAfterFlush() {
+  if (down_.outputLength() == 0) {
+    lingerOrClose();
+    return;
+  }
+  state_ = State::kClosing;
+  down_.disableRead();
+  down_.setWriteLow(0);
+  armTimer(s_->limits.keepalive_timeout);
+  scheduleFlush();
+}
+
+// The output is written: close now, or — after an error answer — shut the write side and
+// read and drop what the client still sends until it closes or kLingerTime passes. Closing a
+// socket with unread input makes the kernel send a reset, which can destroy the answer in the
+// client's receive buffer before it was read.
+void Http1Connection::lingerOrClose() {
+  if (!linger_ || state_ == State::kLinger) {
+    closeNow();
+    return;
+  }
+  state_ = State::kLinger;
+  ::shutdown(down_.fd(), SHUT_WR);
+  evbuffer* in = down_.input();
+  evbuffer_drain(in, evbuffer_get_length(in));
+  down_.setReadHigh(0);
+  down_.disableWrite();
+  down_.enableRead();
+  armTimer(kLingerTime);
+}
+
+// send_timeout: a client that takes no byte of the output held for it for this long is
+// closed (the write event's timeout runs only while the socket holds bytes back).
+void Http1Connection::setSendTimeout() {
+  if (s_->limits.send_timeout == send_timeout_) {
+    return;
+  }
+  send_timeout_ = s_->limits.send_timeout;
+  down_.setWriteTimeout(send_timeout_);
+}
+
+void Http1Connection::armTimer(milliseconds d) {
+  if (d.count() <= 0) {
+    evtimer_del(timer_.get());
+    return;
+  }
+  timeval tv = toTimeval(d);
+  evtimer_add(timer_.get(), &tv);
+}
+
+// ---- socket events ----------------------------------------------------------------------
+
+void Http1Connection::onRead(void* arg) {
+  static_cast<Http1Connection*>(arg)->process();
+}
+
+void Http1Connection::onWrite(void* arg) {
+  auto* c = static_cast<Http1Connection*>(arg);
+  const size_t queued = c->down_.outputLength();
+  if (queued == 0) {
+    c->down_.disableWrite();  // the next bytes go out from onResume
+  }
+  if (c->state_ == State::kClosing && queued == 0) {
+    c->lingerOrClose();
+    return;
+  }
+  if (c->state_ == State::kIdle && queued <= kOutLow) {
+    if (queued == 0 && c->down_.inputLength() == 0) {
+      c->down_.releaseIdle();  // waiting for the next request: no buffers held
+    }
+    c->down_.setWriteLow(0);
+    c->down_.enableRead();
+    c->parseHead();
+    return;
+  }
+  if (c->x_ != nullptr && c->state_ == State::kExchange && queued <= kOutLow) {
+    c->x_->onBelowLowWatermark();
+  }
+}
+
+void Http1Connection::onEvent(void* arg, short what) {
+  auto* c = static_cast<Http1Connection*>(arg);
+  const bool in_request = c->state_ == State::kExchange || c->state_ == State::kBody;
+  if (what & BEV_EVENT_TIMEOUT) {
+    // send_timeout: the client took no byte of its output for that long. An exchange in
+    // flight (an SSE stream to a reader that stopped) ends with it.
+    if (in_request && c->x_ != nullptr) {
+      c->x_->onStreamReset(Outcome::kSendTimeout);
+    }
+    c->closeNow();
+    return;
+  }
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+    // The client is gone. Mid-exchange this is the protocol's cancellation signal: the
+    // upstream connection is closed at once and never pooled.
+    if (in_request && c->x_ != nullptr) {
+      c->x_->onStreamReset(Outcome::kClientClosed);
+    }
+    c->closeNow();  // nothing more can reach it
+  }
+}
+
+void Http1Connection::onTimer() {
+  switch (state_) {
+    case State::kIdle:
+      closeAfterFlush();
+      return;
+    case State::kHead:
+      x_->outcome = Outcome::kHeaderTimeout;
+      x_->garbage = true;
+      logGarbage(w_, peer_, 408, "request head not received in time");
+      sendPlainError(408, "Request Timeout", "request head not received in time\n");
+      return;
+    case State::kBody:
+    case State::kExchange:
+      // A body that does not arrive in time: buffered (kBody), or streamed before the
+      // answer began (after it, the answer's own timeouts apply).
+      if (state_ == State::kBody || (streaming_ && !x_->resp_started)) {
+        close_after_ = true;
+        x_->localReply(408, mcp::code::kBodyTimeout,
+                       "Request Timeout: request body not received in time", Outcome::kBodyTimeout);
+      }
+      return;
+    case State::kClosing:
+    case State::kLinger:
+      closeNow();  // the client does not take the last bytes, or lingered long enough
+      return;
+  }
+}
+
+// Reads whatever the current state can use from the input.
+void Http1Connection::process() {
+  if (state_ == State::kLinger) {
+    evbuffer* in = down_.input();
+    evbuffer_drain(in, evbuffer_get_length(in));
+    return;
+  }
+  if (state_ == State::kIdle || state_ == State::kHead) {
+    parseHead();
+  } else if (state_ == State::kBody) {
+    readBodyBytes();
+  } else if (state_ == State::kExchange && streaming_) {
+    pumpBody();
+  }
+}
+
+// ---- request head -----------------------------------------------------------------------
+
+void Http1Connection::parseHead() {
+  if (down_.inputLength() == 0) {
+    return;
+  }
+  evbuffer* in = down_.input();
+  size_t avail = evbuffer_get_length(in);
+  if (state_ == State::kIdle) {
+    if (x_ == nullptr && !takeExchange()) {
+      closeNow();  // out of memory
+      return;
+    }
+    state_ = State::kHead;
+    linger_ = false;
+    setSendTimeout();
+    armTimer(s_->limits.header_timeout);
+  }
+  const auto& lim = s_->limits;
+  size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
+  x_->head_buf.resize(n);
+  evbuffer_copyout(in, x_->head_buf.data(), n);
+  http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers,
+                      lim.max_header_line};
+  http::ParseResult pr = w_.parser->parseRequest(x_->head_buf, hl, x_->head);
+  if (pr.status == http::ParseStatus::kIncomplete) {
+    return;
+  }
+  if (pr.status == http::ParseStatus::kError) {
+    // Not a request the gateway parsed: no access-log line, a rate-limited log line instead
+    // (logGarbage); the outcome is a fixed name per status, the parser's reason goes to the log.
+    int status = http::statusFor(pr.error);
+    x_->outcome = garbageOutcome(status);
+    x_->garbage = true;
+    logGarbage(w_, peer_, status, pr.reason);
+    std::string text = std::string(pr.reason) + "\n";
+    sendPlainError(status, http::reasonPhrase(status), text.c_str());
+    return;
+  }
+  evbuffer_drain(in, x_->head.head_bytes);
+  x_->bytes_in = x_->head.head_bytes;
+  // The request exists: from here the exchange runs it.
+  close_after_ = !x_->head.keep_alive;
+  linger_ = false;
+  sent_continue_ = false;
+  streaming_ = false;
+  chunked_out_ = false;
+  body_done_ = x_->head.framing == http::BodyFraming::kNone;
+  body_remaining_ = x_->head.content_length;
+  state_ = State::kExchange;
+  armTimer(milliseconds(0));
+  down_.setReadHigh(kPipelineHigh);
+  x_->prepare();
+  // Expect (RFC 9110 §10.1.1): only 100-continue is understood. It is honoured on HTTP/1.1
+  // (an HTTP/1.0 100-continue is ignored, as the RFC requires); anything else, or a list,
+  // gets 417 and the connection closes (its body, if any, is never read).
+  if (http::expectation(x_->head.fields, x_->head.version) == http::Expectation::kUnsupported) {
+    close_after_ = true;
+    x_->localReply(417, mcp::code::kInvalidRequest,
+                   "Expectation Failed: only 'Expect: 100-continue' is supported",
+                   Outcome::kExpectationFailed);
+    return;
+  }
+  x_->start();
+}
+
+// ---- request body -----------------------------------------------------------------------
+
+void Http1Connection::sendContinue() {
+  if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 && !sent_continue_ &&
+      down_.inputLength() == 0) {
+    addStr(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
+    sent_continue_ = true;
+    scheduleFlush();
+  }
+}
+
+void Http1Connection::readBody(BodyRead how) {
+  down_.setReadHigh(0);
+  armTimer(s_->limits.body_timeout);
+  if (how == BodyRead::kBuffer) {
+    state_ = State::kBody;
+    req_chunked_.reset();
+    sendContinue();
+    readBodyBytes();
+    return;
+  }
+  streaming_ = true;
+  sendContinue();
+  pumpBody();
+}
+
+// The whole body is already here: take it off the input (the connection can go on). False
+// when it is not all here (or chunked): the connection closes after the answer.
+bool Http1Connection::skipBody(std::string* id_copy) {
+  evbuffer* in = down_.input();
+  if (x_->head.framing != http::BodyFraming::kContentLength ||
+      evbuffer_get_length(in) < x_->head.content_length) {
+    return false;
+  }
+  const size_t len = x_->head.content_length;
+  if (id_copy != nullptr) {
+    id_copy->resize(len);
+    evbuffer_copyout(in, id_copy->data(), len);
+  }
+  evbuffer_drain(in, len);
+  x_->bytes_in += len;
+  body_done_ = true;
+  return true;
+}
+
+bool Http1Connection::moveChunkedBody(evbuffer* in) {
+  evbuffer* body = x_->body.get();
+  while (evbuffer_get_length(in) > 0) {
+    size_t avail = evbuffer_get_length(in);
+    size_t want = std::min<size_t>(avail, http::ChunkedDecoder::kMaxLineBytes + 2);
+    // Look at the first contiguous segment; pull up more only when a framing line spans
+    // segments (kNeedMore on a short view).
+    evbuffer_iovec vec;
+    if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
+      return true;
+    }
+    std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
+    http::ChunkedDecoder::Step step = req_chunked_.next(view);
+    if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < want) {
+      const char* p =
+          reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
+      step = req_chunked_.next(std::string_view(p, want));
+    }
+    switch (step.kind) {
+      case http::ChunkedDecoder::Kind::kNeedMore:
+        if (avail > http::ChunkedDecoder::kMaxTrailerBytes + http::ChunkedDecoder::kMaxLineBytes) {
+          x_->outcome = Outcome::kBadChunk;
+          sendPlainError(400, "Bad Request", "malformed chunked body\n");
+          return false;
+        }
+        return true;
+      case http::ChunkedDecoder::Kind::kError:
+        x_->outcome = Outcome::kBadChunk;
+        sendPlainError(400, "Bad Request", "malformed chunked body\n");
+        return false;
+      case http::ChunkedDecoder::Kind::kData:
+        if (evbuffer_get_length(body) + step.length > s_->limits.max_body_bytes) {
+          close_after_ = true;
+          x_->localReply(413, mcp::code::kBodyTooLarge,
+                         "Content Too Large: the body exceeds max_body_bytes",
+                         Outcome::kBodyTooLarge);
+          return false;
+        }
+        if (!x_->reserveBody(step.length)) {
+          close_after_ = true;
+          x_->localReply(503, mcp::code::kOverloaded,
+                         "Service Unavailable: the gateway holds too many request bodies; retry",
+                         Outcome::kBodyBufferFull, "Retry-After: 1\r\n");
+          return false;
+        }
+        evbuffer_remove_buffer(in, body, step.length);
+        x_->bytes_in += step.length;
+        break;
+      case http::ChunkedDecoder::Kind::kFraming:
+        evbuffer_drain(in, step.length);
+        x_->bytes_in += step.length;
+        break;
+      case http::ChunkedDecoder::Kind::kDone:
+        evbuffer_drain(in, step.length);
+        x_->bytes_in += step.length;
+        return true;
+    }
+  }
+  return true;
+}
+
+// A buffered body: moves what arrived into the exchange's body buffer; when it is whole, the
+// exchange goes on.
+void Http1Connection::readBodyBytes() {
+  evbuffer* in = down_.input();
+  if (x_->head.framing == http::BodyFraming::kChunked) {
+    if (!moveChunkedBody(in)) {
+      return;  // a reply was sent (connection closing)
+    }
+    if (!req_chunked_.done()) {
+      return;
+    }
+  } else {
+    size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+    evbuffer_remove_buffer(in, x_->body.get(), n);
+    body_remaining_ -= n;
+    x_->bytes_in += n;
+    if (body_remaining_ > 0) {
+      return;
+    }
+  }
+  bodyDone();
+  state_ = State::kExchange;
+  x_->onBodyComplete();
+}
+
+void Http1Connection::bodyDone() {
+  body_done_ = true;
+  streaming_ = false;
+  armTimer(milliseconds(0));
+  down_.setReadHigh(kPipelineHigh);
+}
+
+// A streamed body (Content-Length): hands what arrived to the exchange, exactly
+// body_remaining_ bytes in all.
+void Http1Connection::pumpBody() {
+  evbuffer* in = down_.input();
+  const size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+  body_remaining_ -= n;
+  x_->bytes_in += n;
+  const bool end = body_remaining_ == 0;
+  if (end) {
+    bodyDone();
+  }
+  x_->onBodyData(in, n, end);
+}
+
+void Http1Connection::readDisable(bool disable) {
+  if (disable) {
+    down_.disableRead();
+    return;
+  }
+  down_.enableRead();
+  if (streaming_) {
+    pumpBody();  // what is already in the input
+  }
+}
+
+// ---- answers ----------------------------------------------------------------------------
+
+void Http1Connection::encodeLocalReply(const filters::LocalReply& r) {
+  std::string body = filters::renderReplyBody(r);
+  if (!body_done_) {
+    close_after_ =
+        true;  // the body was not (all) read: its bytes cannot be told from a next request
+  }
+  if (r.status >= 400) {
+    linger_ = true;  // if this answer ends the connection, let the client read it
+  }
+  if (w_.shared->draining.load(std::memory_order_relaxed)) {
+    close_after_ = true;  // the answer says so: no keep-alive while draining
+  }
+  char head[256];
+  int n = std::snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", r.status,
+                        http::reasonPhrase(r.status),
+                        r.json_rpc ? "application/json" : "text/plain; charset=utf-8", body.size(),
+                        close_after_                                 ? "Connection: close\r\n"
+                        : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
+                                                                     : "");
+  evbuffer* out = down_.output();
+  evbuffer_add(out, head, static_cast<size_t>(n));
+  addStr(out, r.extra_headers);
+  addStr(out, "\r\n");
+  // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
+  // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
+  const size_t content = x_->head.method == "HEAD" ? 0 : body.size();
+  evbuffer_add(out, body.data(), content);
+  x_->bytes_out += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
+  finishRequest(!close_after_);
+}
+
+void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
+  std::string& h = w_.scratch;
+  h.clear();
+  http::appendStatusLine(h, r.status, r.reason);
+  http::appendFields(h, *r.fields);
+  h.append(r.extra_lines);
+  chunked_out_ = false;
+  switch (r.framing) {
+    case http::BodyFraming::kNone:
+      if (!r.length_field.empty()) {
+        http::appendField(h, "Content-Length", r.length_field);
+      } else if (r.status != 204 && r.status != 304 && x_->head.method != "HEAD") {
+        h.append("Content-Length: 0\r\n");
+      }
+      break;
+    case http::BodyFraming::kContentLength:
+      http::appendField(h, "Content-Length", r.content_length);
+      break;
+    case http::BodyFraming::kChunked:
+    case http::BodyFraming::kUntilClose:
+      if (x_->head.version == http::Version::kHttp11) {
+        h.append("Transfer-Encoding: chunked\r\n");
+        chunked_out_ = true;
+      } else {
+        close_after_ = true;  // HTTP/1.0 client: the close ends the body
+      }
+      break;
+  }
+  if (w_.shared->draining.load(std::memory_order_relaxed)) {
+    close_after_ = true;  // no keep-alive while draining: the head says so
+  }
+  if (close_after_) {
+    h.append("Connection: close\r\n");
+  } else if (x_->head.version == http::Version::kHttp10) {
+    h.append("Connection: keep-alive\r\n");
+  }
+  h.append("\r\n");
+  addStr(down_.output(), h);
+  x_->bytes_out += h.size();
+  down_.setWriteLow(kOutLow);
+  scheduleFlush();
+}
+
+// Moves n body bytes from `src` to the client, in a chunk when the client gets chunks.
+void Http1Connection::encodeData(evbuffer* src, size_t n) {
+  evbuffer* out = down_.output();
+  if (chunked_out_) {
+    char line[24];
+    std::string_view sz = http::chunkSizeLine(n, line);
+    addStr(out, sz);
+    evbuffer_remove_buffer(src, out, n);
+    addStr(out, "\r\n");
+    x_->bytes_out += sz.size() + n + 2;
+  } else {
+    evbuffer_remove_buffer(src, out, n);
+    x_->bytes_out += n;
+  }
+  scheduleFlush();
+}
+
+void Http1Connection::encodeEnd() {
+  if (chunked_out_) {
+    addStr(down_.output(), http::kLastChunk);
+    x_->bytes_out += http::kLastChunk.size();
+  }
+  if (!body_done_) {
+    close_after_ = true;  // the answer came before the whole body: cannot reuse
+  }
+  finishRequest(!close_after_);
+}
+
+void Http1Connection::resetStream() {
+  closeAfterFlush();
+}
+
+void Http1Connection::sendPlainError(int status, const char* reason_phrase, const char* text) {
+  x_->status = status;
+  close_after_ = true;
+  linger_ = true;
+  char head[256];
+  size_t len = std::strlen(text);
+  int n = std::snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                        status, reason_phrase, len);
+  evbuffer* out = down_.output();
+  evbuffer_add(out, head, static_cast<size_t>(n));
+  evbuffer_add(out, text, len);
+  x_->bytes_out += static_cast<size_t>(n) + len;
+  finishRequest(false);
+}
+
+// Ends the current request: access log, then either wait for the next one or close once
+// the output is flushed. Bytes after a request that ends the connection are never parsed.
+void Http1Connection::finishRequest(bool keep_alive) {
+  GW_ASSERT(x_ != nullptr);
+  x_->finish();
+  giveExchange();
+  streaming_ = false;
+  snap_ = w_.shared->snapshot.load();
+  s_ = snap_->settings.get();
+  scheduleFlush();
+  if (!keep_alive || w_.shared->draining.load(std::memory_order_relaxed)) {
+    state_ = State::kClosing;
+    armTimer(s_->limits.keepalive_timeout);
+    down_.disableRead();
+    down_.setWriteLow(0);
+    if (down_.outputLength() == 0) {
+      lingerOrClose();
+    }
+    return;
+  }
+  state_ = State::kIdle;
+  linger_ = false;  // a later close of an idle connection follows no error answer
+  armTimer(s_->limits.keepalive_timeout);
+  down_.setReadHigh(0);
+  if (down_.outputLength() > kOutHigh) {
+    // The client does not read its answers: take no more requests until it does
+    // (onWrite resumes below the low mark).
+    down_.disableRead();
+    down_.setWriteLow(kOutLow);
+    return;
+  }
+  down_.setWriteLow(0);
+  down_.enableRead();
+  if (down_.inputLength() > 0) {
+    // A pipelined request is already here: parse it from the loop, not from this stack.
+    parse_pending_ = true;
+  }
+}
+
+// ---- the worker's flush -----------------------------------------------------------------
+
+void Http1Connection::scheduleFlush() {
+  if (flush_queued_ || closed_) {
+    return;
+  }
+  flush_queued_ = true;
+  flush_slot_ = w_.pending_flush.size();
+  w_.pending_flush.push_back(this);
+  if (flush_slot_ == 0) {
+    event_active(w_.flush.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void Http1Connection::flushPending(WorkerContext& w) {
+  std::vector<Http1Connection*>& list = w.pending_flush;
+  // Upstream-bound bytes first, back to back; a connection queued by a callback below is
+  // handled whole by onResume.
+  const size_t queued = list.size();
+  for (size_t i = 0; i < queued; ++i) {
+    Http1Connection* c = list[i];
+    if (c != nullptr && c->x_ != nullptr) {
+      c->x_->flushUpstream();
+    }
+  }
+  // Bounded: a connection re-queues itself only for new output or a pipelined request
+  // already in its input, as it would with any event.
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (Http1Connection* c = list[i]) {
+      c->flush_queued_ = false;
+      list[i] = nullptr;
+      c->onResume();
+    }
+  }
+  list.clear();
+}
+
+// From the loop, after the callback that queued output: write it, then do what the write
+// callbacks would have done, then parse a pipelined request.
+void Http1Connection::onResume() {
+  bool parse = std::exchange(parse_pending_, false);
+  if (x_ != nullptr) {
+    x_->resumeUpstream();
+  }
+  if (!closed_ && !down_.writing() && down_.sendNow() == Sent::kDrained) {
+    onWrite(this);
+  }
+  if (!closed_ && parse && (state_ == State::kIdle || state_ == State::kHead)) {
+    parseHead();
+  }
+}
+
+}  // namespace gw::downstream

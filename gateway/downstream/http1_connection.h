@@ -1,0 +1,122 @@
+#pragma once
+// One client connection speaking HTTP/1.1: its socket (event::Socket, no bufferevent), its
+// one timer (idle, head, body, close), parsing and serialising, pipelining (strictly one
+// request at a time, in order; pipelined bytes wait in the input, bounded), Expect, keep-alive
+// and lingering close, and the answers it gives itself (400/408/414/431/501 before a request
+// exists, 417). The request in flight is a proxy::Exchange, which it drives through
+// downstream::StreamCallbacks and which answers through downstream::Stream.
+//
+// Ownership: a connection owns itself (made by the worker on accept). closeNow() closes it
+// and leaves the object to the worker's reaper, which deletes it after the loop turn. It owns
+// the exchange of the request in flight, taken from the worker's pool per request.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gateway/downstream/stream.h"
+#include "gateway/event/owners.h"
+#include "gateway/event/socket.h"
+#include "gateway/proxy/exchange.h"
+#include "gateway/proxy/worker_context.h"
+
+namespace gw::downstream {
+
+class Http1Connection final : public Stream {
+ public:
+  // Takes ownership of fd. `peer` is the client's address text (no port); `ip` the same
+  // address, whose slot in Shared::client_counts the caller took (given back on close).
+  static void start(proxy::WorkerContext& w, evutil_socket_t fd, std::string peer,
+                    const core::IpAddress& ip);
+
+  // Closes the connection when it waits between requests (drain). True when closed.
+  bool closeIfIdle();
+  // Closes the connection (and any exchange on it) now; the object is deleted after the
+  // current loop turn (reapClosed), so code still on the stack may touch it.
+  void closeNow();
+  // Deletes the connections closed since the last call (the worker's reaper event, and the
+  // worker's shutdown).
+  static void reapClosed(proxy::WorkerContext& w);
+  // The worker's flush event: writes the output every connection queued in this loop turn
+  // (WorkerContext::pending_flush), upstream-bound first, then client-bound.
+  static void flushPending(proxy::WorkerContext& w);
+
+  // downstream::Stream
+  void encodeHeaders(const ResponseHeaders& h) override;
+  void encodeData(evbuffer* src, size_t n) override;
+  void encodeEnd() override;
+  void encodeLocalReply(const filters::LocalReply& r) override;
+  void resetStream() override;
+  size_t bufferedBytes() const noexcept override { return down_.outputLength(); }
+  void readBody(BodyRead how) override;
+  bool skipBody(std::string* id_copy) override;
+  void readDisable(bool disable) override;
+  void scheduleFlush() override;
+
+ private:
+  enum class State : uint8_t {
+    kIdle,      // between requests (keepalive timeout)
+    kHead,      // reading a request head (header timeout)
+    kBody,      // reading a buffered request body (body timeout)
+    kExchange,  // the exchange runs (a streamed body may still be read: body timeout)
+    kClosing,   // flushing the last bytes, then close (or linger)
+    kLinger,    // lingering close: write side shut, input read and dropped, bounded in time
+  };
+  using Outcome = core::Outcome;
+
+  Http1Connection(proxy::WorkerContext& w, evutil_socket_t fd, std::string peer,
+                  const core::IpAddress& ip);
+  ~Http1Connection();
+
+  static void onRead(void* arg);
+  static void onWrite(void* arg);
+  static void onEvent(void* arg, short what);
+  void onTimer();
+  void process();
+  void parseHead();
+  void readBodyBytes();
+  bool moveChunkedBody(evbuffer* in);
+  void bodyDone();
+  void pumpBody();
+  void sendContinue();
+  void sendPlainError(int status, const char* reason_phrase, const char* text);
+  void finishRequest(bool keep_alive);
+  void closeAfterFlush();
+  void lingerOrClose();
+  void setSendTimeout();
+  void armTimer(std::chrono::milliseconds d);
+  void onResume();
+  bool takeExchange();
+  void giveExchange();
+
+  proxy::WorkerContext& w_;
+  event::Socket down_;
+  event::EventPtr timer_;  // the one per-connection timer
+  std::string peer_;
+  core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on close
+  // The request in flight (from its first byte to its end), from w_.exchanges; null while
+  // the connection waits between requests.
+  proxy::Exchange* x_ = nullptr;
+  std::shared_ptr<const filters::Snapshot> snap_;
+  const settings::Settings* s_ = nullptr;
+  std::chrono::milliseconds send_timeout_{-1};  // as set on down_ (send_timeout)
+  uint64_t body_remaining_ = 0;                 // Content-Length body bytes still to read
+  http::ChunkedDecoder req_chunked_;
+  size_t flush_slot_ = 0;
+  State state_ = State::kIdle;
+  bool close_after_ = false;
+  bool linger_ = false;     // the close after this answer is a lingering close (error answers)
+  bool body_done_ = true;   // the request's body was read whole, streamed whole, or skipped
+  bool streaming_ = false;  // a streamed body is being read (BodyRead::kStream)
+  bool sent_continue_ = false;
+  bool chunked_out_ = false;  // the answer's body goes to the client in chunks
+  // Queued in w_.pending_flush (at flush_slot_) until the worker's flush event writes the
+  // output straight to the sockets (flushPending, then onResume), then parses a pipelined
+  // request when parse_pending_.
+  bool flush_queued_ = false;
+  bool parse_pending_ = false;
+  bool closed_ = false;  // closeNow ran: the reaper deletes the object after this loop turn
+};
+
+}  // namespace gw::downstream

@@ -1,0 +1,166 @@
+// The exchange's metrics and its access-log line (see exchange.h).
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/proxy/exchange.h"
+#include "gateway/proxy/worker_context.h"
+
+namespace gw::proxy {
+
+// ---- metrics and access log ------------------------------------------------------------
+
+namespace {
+
+// The tool-name label of a trusted (or body-inspected legacy) tools/call (capped, see
+// metrics::ToolNames), else "". Only a request that reached an upstream may admit a new name.
+std::string_view toolLabel(WorkerContext& w, const filters::RequestContext& ctx,
+                           const settings::Settings& s, bool forwarded) {
+  if (!(ctx.trusted || ctx.body_view) || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" ||
+      !ctx.mcp.has_name) {
+    return {};
+  }
+  return w.metrics->tool_labels.label(w.shared->metrics.toolNames(), ctx.mcp.name.value,
+                                      s.metrics_max_tool_names, forwarded);
+}
+
+std::string_view methodLabel(const filters::RequestContext& ctx) {
+  return ctx.mcp.has_method ? metrics::methodLabel(ctx.mcp.method) : std::string_view{};
+}
+
+}  // namespace
+
+// One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
+void Exchange::recordAttempt(Outcome error_type, core::Nanos duration) {
+  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  w_->metrics->client_ops
+      .at({up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, *s_, true),
+           core::outcomeName(error_type)})
+      .observe(duration);
+}
+
+void Exchange::countSse(bool open) {
+  if (open != sse_counted_) {
+    sse_counted_ = open;
+    auto& g = w_->metrics->sse_streams;
+    g.store(g.load(std::memory_order_relaxed) + (open ? 1 : -1), std::memory_order_relaxed);
+  }
+}
+
+void Exchange::endRequest() {
+  logged_ = true;
+  metrics::WorkerMetrics& m = *w_->metrics;
+  const std::string_view name = core::outcomeName(outcome);
+  const bool failed = core::outcomeFailed(outcome);
+  char digits[8];
+  std::string_view status_text(
+      digits,
+      static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), status).ptr - digits));
+  std::string_view error_type = failed ? name : std::string_view{};
+  if (!failed && status >= 500) {
+    error_type = status_text;
+  }
+  m.server_ops
+      .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
+           toolLabel(*w_, ctx_, *s_, forwarded_), status_text, error_type})
+      .observe(now() - started_);
+  if (failed) {
+    m.rejections.at({name}).add(1);
+  }
+  m.bytes_in.add(bytes_in);
+  m.bytes_out.add(bytes_out);
+  if (!garbage) {
+    logAccess();  // one line per request the gateway parsed (garbage: logGarbage)
+  }
+}
+
+// Access-log fields of issue #13: "legacy" (no trusted version, passthrough) and "view",
+// where mcp_method / mcp_name came from: "headers" (trusted), "body" (a legacy body read by
+// the gateway) or "none" (untrusted headers, logged but used for nothing).
+void Exchange::appendLegacyFields(std::string& line) const {
+  line += ",\"legacy\":";
+  line += ctx_.legacy ? "true" : "false";
+  line += ",\"view\":\"";
+  line += ctx_.trusted ? "headers" : ctx_.body_view ? "body" : "none";
+  line += '"';
+}
+
+void Exchange::logAccess() {
+  spdlog::logger* log = w_->accessLog();
+  if (log == nullptr) {
+    return;
+  }
+  thread_local std::string line;
+  line.clear();
+  auto ms = std::chrono::duration<double, std::milli>(now() - started_).count();
+  char tbuf[64];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  line += "{\"time\":\"";
+  line += tbuf;
+  line += "\",\"client\":\"";
+  mcp::appendJsonEscaped(line, ctx_.client_ip.empty() ? std::string_view(peer_) : ctx_.client_ip);
+  line += "\",\"method\":\"";
+  mcp::appendJsonEscaped(line, head.method);
+  line += "\",\"path\":\"";
+  mcp::appendJsonEscaped(line, head.path);
+  char nums[160];
+  std::snprintf(nums, sizeof(nums),
+                "\",\"status\":%d,\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64
+                ",\"duration_ms\":%.3f",
+                status, bytes_in, bytes_out, ms);
+  line += nums;
+  line += ",\"upstream\":";
+  if (endpoint_) {
+    line += '"';
+    mcp::appendJsonEscaped(line, endpoint_->text);
+    line += '"';
+  } else {
+    line += "null";
+  }
+  line += ",\"route\":";
+  if (ctx_.route) {
+    line += '"';
+    mcp::appendJsonEscaped(line, ctx_.route->name);
+    line += '"';
+  } else {
+    line += "null";
+  }
+  auto optional = [&](const char* key, bool present, std::string_view v) {
+    line += ",\"";
+    line += key;
+    line += "\":";
+    if (present) {
+      line += '"';
+      mcp::appendJsonEscaped(line, v.substr(0, 256));
+      line += '"';
+    } else {
+      line += "null";
+    }
+  };
+  optional("mcp_version", ctx_.mcp.has_version, ctx_.mcp.version);
+  optional("mcp_method", ctx_.mcp.has_method, ctx_.mcp.method);
+  optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
+  optional("subject", ctx_.identity.authenticated, ctx_.identity.subject);
+  optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
+  line += ",\"trusted\":";
+  line += ctx_.trusted ? "true" : "false";
+  appendLegacyFields(line);
+  line += ",\"verify\":\"";
+  line += ctx_.verify_body ? "on" : "off";
+  line += "\",\"params\":\"";
+  line += filters::paramCheckName(ctx_.param_check);
+  line += "\",\"outcome\":\"";
+  line += core::outcomeName(outcome);
+  line += "\"}";
+  log->info(line);
+}
+
+}  // namespace gw::proxy

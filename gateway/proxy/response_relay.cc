@@ -1,0 +1,242 @@
+// The exchange's response relay: the upstream's head and body to the client (through
+// downstream::Stream), SSE framing for keep-alive comments at event boundaries and for the
+// cancellation rule, the tools/list capture for schema learning, and cut answers.
+
+#include "gateway/core/ascii.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/http/forwarding.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/schema.h"
+#include "gateway/proxy/exchange.h"
+#include "gateway/proxy/worker_context.h"
+
+namespace gw::proxy {
+
+namespace {
+
+// Upper bound on a tools/list answer captured for schema learning.
+constexpr size_t kMaxCapture = 4 * 1024 * 1024;
+
+bool isEventStream(const http::ResponseHead& r) {
+  const http::HeaderField* ct = http::findField(r.fields, "content-type");
+  return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
+}
+
+timeval toTimeval(std::chrono::milliseconds d) {
+  if (d.count() < 0) {
+    d = std::chrono::milliseconds(0);
+  }
+  return timeval{static_cast<time_t>(d.count() / 1000),
+                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
+}
+
+}  // namespace
+
+bool Exchange::onUpstreamHeaders(const http::ResponseHead& resp) {
+  if (!upstreamSessionValid(resp)) {
+    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                   "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
+                   Outcome::kUpstreamMalformed);
+    return false;
+  }
+  resp_started = true;
+  status = resp.status;
+  resp_sse_ = isEventStream(resp);
+  countSse(resp_sse_);
+  http::ConnectionTokens conn;
+  conn.collect(resp.fields);
+  resp_fields_.clear();
+  bool has_accel = false;
+  for (const http::HeaderField& f : resp.fields) {
+    if (http::forwardResponseField(f, conn)) {
+      has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
+      if (core::iequals(f.name, "mcp-session-id")) {
+        wrapSession(f.value);  // the client never sees the server's own id
+        continue;
+      }
+      resp_fields_.push_back(http::Field{f.name, f.value});
+    }
+  }
+  if (resp_sse_ && !has_accel) {
+    resp_fields_.push_back(http::Field{"X-Accel-Buffering", "no"});
+  }
+  downstream::ResponseHeaders h;
+  h.status = resp.status;
+  h.reason = resp.reason;
+  h.fields = &resp_fields_;
+  h.framing = resp.framing;
+  h.content_length = resp.content_length;
+  if (resp.framing == http::BodyFraming::kNone && (head.method == "HEAD" || resp.status == 304)) {
+    // The length the body would have had is the upstream's to say.
+    if (const http::HeaderField* cl = http::findField(resp.fields, "content-length")) {
+      h.length_field = cl->value;
+    }
+  }
+  h.extra_lines = ratelimit_lines_;
+  stream_->encodeHeaders(h);
+
+  response_relayed_ = false;
+  framer_events_ = response_end_ = 0;
+  if (ctx_.learn_tools && resp.status == 200) {
+    if (resp_sse_) {
+      framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
+    } else {
+      capture_json_ = true;
+    }
+  } else if (resp_sse_) {
+    framer_ = std::make_unique<sse::Framer>();
+  }
+  armKeepalive();
+  return true;
+}
+
+// Keep-alive comments go only into SSE answers whose framing has room for bytes the
+// upstream did not send (chunked to the client, or close-delimited) — never into a
+// Content-Length body.
+bool Exchange::injectKeepalive() const noexcept {
+  return resp_sse_ && framer_ && s_->mcp.sse_keepalive.count() > 0 &&
+         up_.response().framing != http::BodyFraming::kContentLength;
+}
+
+void Exchange::armKeepalive() {
+  if (injectKeepalive()) {
+    timeval tv = toTimeval(s_->mcp.sse_keepalive);
+    evtimer_add(keepalive_timer.get(), &tv);
+  }
+}
+
+// Moves n payload bytes from the upstream to the client, letting the SSE framer and the
+// tools/list capture look at them on the way. A slow client stops the upstream reads until
+// its output drains (onBelowLowWatermark).
+void Exchange::onUpstreamData(evbuffer* in, size_t n) {
+  if (n == 0) {
+    return;
+  }
+  if (framer_ || capture_json_) {
+    evbuffer_iovec vecs[8];
+    size_t seen = 0;
+    evbuffer_ptr pos;
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    while (seen < n) {
+      // evbuffer_peek returns how many extents the range needs, which may be more than the
+      // 8 it filled: the rest are taken on the next turn.
+      int k = std::min(evbuffer_peek(in, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8), 8);
+      if (k <= 0) {
+        break;
+      }
+      for (int i = 0; i < k && seen < n; ++i) {
+        size_t len = std::min(vecs[i].iov_len, n - seen);
+        std::string_view piece(static_cast<const char*>(vecs[i].iov_base), len);
+        if (framer_) {
+          framer_->feed(piece);
+        }
+        if (capture_json_) {
+          if (capture_.size() + len > kMaxCapture) {
+            capture_json_ = false;
+            capture_.clear();
+          } else {
+            capture_.append(piece);
+          }
+        }
+        seen += len;
+      }
+      evbuffer_ptr_set(in, &pos, seen, EVBUFFER_PTR_SET);
+    }
+  }
+  stream_->encodeData(in, n);
+  noteResponseEvent();
+  armKeepalive();
+  if (stream_->bufferedBytes() > downstream::Stream::kHighWatermark) {
+    up_.pauseReading();
+  }
+}
+
+void Exchange::onBelowLowWatermark() {
+  if (up_.paused()) {
+    up_.resumeReading();  // relays what already waits in the upstream input
+  }
+}
+
+void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
+  auto* x = static_cast<Exchange*>(arg);
+  if (!x->resp_started || !x->injectKeepalive()) {
+    return;
+  }
+  if (x->framer_->atBoundary()) {
+    static constexpr std::string_view kComment = ": keepalive\n\n";
+    event::EvBufferPtr comment = event::makeBuffer();
+    evbuffer_add(comment.get(), kComment.data(), kComment.size());
+    x->stream_->encodeData(comment.get(), kComment.size());
+  }
+  x->armKeepalive();
+}
+
+void Exchange::onUpstreamComplete() {
+  if (capture_json_ && !capture_.empty()) {
+    learnTools(capture_);
+  }
+  outcome = Outcome::kComplete;
+  releaseUpstream();     // (the upstream request pooled its connection when it could)
+  stream_->encodeEnd();  // the connection calls finish()
+}
+
+// The exchange cannot finish: the upstream is closed at once (never pooled) and the request
+// is logged; the caller closes the client.
+void Exchange::endAborted(Outcome why) {
+  outcome = why;
+  if (status == 0) {
+    status = 499;
+  }
+  releaseUpstream();
+  if (!logged_) {
+    endRequest();
+  }
+}
+
+// The answer is cut (no last chunk, or short of its length), but what was already queued for
+// the client still goes out before its connection is closed.
+void Exchange::abortExchange(Outcome why) {
+  endAborted(why);
+  stream_->resetStream();
+}
+
+// Looks at the SSE events completed by the bytes just queued for the client: when the last
+// one is a JSON-RPC response (a bounded look at its first bytes, no parse), it ends at or
+// before the current end of the client's byte stream. Conservative: an event that completed
+// earlier in the same batch is taken to end with the batch.
+void Exchange::noteResponseEvent() noexcept {
+  if (!framer_ || framer_->events() == framer_events_) {
+    return;
+  }
+  framer_events_ = framer_->events();
+  response_relayed_ = mcp::looksLikeResponse(framer_->lastEventHead());
+  response_end_ = bytes_out;
+}
+
+// How a request whose client went away mid-exchange ends. The client closing is the
+// protocol's cancellation ("client_closed"), except when the SSE answer's final JSON-RPC
+// response had already left the gateway whole (no byte up to its end still queued): the
+// client had its answer and only did not wait for the terminating chunk, so the request is
+// "complete" with the status that was relayed.
+core::Outcome Exchange::clientClosedOutcome() const noexcept {
+  if (!resp_started || !framer_ || !response_relayed_) {
+    return Outcome::kClientClosed;
+  }
+  const size_t pending = stream_->bufferedBytes();
+  return pending <= bytes_out - response_end_ ? Outcome::kComplete : Outcome::kClientClosed;
+}
+
+void Exchange::onEvent(std::string_view, std::string_view data) noexcept {
+  learnTools(data);
+}
+
+void Exchange::learnTools(std::string_view json) noexcept {
+  std::vector<mcp::ToolSchema> tools;
+  uint64_t ttl = 0;
+  if (mcp::parseToolsList(json, tools, ttl)) {
+    const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+    snap_->schemas->learn(up.name, std::move(tools), ttl, std::chrono::steady_clock::now());
+  }
+}
+
+}  // namespace gw::proxy
