@@ -64,6 +64,8 @@ class Http1Connection final : public Stream {
     kLinger,    // lingering close: write side shut, input read and dropped, bounded in time
   };
   using Outcome = core::Outcome;
+  // Pipelined bytes kept while an exchange is in flight.
+  static constexpr size_t kPipelineHigh = 64 * 1024;
 
   Http1Connection(proxy::WorkerContext& w, evutil_socket_t fd, std::string peer,
                   const core::IpAddress& ip);

@@ -1,6 +1,7 @@
 // The request pipeline stages (see pipeline.h for the order and contract).
 
 #include "gateway/filters/pipeline.h"
+#include "gateway/filters/stages.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,18 +20,9 @@ namespace {
 
 using core::iequals;
 using core::istartsWith;
-
-constexpr size_t kMaxEchoedValue = 64;
-
-// A value from the request, escaped and shortened for an error message.
-std::string quoted(std::string_view v) {
-  std::string out;
-  mcp::appendJsonEscaped(out, v.substr(0, kMaxEchoedValue));
-  if (v.size() > kMaxEchoedValue) {
-    out += "...";
-  }
-  return out;
-}
+using detail::kMaxEchoedValue;
+using detail::policyCheck;
+using detail::quoted;
 
 bool methodNeedsName(std::string_view m) noexcept {
   return m == "tools/call" || m == "prompts/get" || m == "resources/read" || m == "tasks/get" ||
@@ -387,6 +379,25 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
 }
 
 // ---- stage 5: per-tool policy ------------------------------------------------------------
+
+FilterStatus policyStage(RequestContext& ctx) noexcept {
+  return policyCheck(ctx, policyView(ctx));
+}
+
+}  // namespace
+
+namespace detail {
+
+// A value from the request, escaped and shortened for an error message.
+std::string quoted(std::string_view v) {
+  std::string out;
+  mcp::appendJsonEscaped(out, v.substr(0, kMaxEchoedValue));
+  if (v.size() > kMaxEchoedValue) {
+    out += "...";
+  }
+  return out;
+}
+
 FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept {
   policy::Decision d = ctx.snapshot->policy->decide(view, ctx.identity);
   // A legacy session's GET/DELETE names no method, so no method rule can allow it; what the
@@ -411,196 +422,7 @@ FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) n
   return FilterStatus::kContinue;
 }
 
-FilterStatus policyStage(RequestContext& ctx) noexcept {
-  return policyCheck(ctx, policyView(ctx));
-}
-
-// ---- legacy inspection (issue #13): route and policy on the body's view ----------------
-
-bool looksAtMcp(const policy::Match& m) noexcept {
-  return m.method || m.name || !m.params.empty();
-}
-
-// Would any decision change with the view? Routes with a method/name/params match (unless
-// a legacy:true route takes all legacy traffic), rules and rate limits whose match or unless
-// looks at method/name/params, a `require`, or a limit keyed on method/name/param:X.
-bool viewNeeded(const Snapshot& snap) noexcept {
-  bool legacy_route = false;
-  bool route_needs = false;
-  for (const settings::Route& r : snap.settings->routes) {
-    legacy_route = legacy_route || r.legacy;
-    route_needs =
-        route_needs || (r.has_match && (r.match.method || r.match.name || !r.match.params.empty()));
-  }
-  if (route_needs && !legacy_route) {
-    return true;
-  }
-  for (const policy::Rule& r : snap.policy->rules()) {
-    if (looksAtMcp(r.match) || (r.unless && looksAtMcp(*r.unless)) || r.require) {
-      return true;
-    }
-  }
-  for (const policy::RateLimitSpec& l : snap.policy->rateLimits()) {
-    if (looksAtMcp(l.match)) {
-      return true;
-    }
-    for (const std::string& part : l.key) {
-      if (part == "method" || part == "name" || istartsWith(part, "param:")) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-FilterStatus viewTooLarge(RequestContext& ctx) {
-  setReply(ctx, 400, mcp::code::kInvalidRequest,
-           "Invalid Request: the method, name and annotated arguments are too long to inspect",
-           "body_invalid", false);
-  ctx.reply.id = mcp::RequestId::null();
-  return FilterStatus::kLocalReply;
-}
-
-FilterStatus noRoute(RequestContext& ctx, const mcp::RequestId& id) {
-  setReply(ctx, 502, mcp::code::kNoRoute, "Bad Gateway: no route for this request", "no_route",
-           false);
-  ctx.reply.id = id;
-  return FilterStatus::kLocalReply;
-}
-
-struct LegacyParams {
-  RequestContext* ctx;
-  const mcp::LegacyBody* body;
-  size_t index;
-  mcp::McpHeaders* view;
-  bool arena_full = false;
-};
-
-// Message `p.index`'s params for `route`: its tools/call arguments by the x-mcp-header
-// annotations learned (per upstream) from the route's upstream's tools/list.
-void fillLegacyParams(LegacyParams& p, const settings::Route& route) {
-  const mcp::LegacyMessage& msg = p.body->messages()[p.index];
-  std::shared_ptr<const mcp::ToolSchema> tool;
-  if (msg.has_name && msg.method == "tools/call") {
-    tool =
-        p.ctx->snapshot->schemas->find(route.upstream, msg.name, std::chrono::steady_clock::now());
-  }
-  if (!p.body->fillParams(p.index, tool.get(), *p.ctx->arena, *p.view)) {
-    p.arena_full = true;
-  }
-}
-
-// The route of message `p.index` (params are computed for each candidate route whose
-// match has params, from that route's upstream's annotations).
-const settings::Route* routeLegacy(LegacyParams& p) {
-  router::RouteInput in;
-  in.body_view = true;
-  in.method = p.view->has_method ? p.view->method : std::string_view{};
-  in.mcp = p.view;
-  in.fields = &p.ctx->head->fields;
-  in.params_for = [](void* user, const settings::Route& route) {
-    fillLegacyParams(*static_cast<LegacyParams*>(user), route);
-  };
-  in.params_user = &p;
-  return p.ctx->snapshot->routes.match(in);
-}
-
-// A legacy POST's body: parse, view, route, params, policy. Limits follow in proxy/
-// (collectLimits reads the view), as for any request.
-FilterStatus legacyBodyStage(RequestContext& ctx, std::string_view body) noexcept {
-  thread_local mcp::LegacyBody lb;
-  mcp::LegacyError err;
-  if (!lb.parse(body, err)) {
-    if (viewNeeded(*ctx.snapshot)) {
-      setReply(ctx, 400, err.code, std::move(err.message), err.reason, false);
-      ctx.reply.id = std::move(err.id);
-      return FilterStatus::kLocalReply;
-    }
-    // Nothing would look at the view: forwarded unchanged to the untrusted route, as before
-    // inspection existed (the server answers the unreadable body itself).
-    router::RouteInput in;
-    in.fields = &ctx.head->fields;
-    ctx.route = ctx.snapshot->routes.match(in);
-    if (ctx.route == nullptr) {
-      return noRoute(ctx, mcp::RequestId::null());
-    }
-    ctx.forward_credentials = ctx.forward_credentials || ctx.route->forward_credentials;
-    return FilterStatus::kContinue;
-  }
-  const std::vector<mcp::LegacyMessage>& msgs = lb.messages();
-  ctx.batch.resize(msgs.size() - 1);
-  auto viewAt = [&](size_t i) -> mcp::McpHeaders& { return i == 0 ? ctx.mcp : ctx.batch[i - 1]; };
-  for (size_t i = 0; i < msgs.size(); ++i) {
-    if (!lb.fillView(i, *ctx.arena, viewAt(i))) {
-      return viewTooLarge(ctx);
-    }
-  }
-  ctx.body_view = true;
-
-  // Route: every request and notification must go to the same route; responses follow.
-  const settings::Route* route = nullptr;
-  for (size_t i = 0; i < msgs.size(); ++i) {
-    if (msgs[i].kind == mcp::BodyKind::kResponse) {
-      continue;
-    }
-    LegacyParams p{&ctx, &lb, i, &viewAt(i), false};
-    const settings::Route* r = routeLegacy(p);
-    if (p.arena_full) {
-      return viewTooLarge(ctx);
-    }
-    if (r == nullptr) {
-      return noRoute(ctx, msgs[i].id);
-    }
-    if (route != nullptr && r != route) {
-      std::string msg = "Invalid Request: the batch's messages go to different routes (";
-      msg += "'" + quoted(route->name) + "' and '" + quoted(r->name) + "'";
-      msg += "); send them in separate requests";
-      setReply(ctx, 400, mcp::code::kInvalidRequest, std::move(msg), "batch_split", false);
-      ctx.reply.id = mcp::RequestId::null();
-      return FilterStatus::kLocalReply;
-    }
-    route = r;
-  }
-  if (route == nullptr) {  // responses only
-    LegacyParams p{&ctx, &lb, 0, &ctx.mcp, false};
-    route = routeLegacy(p);
-    if (route == nullptr) {
-      return noRoute(ctx, mcp::RequestId::null());
-    }
-  }
-  ctx.route = route;
-  ctx.forward_credentials = ctx.forward_credentials || route->forward_credentials;
-
-  // The params every later check sees: those of the chosen route's upstream.
-  for (size_t i = 0; i < msgs.size(); ++i) {
-    LegacyParams p{&ctx, &lb, i, &viewAt(i), false};
-    fillLegacyParams(p, *route);
-    if (p.arena_full) {
-      return viewTooLarge(ctx);
-    }
-  }
-
-  // Policy: message by message; the first refusal refuses the whole body.
-  std::string_view first_rule;
-  for (size_t i = 0; i < msgs.size(); ++i) {
-    if (msgs[i].kind == mcp::BodyKind::kResponse) {
-      continue;  // an answer to the server's own request: nothing to match
-    }
-    if (policyCheck(ctx, viewOf(viewAt(i))) != FilterStatus::kContinue) {
-      ctx.reply.echo_id = false;
-      ctx.reply.id = msgs[i].kind == mcp::BodyKind::kRequest ? msgs[i].id : mcp::RequestId::null();
-      return FilterStatus::kLocalReply;
-    }
-    if (first_rule.empty()) {
-      first_rule = ctx.policy_rule;
-    }
-  }
-  ctx.policy_rule = first_rule;
-  ctx.learn_tools = !lb.batch() && ctx.mcp.has_method && ctx.mcp.method == "tools/list";
-  return FilterStatus::kContinue;
-}
-
-}  // namespace
+}  // namespace detail
 
 const char* paramCheckName(ParamCheck c) noexcept {
   switch (c) {
@@ -685,7 +507,7 @@ FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) no
 
 FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexcept {
   if (ctx.legacy_inspect) {
-    return legacyBodyStage(ctx, body);
+    return detail::legacyBodyStage(ctx, body);
   }
   std::shared_ptr<const mcp::ToolSchema> tool;
   if (ctx.verify_body && ctx.mcp.has_method && ctx.mcp.method == "tools/call" && ctx.mcp.has_name) {

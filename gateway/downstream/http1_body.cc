@@ -1,0 +1,183 @@
+// The request body on an HTTP/1.1 connection: 100 Continue, Content-Length and chunked
+// framing, the body read whole for the exchange or streamed to it, a body skipped for an
+// answer given before it (see http1_connection.h).
+
+#include <event2/buffer.h>
+
+#include <algorithm>
+
+#include "gateway/downstream/http1_connection.h"
+#include "gateway/mcp/jsonrpc.h"
+
+namespace gw::downstream {
+
+namespace {
+
+void addStr(evbuffer* b, std::string_view s) {
+  evbuffer_add(b, s.data(), s.size());
+}
+
+}  // namespace
+
+void Http1Connection::sendContinue() {
+  if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 && !sent_continue_ &&
+      down_.inputLength() == 0) {
+    addStr(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
+    sent_continue_ = true;
+    scheduleFlush();
+  }
+}
+
+void Http1Connection::readBody(BodyRead how) {
+  down_.setReadHigh(0);
+  armTimer(s_->limits.body_timeout);
+  if (how == BodyRead::kBuffer) {
+    state_ = State::kBody;
+    req_chunked_.reset();
+    sendContinue();
+    readBodyBytes();
+    return;
+  }
+  streaming_ = true;
+  sendContinue();
+  pumpBody();
+}
+
+// The whole body is already here: take it off the input (the connection can go on). False
+// when it is not all here (or chunked): the connection closes after the answer.
+bool Http1Connection::skipBody(std::string* id_copy) {
+  evbuffer* in = down_.input();
+  if (x_->head.framing != http::BodyFraming::kContentLength ||
+      evbuffer_get_length(in) < x_->head.content_length) {
+    return false;
+  }
+  const size_t len = x_->head.content_length;
+  if (id_copy != nullptr) {
+    id_copy->resize(len);
+    evbuffer_copyout(in, id_copy->data(), len);
+  }
+  evbuffer_drain(in, len);
+  x_->bytes_in += len;
+  body_done_ = true;
+  return true;
+}
+
+bool Http1Connection::moveChunkedBody(evbuffer* in) {
+  evbuffer* body = x_->body.get();
+  while (evbuffer_get_length(in) > 0) {
+    size_t avail = evbuffer_get_length(in);
+    size_t want = std::min<size_t>(avail, http::ChunkedDecoder::kMaxLineBytes + 2);
+    // Look at the first contiguous segment; pull up more only when a framing line spans
+    // segments (kNeedMore on a short view).
+    evbuffer_iovec vec;
+    if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1) {
+      return true;
+    }
+    std::string_view view(static_cast<const char*>(vec.iov_base), vec.iov_len);
+    http::ChunkedDecoder::Step step = req_chunked_.next(view);
+    if (step.kind == http::ChunkedDecoder::Kind::kNeedMore && vec.iov_len < want) {
+      const char* p =
+          reinterpret_cast<const char*>(evbuffer_pullup(in, static_cast<ev_ssize_t>(want)));
+      step = req_chunked_.next(std::string_view(p, want));
+    }
+    switch (step.kind) {
+      case http::ChunkedDecoder::Kind::kNeedMore:
+        if (avail > http::ChunkedDecoder::kMaxTrailerBytes + http::ChunkedDecoder::kMaxLineBytes) {
+          x_->outcome = Outcome::kBadChunk;
+          sendPlainError(400, "Bad Request", "malformed chunked body\n");
+          return false;
+        }
+        return true;
+      case http::ChunkedDecoder::Kind::kError:
+        x_->outcome = Outcome::kBadChunk;
+        sendPlainError(400, "Bad Request", "malformed chunked body\n");
+        return false;
+      case http::ChunkedDecoder::Kind::kData:
+        if (evbuffer_get_length(body) + step.length > s_->limits.max_body_bytes) {
+          close_after_ = true;
+          x_->localReply(413, mcp::code::kBodyTooLarge,
+                         "Content Too Large: the body exceeds max_body_bytes",
+                         Outcome::kBodyTooLarge);
+          return false;
+        }
+        if (!x_->reserveBody(step.length)) {
+          close_after_ = true;
+          x_->localReply(503, mcp::code::kOverloaded,
+                         "Service Unavailable: the gateway holds too many request bodies; retry",
+                         Outcome::kBodyBufferFull, "Retry-After: 1\r\n");
+          return false;
+        }
+        evbuffer_remove_buffer(in, body, step.length);
+        x_->bytes_in += step.length;
+        break;
+      case http::ChunkedDecoder::Kind::kFraming:
+        evbuffer_drain(in, step.length);
+        x_->bytes_in += step.length;
+        break;
+      case http::ChunkedDecoder::Kind::kDone:
+        evbuffer_drain(in, step.length);
+        x_->bytes_in += step.length;
+        return true;
+    }
+  }
+  return true;
+}
+
+// A buffered body: moves what arrived into the exchange's body buffer; when it is whole, the
+// exchange goes on.
+void Http1Connection::readBodyBytes() {
+  evbuffer* in = down_.input();
+  if (x_->head.framing == http::BodyFraming::kChunked) {
+    if (!moveChunkedBody(in)) {
+      return;  // a reply was sent (connection closing)
+    }
+    if (!req_chunked_.done()) {
+      return;
+    }
+  } else {
+    size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+    evbuffer_remove_buffer(in, x_->body.get(), n);
+    body_remaining_ -= n;
+    x_->bytes_in += n;
+    if (body_remaining_ > 0) {
+      return;
+    }
+  }
+  bodyDone();
+  state_ = State::kExchange;
+  x_->onBodyComplete();
+}
+
+void Http1Connection::bodyDone() {
+  body_done_ = true;
+  streaming_ = false;
+  armTimer(std::chrono::milliseconds(0));
+  down_.setReadHigh(kPipelineHigh);
+}
+
+// A streamed body (Content-Length): hands what arrived to the exchange, exactly
+// body_remaining_ bytes in all.
+void Http1Connection::pumpBody() {
+  evbuffer* in = down_.input();
+  const size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+  body_remaining_ -= n;
+  x_->bytes_in += n;
+  const bool end = body_remaining_ == 0;
+  if (end) {
+    bodyDone();
+  }
+  x_->onBodyData(in, n, end);
+}
+
+void Http1Connection::readDisable(bool disable) {
+  if (disable) {
+    down_.disableRead();
+    return;
+  }
+  down_.enableRead();
+  if (streaming_) {
+    pumpBody();  // what is already in the input
+  }
+}
+
+}  // namespace gw::downstream

@@ -1,0 +1,149 @@
+// Answers on an HTTP/1.1 connection: the exchange's response head serialised from its
+// name/value pairs with this connection's framing (Content-Length, chunked, or close) and
+// keep-alive, body bytes chunked when the client gets chunks, the gateway's own answers
+// (see http1_connection.h).
+
+#include <event2/buffer.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "gateway/downstream/http1_connection.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/http/chunked.h"
+
+namespace gw::downstream {
+
+namespace {
+
+void addStr(evbuffer* b, std::string_view s) {
+  evbuffer_add(b, s.data(), s.size());
+}
+
+}  // namespace
+
+void Http1Connection::encodeLocalReply(const filters::LocalReply& r) {
+  std::string body = filters::renderReplyBody(r);
+  if (!body_done_) {
+    close_after_ =
+        true;  // the body was not (all) read: its bytes cannot be told from a next request
+  }
+  if (r.status >= 400) {
+    linger_ = true;  // if this answer ends the connection, let the client read it
+  }
+  if (w_.shared->draining.load(std::memory_order_relaxed)) {
+    close_after_ = true;  // the answer says so: no keep-alive while draining
+  }
+  char head[256];
+  int n = std::snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", r.status,
+                        http::reasonPhrase(r.status),
+                        r.json_rpc ? "application/json" : "text/plain; charset=utf-8", body.size(),
+                        close_after_                                 ? "Connection: close\r\n"
+                        : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
+                                                                     : "");
+  evbuffer* out = down_.output();
+  evbuffer_add(out, head, static_cast<size_t>(n));
+  addStr(out, r.extra_headers);
+  addStr(out, "\r\n");
+  // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
+  // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
+  const size_t content = x_->head.method == "HEAD" ? 0 : body.size();
+  evbuffer_add(out, body.data(), content);
+  x_->bytes_out += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
+  finishRequest(!close_after_);
+}
+
+void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
+  std::string& h = w_.scratch;
+  h.clear();
+  http::appendStatusLine(h, r.status, r.reason);
+  http::appendFields(h, *r.fields);
+  h.append(r.extra_lines);
+  chunked_out_ = false;
+  switch (r.framing) {
+    case http::BodyFraming::kNone:
+      if (!r.length_field.empty()) {
+        http::appendField(h, "Content-Length", r.length_field);
+      } else if (r.status != 204 && r.status != 304 && x_->head.method != "HEAD") {
+        h.append("Content-Length: 0\r\n");
+      }
+      break;
+    case http::BodyFraming::kContentLength:
+      http::appendField(h, "Content-Length", r.content_length);
+      break;
+    case http::BodyFraming::kChunked:
+    case http::BodyFraming::kUntilClose:
+      if (x_->head.version == http::Version::kHttp11) {
+        h.append("Transfer-Encoding: chunked\r\n");
+        chunked_out_ = true;
+      } else {
+        close_after_ = true;  // HTTP/1.0 client: the close ends the body
+      }
+      break;
+  }
+  if (w_.shared->draining.load(std::memory_order_relaxed)) {
+    close_after_ = true;  // no keep-alive while draining: the head says so
+  }
+  if (close_after_) {
+    h.append("Connection: close\r\n");
+  } else if (x_->head.version == http::Version::kHttp10) {
+    h.append("Connection: keep-alive\r\n");
+  }
+  h.append("\r\n");
+  addStr(down_.output(), h);
+  x_->bytes_out += h.size();
+  down_.setWriteLow(kLowWatermark);
+  scheduleFlush();
+}
+
+// Moves n body bytes from `src` to the client, in a chunk when the client gets chunks.
+void Http1Connection::encodeData(evbuffer* src, size_t n) {
+  evbuffer* out = down_.output();
+  if (chunked_out_) {
+    char line[24];
+    std::string_view sz = http::chunkSizeLine(n, line);
+    addStr(out, sz);
+    evbuffer_remove_buffer(src, out, n);
+    addStr(out, "\r\n");
+    x_->bytes_out += sz.size() + n + 2;
+  } else {
+    evbuffer_remove_buffer(src, out, n);
+    x_->bytes_out += n;
+  }
+  scheduleFlush();
+}
+
+void Http1Connection::encodeEnd() {
+  if (chunked_out_) {
+    addStr(down_.output(), http::kLastChunk);
+    x_->bytes_out += http::kLastChunk.size();
+  }
+  if (!body_done_) {
+    close_after_ = true;  // the answer came before the whole body: cannot reuse
+  }
+  finishRequest(!close_after_);
+}
+
+void Http1Connection::resetStream() {
+  closeAfterFlush();
+}
+
+void Http1Connection::sendPlainError(int status, const char* reason_phrase, const char* text) {
+  x_->status = status;
+  close_after_ = true;
+  linger_ = true;
+  char head[256];
+  size_t len = std::strlen(text);
+  int n = std::snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                        status, reason_phrase, len);
+  evbuffer* out = down_.output();
+  evbuffer_add(out, head, static_cast<size_t>(n));
+  evbuffer_add(out, text, len);
+  x_->bytes_out += static_cast<size_t>(n) + len;
+  finishRequest(false);
+}
+
+}  // namespace gw::downstream

@@ -1,0 +1,23 @@
+#pragma once
+// The pipeline stages' shared helpers (filters/ only; not part of the module's interface).
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "gateway/filters/context.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/policy/policy.h"
+
+namespace gw::filters::detail {
+
+constexpr size_t kMaxEchoedValue = 64;
+
+// A value from the request, escaped and shortened for an error message.
+std::string quoted(std::string_view v);
+// The policy decision on `view` (403 with the rule's reason when denied).
+FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept;
+// Legacy inspection: route and policy on the body's view (legacy_stage.cc).
+FilterStatus legacyBodyStage(RequestContext& ctx, std::string_view body) noexcept;
+
+}  // namespace gw::filters::detail
