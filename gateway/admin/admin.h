@@ -1,4 +1,5 @@
 #pragma once
+// admin/: the read-only operator endpoints of a running gateway, served off the data path.
 // The admin listener (loopback by default): /healthz, /readyz, /metrics, /config, /explain.
 // It runs on its own thread and event_base with libevent's evhttp (acceptable off the data
 // path) and only reads what proxy::Shared publishes: the snapshot, the atomics, the metrics

@@ -1,5 +1,8 @@
 #pragma once
-// config/: one YAML walker settings/ and policy/ build their schemas on: key checks with
+// config/: what the gateway.yaml and policy-file loaders share — the value grammars
+// (durations, sizes, addresses), host resolution, diagnostics, the file reader, and the YAML
+// walker their schemas are built on.
+// One YAML walker settings/ and policy/ build their schemas on: key checks with
 // did-you-mean hints, duplicate keys, marks, typed scalar readers, error collection. A schema
 // (settings/loader.cc for gateway.yaml, policy/loader.cc for policy files) walks each mapping
 // with entries() and reads each value with a reader; every problem becomes a Diagnostic with

@@ -1,4 +1,7 @@
 #pragma once
+// core/: the building blocks every module uses, with no libevent and no sockets — errors as
+// values, GW_ASSERT, RFC 9110 ASCII classes, CIDR ranges, the `*` glob matcher, the
+// injectable clock, the table of request outcomes and the per-second log-line budget.
 // Errors as values. `Error` carries a short human message; `Result<T>` is the
 // std::expected alias used outside the pure parsers (the pure parsers return small status
 // structs so they also build with clang 14 for fuzzing, whose library lacks <expected>).

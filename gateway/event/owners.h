@@ -1,4 +1,6 @@
 #pragma once
+// event/: the libevent layer under the connections — RAII owners of every libevent handle,
+// timers bound to their owner, and event::Socket, the client socket without a bufferevent.
 // RAII owners of libevent handles. Every event_base, event, bufferevent, evbuffer and
 // evconnlistener in the gateway lives in one of these; no bare *_free calls elsewhere.
 

@@ -1,4 +1,7 @@
 #pragma once
+// filters/: the request pipeline — the per-request context, the stages in their fixed order
+// (transport, MCP contract, route, identity, policy, body verification), which rate limits
+// apply, the compiled snapshot they run against, and the /config and /explain answers.
 // The request pipeline: a fixed sequence of stages over one RequestContext. The order is
 // the core's, not the stages': transport rules → MCP contract (version gate, headers,
 // method rules) → route → [identity → policy → rate limit: later] → body verification.

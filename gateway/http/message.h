@@ -1,4 +1,7 @@
 #pragma once
+// http/: HTTP/1.1 without I/O or policy — the strict head parser (llhttp plus the RFC 9112
+// checks it lacks), head views, Host/authority rules, the chunked decoder, which fields a
+// proxy forwards, and head serialisation.
 // HTTP/1.1 message heads as views. Every string_view points into the caller's contiguous
 // head bytes (the connection pulls the head up into one block before parsing), so a parsed
 // head costs no heap string per field. The vectors are owned by the connection and reused

@@ -1,4 +1,8 @@
 #pragma once
+// mcp/: the MCP and JSON-RPC rules — the Mcp-* header contract and its base64 sentinels,
+// method names, body verification, the legacy body view, exact number comparison, the
+// request-id scan, learned x-mcp-header annotations, session-id wrapping, and the JSON-RPC
+// error bodies the gateway answers with.
 // JSON-RPC 2.0 error bodies for everything the gateway answers itself on the MCP endpoint,
 // and the codes it uses. Spec-defined codes keep their meaning; gateway-specific codes sit
 // outside -32768..-32000 (spec item 73).

@@ -1,4 +1,6 @@
 #pragma once
+// metrics/: every counter and histogram the gateway exports, their bounded label sets, and
+// the registry admin/ scrapes.
 // Metrics: recorded per worker without locks, merged on scrape, exposed as Prometheus text
 // (prometheus-cpp's TextSerializer writes the exposition format). Beside the pipeline: proxy/
 // records, admin/ scrapes; nothing here touches sockets.

@@ -1,10 +1,11 @@
 #pragma once
-// policy/: identity and per-tool rules, the stage after routing. Policy files (YAML) are
-// parsed, validated and compiled once into an immutable PolicySet; on the request path
-// authenticate() turns the Authorization header into an Identity (API key or JWT) and
-// decide() walks the ordered rules (first match wins, then `default`). Both are noexcept,
-// read no files and never log or return credential contents. Matching uses the DECODED
-// Mcp-* values (sentinels already decoded by mcp/contract.h).
+// policy/: who the caller is and what it may do — API-key and JWT identity, the ordered
+// per-tool rules and the rate limits the policy files declare, for the stages after routing.
+// Policy files (YAML) are parsed, validated and compiled once into an immutable PolicySet;
+// on the request path authenticate() turns the Authorization header into an Identity (API key
+// or JWT) and decide() walks the ordered rules (first match wins, then `default`). Both are
+// noexcept, read no files and never log or return credential contents. Matching uses the
+// DECODED Mcp-* values (sentinels already decoded by mcp/contract.h).
 
 #include <chrono>
 #include <cstdint>

@@ -1,4 +1,7 @@
 #pragma once
+// ratelimit/: the buckets behind the rate-limit stage — the GCRA arithmetic and 429 header
+// lines both backends share, the process-wide local buckets, and the per-worker Redis limiter
+// with its on_error fallback.
 // Process-wide GCRA buckets for `backend: local` limits, and the fallback of the Redis
 // backend. One LocalLimiter per process, shared by every worker thread: keys are spread over
 // striped mutexes (each stripe an unordered_map key → TAT), so workers contend only when

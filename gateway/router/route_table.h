@@ -1,5 +1,7 @@
 #pragma once
-// router/: the route table, compiled once from Settings::routes (globs built at load time)
+// router/: which route, and so which upstream, a request goes to — the `*` pattern language
+// of routes and policy rules, and the route table compiled from Settings::routes.
+// The route table, compiled once from Settings::routes (globs built at load time)
 // and held in the immutable settings snapshot. The route filter asks it, after the MCP
 // header contract has been read, which route (and so which upstream) a request goes to.
 // match() is pure, noexcept and allocation-free.

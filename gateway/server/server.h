@@ -1,4 +1,7 @@
 #pragma once
+// server/: the process around the request path — worker threads with their listeners,
+// accept limits and connection reaping, drain on SIGTERM/SIGINT, reload on SIGHUP or a
+// watched file change, and the `mcp-gateway healthcheck` probe.
 // The process: worker threads (one event_base each, SO_REUSEPORT listener each), the
 // signal loop on the main thread (SIGTERM/SIGINT drain, SIGHUP reload), and the admin
 // listener. main.cc builds a Server from a validated Settings and calls run().

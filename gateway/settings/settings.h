@@ -1,4 +1,6 @@
 #pragma once
+// settings/: gateway.yaml — its schema (every key with its default and checks), the loader
+// that reports every problem with file:line:column, and the immutable Settings it produces.
 // The immutable settings snapshot: gateway.yaml parsed, validated whole and compiled once.
 // Workers hold a std::shared_ptr<const Settings>; each request keeps the snapshot it started
 // with. Nothing on the request path re-reads YAML.

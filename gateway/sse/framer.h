@@ -1,4 +1,6 @@
 #pragma once
+// sse/: text/event-stream as the response relay sees it — event boundaries (where a
+// keep-alive comment may go) and bounded capture of each event's data.
 // Incremental text/event-stream framer (WHATWG HTML §9.2 event stream format). Pure.
 //
 // The proxy shows it every payload byte of an SSE response, in order, as the bytes pass

@@ -1,4 +1,7 @@
 #pragma once
+// upstream/: everything on the way to an MCP server — per-worker connection pools, one
+// HTTP/1.1 upstream request (connect, retry, head, de-chunking, timeouts), the timeout
+// decisions, and the direct socket reads its bufferevents use.
 // Per-worker upstream connection pools. One Pools object per worker (never shared across
 // threads); it owns every idle keep-alive connection to every endpoint of every upstream and
 // hands them out as Leases. An idle connection that the upstream closes, that receives
