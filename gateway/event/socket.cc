@@ -14,7 +14,8 @@ namespace {
 
 // Reads go straight into the input, up to 16 KiB at once, but a read into an empty input (the
 // start of a request: most are well under 4 KiB) reserves only 4 KiB, so the many connections
-// that each hold one small request at a time do not each hold a 16 KiB block.
+// that each hold one small request at a time do not each hold a 16 KiB block — unless the
+// last read filled what it asked for (a body streaming in), which keeps reading 16 KiB.
 constexpr ev_ssize_t kReadBytes = 16 * 1024;
 constexpr ev_ssize_t kFirstReadBytes = 4 * 1024;
 
@@ -164,7 +165,7 @@ void Socket::onReadable(evutil_socket_t fd, short, void* arg) {
   auto* s = static_cast<Socket*>(arg);
   evbuffer* in = s->input();
   const size_t have = in != nullptr ? evbuffer_get_length(in) : 0;
-  ev_ssize_t want = have == 0 ? kFirstReadBytes : kReadBytes;
+  ev_ssize_t want = have == 0 && !s->last_read_full_ ? kFirstReadBytes : kReadBytes;
   if (s->read_high_ > 0) {
     if (have >= s->read_high_) {
       s->updateRead();  // full: reads wait for the reader to drain it
@@ -195,6 +196,7 @@ void Socket::onReadable(evutil_socket_t fd, short, void* arg) {
     }
     evbuffer_commit_space(in, vec, used);
   }
+  s->last_read_full_ = got == want;
   if (got < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
     return;
   }

@@ -89,8 +89,9 @@ class Socket {
   int32_t write_timeout_ms_ = 0;
   evutil_socket_t fd_ = -1;
   bool read_enabled_ = false;
-  bool read_pending_ = false;  // read_ev_ is added
-  bool writing_ = false;       // write_ev_ is added
+  bool read_pending_ = false;    // read_ev_ is added
+  bool writing_ = false;         // write_ev_ is added
+  bool last_read_full_ = false;  // the last read took all it asked for (more is coming)
 };
 
 }  // namespace gw::event

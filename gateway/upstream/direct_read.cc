@@ -14,10 +14,7 @@ namespace gw::upstream {
 
 namespace {
 
-// Up to 16 KiB per read, but 4 KiB into an empty input (the start of an answer: most are
-// small, and the block moves whole to the client's output, where it waits to be written).
 constexpr ev_ssize_t kReadBytes = 16 * 1024;
-constexpr ev_ssize_t kFirstReadBytes = 4 * 1024;
 
 void onReadable(evutil_socket_t fd, short what, void* arg) {
   auto* bev = static_cast<bufferevent*>(arg);
@@ -26,8 +23,8 @@ void onReadable(evutil_socket_t fd, short what, void* arg) {
   if ((what & EV_TIMEOUT) != 0) {
     failure = BEV_EVENT_READING | BEV_EVENT_TIMEOUT;
   } else {
+    ev_ssize_t want = kReadBytes;
     size_t have = evbuffer_get_length(in);
-    ev_ssize_t want = have == 0 ? kFirstReadBytes : kReadBytes;
     if (bev->wm_read.high > 0) {
       if (have >= bev->wm_read.high) {
         return;  // full: the watermark callback suspends reading
