@@ -201,6 +201,15 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
                 std::find(versions.begin(), versions.end(), ctx.mcp.version) != versions.end();
   if (!ctx.trusted) {
     if (s.mcp.legacy == settings::LegacyMode::kPassthrough) {
+      // The 2025 transport has POST, GET (the standalone stream) and DELETE (the end of a
+      // session); HEAD and OPTIONS (CORS preflight) carry no call. Any other method would
+      // reach the server with a body no rule ever saw (a PUT carrying a tools/call).
+      if (head.method != "POST" && head.method != "GET" && head.method != "DELETE" &&
+          head.method != "HEAD" && head.method != "OPTIONS") {
+        FilterStatus st = methodNotAllowed(ctx);
+        ctx.reply.extra_headers = "Allow: POST, GET, DELETE\r\n";
+        return st;
+      }
       ctx.legacy = true;  // headers not trusted for any decision
       const bool has_body =
           head.framing == http::BodyFraming::kChunked ||
