@@ -571,3 +571,72 @@ TEST_CASE("exchange: SSE relay, backpressure and cancellation", "[proxy][exchang
     CHECK(x.outcome == Outcome::kComplete);
   }
 }
+
+TEST_CASE("exchange: the answer's own timeouts cut it (fake clock)", "[proxy][exchange][sse]") {
+  const std::string body = callBody();
+  struct Row {
+    const char* what;
+    const char* keys;
+    Outcome outcome;
+  };
+  const std::vector<Row> rows = {
+      {"stream_idle_timeout", "    stream_idle_timeout: 10ms\n", Outcome::kStreamIdleTimeout},
+      {"max_duration", "    max_duration: 10ms\n", Outcome::kMaxDuration},
+  };
+  for (const Row& r : rows) {
+    DYNAMIC_SECTION(r.what) {
+      Harness h;
+      FakeUpstream up(h.base(), [](FakeUpstream&, bufferevent* bev, const std::string&) {
+        FakeUpstream::send(bev, sseHead() + chunk("data: 1\n\n"));
+      });
+      h.configure(up.port(), "", "", r.keys);
+      auto& x = h.send(toolsCall("echo", body.size()), body);
+      h.run([&] { return h.stream.data == "data: 1\n\n"; });
+      REQUIRE(h.stream.status == 200);
+      h.clock().advance(1s);  // the stream went quiet (and old) on the fake clock
+      h.runUntilDone();
+      CHECK(h.stream.reset);
+      CHECK(x.outcome == r.outcome);
+      CHECK(x.status == 200);  // the status that was relayed
+    }
+  }
+}
+
+TEST_CASE("exchange: more answers given without the upstream", "[proxy][exchange]") {
+  const std::string body = callBody();
+  SECTION("413: a Content-Length over max_body_bytes") {
+    Harness h;
+    FakeUpstream up(h.base(), answerJson);
+    h.configure(up.port(), "limits:\n  max_body_bytes: 16\n");
+    auto& x = h.send(toolsCall("echo", body.size()), body);
+    REQUIRE(h.stream.local);
+    CHECK(h.stream.reply.status == 413);
+    CHECK(x.outcome == Outcome::kBodyTooLarge);
+  }
+  SECTION("403: a policy rule denies the tool") {
+    Harness h;
+    FakeUpstream up(h.base(), answerJson);
+    h.configure(up.port(), "",
+                "rules:\n  - name: no-delete\n    match: { method: tools/call, name: delete_all }\n"
+                "    action: deny\n");
+    auto& x = h.send(toolsCall("delete_all", body.size()), callBody("delete_all"));
+    h.runUntilDone();
+    REQUIRE(h.stream.local);
+    CHECK(h.stream.reply.status == 403);
+    CHECK(x.outcome == Outcome::kPolicyDenied);
+    CHECK(up.requests().empty());
+  }
+  SECTION("404: a legacy session id no endpoint issued") {
+    Harness h;
+    FakeUpstream up(h.base(), answerJson);
+    h.configure(up.port());
+    auto& x = h.send(
+        "GET /mcp HTTP/1.1\r\nHost: gw\r\nAccept: text/event-stream\r\n"
+        "Mcp-Session-Id: forged.abc\r\n\r\n");
+    h.runUntilDone();
+    REQUIRE(h.stream.local);
+    CHECK(h.stream.reply.status == 404);
+    CHECK(x.outcome == Outcome::kSessionNotFound);
+    CHECK(up.requests().empty());
+  }
+}
