@@ -114,8 +114,10 @@ class Exchange final : public downstream::StreamCallbacks,
   void nextLimit();
   bool onLimitDecision(const ratelimit::Decision& d);
   void limitsPassed();
-  // upstream
+  // upstream (one request today: `up_`; the callbacks say which request reports, so a
+  // fan-out exchange can own several)
   void connectUpstream();
+  void upstreamError(upstream::UpstreamError e);
   void buildUpstreamHead();
   void writeRequest();
   void rememberSentId();
@@ -126,13 +128,13 @@ class Exchange final : public downstream::StreamCallbacks,
   void upstreamFailed(int status, int code, const char* message, Outcome outcome);
   // `record`: the attempt's duration metric (not when the connection is torn down under it).
   void releaseUpstream(bool record = true);
-  bool onUpstreamHeaders(const http::ResponseHead& resp) override;
-  void onUpstreamData(evbuffer* src, size_t n) override;
-  void onUpstreamComplete() override;
-  void onUpstreamError(upstream::UpstreamError e) override;
-  void onUpstreamWritable() override;
-  void onUpstreamOutput() override;
-  void onUpstreamRetry(core::Nanos attempt_duration) override;
+  bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;
+  void onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) override;
+  void onUpstreamComplete(upstream::Http1Upstream& from) override;
+  void onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) override;
+  void onUpstreamWritable(upstream::Http1Upstream& from) override;
+  void onUpstreamOutput(upstream::Http1Upstream& from) override;
+  void onUpstreamRetry(upstream::Http1Upstream& from, core::Nanos attempt_duration) override;
   // response relay
   bool injectKeepalive() const noexcept;
   void armKeepalive();

@@ -24,7 +24,7 @@ void Exchange::connectUpstream() {
   const bool started = up_.start(up, up_head_, started_, error);
   endpoint_ = up_.endpoint();
   if (!started) {
-    onUpstreamError(error);
+    upstreamError(error);
     return;
   }
   up_open_ = true;
@@ -123,14 +123,14 @@ void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
   }
 }
 
-void Exchange::onUpstreamWritable() {
+void Exchange::onUpstreamWritable(upstream::Http1Upstream&) {
   // Below the low mark again: take more request body from the client.
   if (body_mode == BodyMode::kStream && !request_sent_ && up_open_) {
     stream_->readDisable(false);
   }
 }
 
-void Exchange::onUpstreamOutput() {
+void Exchange::onUpstreamOutput(upstream::Http1Upstream&) {
   stream_->scheduleFlush();
 }
 
@@ -274,7 +274,11 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
   sendLocalReply();
 }
 
-void Exchange::onUpstreamError(upstream::UpstreamError e) {
+void Exchange::onUpstreamError(upstream::Http1Upstream&, upstream::UpstreamError e) {
+  upstreamError(e);
+}
+
+void Exchange::upstreamError(upstream::UpstreamError e) {
   using upstream::UpstreamError;
   switch (e) {
     case UpstreamError::kSessionEndpointDown:
@@ -316,7 +320,7 @@ void Exchange::onUpstreamError(upstream::UpstreamError e) {
   }
 }
 
-void Exchange::onUpstreamRetry(core::Nanos attempt_duration) {
+void Exchange::onUpstreamRetry(upstream::Http1Upstream&, core::Nanos attempt_duration) {
   recordAttempt(Outcome::kConnectFailed, attempt_duration);
 }
 

@@ -32,7 +32,7 @@ timeval toTimeval(std::chrono::milliseconds d) {
 
 }  // namespace
 
-bool Exchange::onUpstreamHeaders(const http::ResponseHead& resp) {
+bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseHead& resp) {
   if (!upstreamSessionValid(resp)) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                    "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
@@ -108,7 +108,7 @@ void Exchange::armKeepalive() {
 // Moves n payload bytes from the upstream to the client, letting the SSE framer and the
 // tools/list capture look at them on the way. A slow client stops the upstream reads until
 // its output drains (onBelowLowWatermark).
-void Exchange::onUpstreamData(evbuffer* in, size_t n) {
+void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) {
   if (n == 0) {
     return;
   }
@@ -171,7 +171,7 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
   x->armKeepalive();
 }
 
-void Exchange::onUpstreamComplete() {
+void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
   if (capture_json_ && !capture_.empty()) {
     learnTools(capture_);
   }

@@ -181,7 +181,7 @@ bool Http1Upstream::retryConnect() {
     return false;
   }
   pools_->markFailed(lease_);
-  cb_->onUpstreamRetry(attemptDuration());
+  cb_->onUpstreamRetry(*this, attemptDuration());
   Lease failed = std::move(lease_);
   lease_ = Lease{};
   bufferevent_setcb(failed.bev.get(), nullptr, nullptr, nullptr, nullptr);
@@ -201,7 +201,8 @@ bool Http1Upstream::retryConnect() {
     fail(UpstreamError::kConnectFailed);
     return true;
   }
-  cb_->onUpstreamOutput();  // a pooled connection is written by the flush, like any first write
+  cb_->onUpstreamOutput(
+      *this);  // a pooled connection is written by the flush, like any first write
   return true;
 }
 
@@ -221,7 +222,7 @@ void Http1Upstream::release(bool reusable) noexcept {
 
 void Http1Upstream::fail(UpstreamError e) {
   release(false);
-  cb_->onUpstreamError(e);
+  cb_->onUpstreamError(*this, e);
 }
 
 void Http1Upstream::armTimer() {
@@ -321,7 +322,7 @@ void Http1Upstream::onWrite(bufferevent* ub, void* arg) {
     bufferevent_disable(ub, EV_WRITE);  // the next bytes go out with the worker's flush
   }
   if (!u->request_complete_) {
-    u->cb_->onUpstreamWritable();  // below the low mark again: more request body
+    u->cb_->onUpstreamWritable(*u);  // below the low mark again: more request body
   }
 }
 
@@ -341,10 +342,10 @@ void Http1Upstream::onEvent(bufferevent*, short what, void* arg) {
       // What is left is the end of the body: the close ends it.
       evbuffer* in = bufferevent_get_input(u->lease_.bev.get());
       if (size_t n = evbuffer_get_length(in); n > 0) {
-        u->cb_->onUpstreamData(in, n);
+        u->cb_->onUpstreamData(*u, in, n);
       }
       u->release(false);
-      u->cb_->onUpstreamComplete();
+      u->cb_->onUpstreamComplete(*u);
       return;
     }
     u->fail(UpstreamError::kReset);
@@ -398,7 +399,7 @@ void Http1Upstream::parseHead() {
   }
   resp_started_ = true;
   resp_remaining_ = resp_.framing == http::BodyFraming::kContentLength ? resp_.content_length : 0;
-  if (!cb_->onUpstreamHeaders(resp_)) {
+  if (!cb_->onUpstreamHeaders(*this, resp_)) {
     return;  // refused (and released) by the owner
   }
   armTimer();
@@ -417,7 +418,7 @@ void Http1Upstream::relayBody() {
     case http::BodyFraming::kContentLength: {
       size_t n = std::min<uint64_t>(resp_remaining_, evbuffer_get_length(in));
       if (n > 0) {
-        cb_->onUpstreamData(in, n);
+        cb_->onUpstreamData(*this, in, n);
       }
       resp_remaining_ -= n;
       if (resp_remaining_ == 0) {
@@ -428,7 +429,7 @@ void Http1Upstream::relayBody() {
     }
     case http::BodyFraming::kUntilClose:
       if (size_t n = evbuffer_get_length(in); n > 0) {
-        cb_->onUpstreamData(in, n);
+        cb_->onUpstreamData(*this, in, n);
       }
       break;
     case http::BodyFraming::kChunked: {
@@ -470,14 +471,14 @@ void Http1Upstream::relayBody() {
         evbuffer_drain(in, used);
         if (last == Kind::kError) {
           if (size_t n = evbuffer_get_length(batch); n > 0) {
-            cb_->onUpstreamData(batch, n);  // what came before is the client's
+            cb_->onUpstreamData(*this, batch, n);  // what came before is the client's
           }
           fail(UpstreamError::kBadChunk);
           return;
         }
         if (last == Kind::kDone) {
           if (size_t n = evbuffer_get_length(batch); n > 0) {
-            cb_->onUpstreamData(batch, n);
+            cb_->onUpstreamData(*this, batch, n);
           }
           complete();
           return;
@@ -503,7 +504,7 @@ void Http1Upstream::relayBody() {
         }
       }
       if (size_t n = evbuffer_get_length(batch); n > 0) {
-        cb_->onUpstreamData(batch, n);
+        cb_->onUpstreamData(*this, batch, n);
       }
       break;
     }
@@ -521,7 +522,7 @@ void Http1Upstream::complete() {
                         evbuffer_get_length(bufferevent_get_input(lease_.bev.get())) == 0 &&
                         evbuffer_get_length(bufferevent_get_output(lease_.bev.get())) == 0;
   release(reusable);
-  cb_->onUpstreamComplete();
+  cb_->onUpstreamComplete(*this);
 }
 
 }  // namespace gw::upstream

@@ -48,22 +48,26 @@ enum class UpstreamError : uint8_t {
 // The request outcome an error stands for (log, metrics).
 core::Outcome outcomeOf(UpstreamError e) noexcept;
 
+class Http1Upstream;
+
+// Every callback names the upstream request it comes from: an owner of several (a fan-out)
+// is told which one answered, failed or ended.
 class UpstreamCallbacks {
  public:
   // The final response head. False: the owner refused it (and released the request).
-  virtual bool onUpstreamHeaders(const http::ResponseHead& head) = 0;
+  virtual bool onUpstreamHeaders(Http1Upstream& from, const http::ResponseHead& head) = 0;
   // `n` de-framed body bytes at the front of `src`: the owner moves or drains them all.
-  virtual void onUpstreamData(evbuffer* src, size_t n) = 0;
+  virtual void onUpstreamData(Http1Upstream& from, evbuffer* src, size_t n) = 0;
   // The body is complete; the connection went back to the pool when it could.
-  virtual void onUpstreamComplete() = 0;
+  virtual void onUpstreamComplete(Http1Upstream& from) = 0;
   // The request failed and is released.
-  virtual void onUpstreamError(UpstreamError e) = 0;
+  virtual void onUpstreamError(Http1Upstream& from, UpstreamError e) = 0;
   // The request output drained below the low mark: the owner may append more body.
-  virtual void onUpstreamWritable() = 0;
+  virtual void onUpstreamWritable(Http1Upstream& from) = 0;
   // New output is queued for the socket (the owner schedules the worker's flush).
-  virtual void onUpstreamOutput() = 0;
+  virtual void onUpstreamOutput(Http1Upstream& from) = 0;
   // One connect attempt failed and the request moves to the next endpoint.
-  virtual void onUpstreamRetry(core::Nanos attempt_duration) = 0;
+  virtual void onUpstreamRetry(Http1Upstream& from, core::Nanos attempt_duration) = 0;
 
  protected:
   ~UpstreamCallbacks() = default;

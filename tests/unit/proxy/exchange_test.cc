@@ -344,6 +344,7 @@ TEST_CASE("exchange: answers decided before the upstream, from the table", "[pro
     std::string head;
     int status;
     Outcome outcome;
+    std::string req_body = "";  // empty: the tools/call body
   };
   const std::string body = callBody();
   const std::vector<Row> rows = {
@@ -358,6 +359,25 @@ TEST_CASE("exchange: answers decided before the upstream, from the table", "[pro
        "Content-Length: " +
            std::to_string(body.size()) + "\r\n\r\n",
        415, Outcome::kUnsupportedMediaType},
+      {"an Origin not in allowed_origins",
+       "POST /mcp HTTP/1.1\r\nHost: gw\r\nOrigin: http://evil.example\r\n"
+       "Content-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+       "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n",
+       403, Outcome::kOriginForbidden},
+      {"more Mcp-Param fields than max_param_headers",
+       [&] {
+         std::string params;
+         for (int i = 0; i < 40; ++i) {
+           params += "Mcp-Param-P" + std::to_string(i) + ": v\r\n";
+         }
+         return toolsCall("echo", body.size(), params);
+       }(),
+       431, Outcome::kTooManyParamHeaders},
+      {"no Mcp-Method and a body that is not JSON (read, then refused)",
+       "POST /mcp HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+       "MCP-Protocol-Version: 2026-07-28\r\nContent-Length: 9\r\n\r\n",
+       400, Outcome::kBodyInvalid, "not json!"},
       {"tools/call without Mcp-Name",
        "POST /mcp HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nContent-Length: " +
@@ -369,7 +389,7 @@ TEST_CASE("exchange: answers decided before the upstream, from the table", "[pro
       Harness h;
       FakeUpstream up(h.base(), answerJson);
       h.configure(up.port());
-      auto& x = h.send(r.head, body);
+      auto& x = h.send(r.head, r.req_body.empty() ? body : r.req_body);
       h.runUntilDone();
       REQUIRE(h.stream.local);
       CHECK(h.stream.reply.status == r.status);
