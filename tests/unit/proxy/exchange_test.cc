@@ -244,6 +244,10 @@ class Harness {
 
   // Starts a request: `head` is the whole request head, `body` what the client sends.
   gw::proxy::Exchange& send(const std::string& head, const std::string& body = "") {
+    if (x_ != nullptr) {  // the previous request's exchange goes back to the pool
+      x_->cancel();
+      w_.exchanges.give(x_);
+    }
     x_ = w_.exchanges.take(base_.get());
     REQUIRE(x_ != nullptr);
     stream.x = x_;
