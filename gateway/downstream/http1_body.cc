@@ -11,18 +11,10 @@
 
 namespace gw::downstream {
 
-namespace {
-
-void addStr(evbuffer* b, std::string_view s) {
-  evbuffer_add(b, s.data(), s.size());
-}
-
-}  // namespace
-
 void Http1Connection::sendContinue() {
   if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 && !sent_continue_ &&
       down_.inputLength() == 0) {
-    addStr(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
+    event::addString(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
     sent_continue_ = true;
     scheduleFlush();
   }

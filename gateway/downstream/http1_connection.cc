@@ -33,14 +33,6 @@ constexpr size_t kOutLow = Stream::kLowWatermark;
 // (nginx lingering_timeout, Envoy delayed_close_timeout).
 constexpr milliseconds kLingerTime{2000};
 
-timeval toTimeval(milliseconds d) {
-  if (d.count() < 0) {
-    d = milliseconds(0);
-  }
-  return timeval{static_cast<time_t>(d.count() / 1000),
-                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
-}
-
 using event::Sent;
 
 // The outcome (log, metrics label) of a request head that did not parse: one fixed name per
@@ -251,7 +243,7 @@ void Http1Connection::armTimer(milliseconds d) {
     evtimer_del(timer_.get());
     return;
   }
-  timeval tv = toTimeval(d);
+  timeval tv = event::toTimeval(d);
   evtimer_add(timer_.get(), &tv);
 }
 

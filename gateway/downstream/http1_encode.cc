@@ -14,14 +14,6 @@
 
 namespace gw::downstream {
 
-namespace {
-
-void addStr(evbuffer* b, std::string_view s) {
-  evbuffer_add(b, s.data(), s.size());
-}
-
-}  // namespace
-
 void Http1Connection::encodeLocalReply(const filters::LocalReply& r) {
   std::string body = filters::renderReplyBody(r);
   if (!body_done_) {
@@ -44,8 +36,8 @@ void Http1Connection::encodeLocalReply(const filters::LocalReply& r) {
                                                                      : "");
   evbuffer* out = down_.output();
   evbuffer_add(out, head, static_cast<size_t>(n));
-  addStr(out, r.extra_headers);
-  addStr(out, "\r\n");
+  event::addString(out, r.extra_headers);
+  event::addString(out, "\r\n");
   // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
   // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
   const size_t content = x_->head.method == "HEAD" ? 0 : body.size();
@@ -91,7 +83,7 @@ void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
     h.append("Connection: keep-alive\r\n");
   }
   h.append("\r\n");
-  addStr(down_.output(), h);
+  event::addString(down_.output(), h);
   x_->bytes_out += h.size();
   down_.setWriteLow(kLowWatermark);
   scheduleFlush();
@@ -103,9 +95,9 @@ void Http1Connection::encodeData(evbuffer* src, size_t n) {
   if (chunked_out_) {
     char line[24];
     std::string_view sz = http::chunkSizeLine(n, line);
-    addStr(out, sz);
+    event::addString(out, sz);
     evbuffer_remove_buffer(src, out, n);
-    addStr(out, "\r\n");
+    event::addString(out, "\r\n");
     x_->bytes_out += sz.size() + n + 2;
   } else {
     evbuffer_remove_buffer(src, out, n);
@@ -116,7 +108,7 @@ void Http1Connection::encodeData(evbuffer* src, size_t n) {
 
 void Http1Connection::encodeEnd() {
   if (chunked_out_) {
-    addStr(down_.output(), http::kLastChunk);
+    event::addString(down_.output(), http::kLastChunk);
     x_->bytes_out += http::kLastChunk.size();
   }
   if (!body_done_) {

@@ -9,7 +9,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include <chrono>
 #include <memory>
+#include <string_view>
 
 namespace gw::event {
 
@@ -37,6 +39,19 @@ using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
 
 inline EvBufferPtr makeBuffer() {
   return EvBufferPtr(evbuffer_new());
+}
+
+inline void addString(evbuffer* b, std::string_view s) {
+  evbuffer_add(b, s.data(), s.size());
+}
+
+// A duration as libevent takes it (a negative one as 0).
+inline timeval toTimeval(std::chrono::milliseconds d) noexcept {
+  if (d.count() < 0) {
+    d = std::chrono::milliseconds(0);
+  }
+  return timeval{static_cast<time_t>(d.count() / 1000),
+                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
 }
 
 // A one-shot/re-armable timer owned by `owner`; cb(owner) runs on expiry.

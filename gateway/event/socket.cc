@@ -22,6 +22,35 @@ constexpr ev_ssize_t kFirstReadBytes = 4 * 1024;
 
 }  // namespace
 
+ssize_t readInto(evbuffer* in, evutil_socket_t fd, ev_ssize_t want, bool bounded,
+                 int& err) noexcept {
+  evbuffer_iovec vec[2];
+  const int n = evbuffer_reserve_space(in, want, vec, 2);
+  if (n <= 0) {
+    err = ENOMEM;
+    return -1;
+  }
+  iovec iov[2];
+  // The extents may be larger than asked for: bounded, read no more than `want`; otherwise
+  // take all the reserved room (fewer, larger reads on a fast stream).
+  size_t room = bounded ? static_cast<size_t>(want) : SIZE_MAX;
+  for (int i = 0; i < n; ++i) {
+    iov[i].iov_base = vec[i].iov_base;
+    iov[i].iov_len = std::min(vec[i].iov_len, room);
+    room -= iov[i].iov_len;
+  }
+  const ssize_t got = ::readv(fd, iov, n);
+  err = errno;
+  int used = 0;
+  size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+  for (int i = 0; i < n && left > 0; ++i, ++used) {
+    vec[i].iov_len = std::min(vec[i].iov_len, left);
+    left -= vec[i].iov_len;
+  }
+  evbuffer_commit_space(in, vec, used);
+  return got;
+}
+
 Socket::~Socket() {
   close();
 }
@@ -174,30 +203,8 @@ void Socket::onReadable(evutil_socket_t fd, short, void* arg) {
     }
     want = std::min<ev_ssize_t>(want, static_cast<ev_ssize_t>(s->read_high_ - have));
   }
-  evbuffer_iovec vec[2];
-  int n = in != nullptr ? evbuffer_reserve_space(in, want, vec, 2) : -1;
-  ssize_t got = -1;
   int err = ENOMEM;
-  if (n > 0) {
-    iovec iov[2];
-    // The extents may be larger than asked for: under a high mark, read no more than `want`;
-    // otherwise take all the reserved room (fewer, larger reads on a fast stream).
-    size_t room = s->read_high_ > 0 ? static_cast<size_t>(want) : SIZE_MAX;
-    for (int i = 0; i < n; ++i) {
-      iov[i].iov_base = vec[i].iov_base;
-      iov[i].iov_len = std::min(vec[i].iov_len, room);
-      room -= iov[i].iov_len;
-    }
-    got = ::readv(fd, iov, n);
-    err = errno;
-    int used = 0;
-    size_t left = got > 0 ? static_cast<size_t>(got) : 0;
-    for (int i = 0; i < n && left > 0; ++i, ++used) {
-      vec[i].iov_len = std::min(vec[i].iov_len, left);
-      left -= vec[i].iov_len;
-    }
-    evbuffer_commit_space(in, vec, used);
-  }
+  const ssize_t got = in != nullptr ? readInto(in, fd, want, s->read_high_ > 0, err) : -1;
   s->last_read_full_ = got >= want;
   if (got < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
     return;

@@ -26,6 +26,12 @@ namespace gw::event {
 
 enum class Sent : uint8_t { kNothing, kDrained, kPartial };
 
+// One readv from `fd` straight into `in`: `want` bytes of room are reserved; `bounded` reads
+// no more than that, otherwise all the room the buffer gave. Returns what readv returned
+// (-1 with err = ENOMEM when no room could be had); `err` is its errno.
+ssize_t readInto(evbuffer* in, evutil_socket_t fd, ev_ssize_t want, bool bounded,
+                 int& err) noexcept;
+
 class Socket {
  public:
   using ReadFn = void (*)(void* arg);

@@ -22,14 +22,6 @@ bool isEventStream(const http::ResponseHead& r) {
   return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
 }
 
-timeval toTimeval(std::chrono::milliseconds d) {
-  if (d.count() < 0) {
-    d = std::chrono::milliseconds(0);
-  }
-  return timeval{static_cast<time_t>(d.count() / 1000),
-                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
-}
-
 }  // namespace
 
 bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseHead& resp) {
@@ -100,7 +92,7 @@ bool Exchange::injectKeepalive() const noexcept {
 
 void Exchange::armKeepalive() {
   if (injectKeepalive()) {
-    timeval tv = toTimeval(s_->mcp.sse_keepalive);
+    timeval tv = event::toTimeval(s_->mcp.sse_keepalive);
     evtimer_add(keepalive_timer.get(), &tv);
   }
 }

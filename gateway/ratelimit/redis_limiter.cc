@@ -47,13 +47,6 @@ std::chrono::milliseconds usToMsCeil(long long us) noexcept {
   return std::chrono::milliseconds((us + 999) / 1000);
 }
 
-timeval toTimeval(std::chrono::milliseconds ms) noexcept {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
 // A {allowed, retry µs, remaining, reset µs} reply → Decision; nullopt if malformed.
 std::optional<Decision> parseReply(const redisReply* r) noexcept {
   if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 4) {
@@ -164,7 +157,7 @@ uint64_t RedisLimiter::check(std::string key, const Rate& r, Callback cb) {
     pending_.erase(id);  // out of memory: see the contract of check()
     return 0;
   }
-  timeval tv = toTimeval(timeout_);
+  timeval tv = event::toTimeval(timeout_);
   evtimer_add(ref.timer.get(), &tv);
   if (!ctx_) {
     connect();

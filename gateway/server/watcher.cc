@@ -15,11 +15,6 @@ namespace {
 
 constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF;
 
-timeval toTimeval(std::chrono::milliseconds d) {
-  return timeval{static_cast<time_t>(d.count() / 1000),
-                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
-}
-
 }  // namespace
 
 FileWatcher::FileWatcher(event_base* base, std::function<void()> on_change,
@@ -89,7 +84,7 @@ void FileWatcher::onReadable(evutil_socket_t fd, short, void* arg) {
     }
   }
   if (relevant) {
-    timeval tv = toTimeval(self->debounce_);
+    timeval tv = event::toTimeval(self->debounce_);
     evtimer_add(self->timer_.get(), &tv);  // re-adding pushes the deadline back
   }
 }

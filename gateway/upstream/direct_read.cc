@@ -5,11 +5,11 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent_struct.h>
 #include <event2/event.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
+
+#include "gateway/event/socket.h"
 
 namespace gw::upstream {
 
@@ -32,32 +32,10 @@ void onReadable(evutil_socket_t fd, short what, void* arg) {
       }
       want = std::min<ev_ssize_t>(want, static_cast<ev_ssize_t>(bev->wm_read.high - have));
     }
-    evbuffer_iovec vec[2];
     // A socket bufferevent keeps its input's end frozen; libevent's read thaws it the same way.
     evbuffer_unfreeze(in, 0);
-    int n = evbuffer_reserve_space(in, want, vec, 2);
-    ssize_t got = -1;
     int err = ENOMEM;
-    if (n > 0) {
-      iovec iov[2];
-      // The extents may be larger than asked for: under a high mark, read no more than `want`;
-      // otherwise take all the reserved room (fewer, larger reads on a fast stream).
-      size_t room = bev->wm_read.high > 0 ? static_cast<size_t>(want) : SIZE_MAX;
-      for (int i = 0; i < n; ++i) {
-        iov[i].iov_base = vec[i].iov_base;
-        iov[i].iov_len = std::min(vec[i].iov_len, room);
-        room -= iov[i].iov_len;
-      }
-      got = ::readv(fd, iov, n);
-      err = errno;
-      int used = 0;
-      size_t left = got > 0 ? static_cast<size_t>(got) : 0;
-      for (int i = 0; i < n && left > 0; ++i, ++used) {
-        vec[i].iov_len = std::min(vec[i].iov_len, left);
-        left -= vec[i].iov_len;
-      }
-      evbuffer_commit_space(in, vec, used);
-    }
+    const ssize_t got = event::readInto(in, fd, want, bev->wm_read.high > 0, err);
     evbuffer_freeze(in, 0);
     if (got < 0) {
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {

@@ -18,14 +18,6 @@ using std::chrono::milliseconds;
 // Upstream response heads are bounded like request heads, with room to spare.
 constexpr size_t kMaxResponseHead = 64 * 1024;
 
-timeval toTimeval(milliseconds d) {
-  if (d.count() < 0) {
-    d = milliseconds(0);
-  }
-  return timeval{static_cast<time_t>(d.count() / 1000),
-                 static_cast<suseconds_t>((d.count() % 1000) * 1000)};
-}
-
 bool writeEnabled(bufferevent* bev) {
   return (bufferevent_get_enabled(bev) & EV_WRITE) != 0;
 }
@@ -234,7 +226,7 @@ void Http1Upstream::armTimer() {
     return;
   }
   auto d = std::chrono::duration_cast<milliseconds>(deadline - clock_->now()) + milliseconds(1);
-  timeval tv = toTimeval(d);
+  timeval tv = event::toTimeval(d);
   evtimer_add(timer_.get(), &tv);
 }
 
