@@ -26,10 +26,7 @@ void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
   stream_ = &stream;
   snap_ = std::move(snap);
   s_ = snap_->settings.get();
-  peer_ = peer;
-  // Nothing of the previous request may outlive it (its route points into the snapshot it
-  // ran on).
-  ctx_.reset();
+  peer_ = peer;  // (the pool's give() dropped the previous request's context)
   status = 0;
   bytes_in = bytes_out = 0;
   outcome = Outcome::kNone;
@@ -48,7 +45,6 @@ void Exchange::prepare() {
   ctx_.head = &head;
   ctx_.client_ip = http::clientAddress(head.fields, peer_, s_->trusted_proxies);  // views head_buf
   body_mode = BodyMode::kNone;
-  request_sent_ = false;
   resp_started = false;
   body_read = false;
   limits_done_ = false;
@@ -287,7 +283,6 @@ void Exchange::finish() {
   }
   releaseBody();
   releaseUpstream();
-  countSse(false);
 }
 
 void Exchange::cancel() {
@@ -297,7 +292,6 @@ void Exchange::cancel() {
     redis_owner_ = nullptr;
   }
   releaseUpstream(false);  // closed, never pooled
-  countSse(false);
   releaseBody();
 }
 

@@ -180,10 +180,9 @@ class Exchange final : public downstream::StreamCallbacks,
   std::string xff_;                               // the X-Forwarded-For value up_head_ views
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
   core::Nanos started_{};
-  bool up_open_ = false;       // up_ was started and has not ended (counted in streams)
-  bool request_sent_ = false;  // every request byte handed to the upstream request
-  bool forwarded_ = false;     // this request got an upstream connection (metrics: tools)
-  bool up_drained_ = false;    // flushUpstream wrote the upstream output whole
+  bool up_open_ = false;     // up_ was started and has not ended (counted in streams)
+  bool forwarded_ = false;   // this request got an upstream connection (metrics: tools)
+  bool up_drained_ = false;  // flushUpstream wrote the upstream output whole
   // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
   // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
   int session_endpoint_ = -1;

@@ -92,12 +92,10 @@ void Exchange::writeRequest() {
   if (body_mode == BodyMode::kBuffer) {
     evbuffer_add_buffer(up_.output(), body.get());
     releaseBody();
-    request_sent_ = true;
     up_.requestComplete();
   } else if (body_mode == BodyMode::kStream) {
     stream_->readBody(downstream::BodyRead::kStream);  // onBodyData from here on
   } else {
-    request_sent_ = true;
     up_.requestComplete();
   }
   stream_->scheduleFlush();
@@ -116,7 +114,6 @@ void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
     stream_->scheduleFlush();
   }
   if (end) {
-    request_sent_ = true;
     up_.requestComplete();
   } else if (evbuffer_get_length(out) > downstream::Stream::kHighWatermark) {
     stream_->readDisable(true);
@@ -124,8 +121,9 @@ void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
 }
 
 void Exchange::onUpstreamWritable(upstream::Http1Upstream&) {
-  // Below the low mark again: take more request body from the client.
-  if (body_mode == BodyMode::kStream && !request_sent_ && up_open_) {
+  // Below the low mark again, and the body not all sent (Http1Upstream asks only then): take
+  // more of it from the client.
+  if (body_mode == BodyMode::kStream && up_open_) {
     stream_->readDisable(false);
   }
 }

@@ -87,7 +87,6 @@ struct UpstreamRequestHead {
 
 class Http1Upstream {
  public:
-  static constexpr size_t kOutHigh = 256 * 1024;
   static constexpr size_t kOutLow = 64 * 1024;
 
   Http1Upstream() = default;
