@@ -72,9 +72,9 @@ struct Contribution {
 };
 
 struct Conflict {
-  std::string key;       // the colliding name / uri / uriTemplate
-  size_t kept = 0;       // index (into the contributions) of the upstream that keeps it
-  size_t hidden = 0;     // index of the one whose item is hidden
+  std::string key;    // the colliding name / uri / uriTemplate
+  size_t kept = 0;    // index (into the contributions) of the upstream that keeps it
+  size_t hidden = 0;  // index of the one whose item is hidden
 };
 
 struct MergedItems {
@@ -216,7 +216,8 @@ bool ackNotifications(std::string_view json, std::string& notifications_object);
 // The merged acknowledgement: {"jsonrpc":"2.0","method":"notifications/subscriptions/
 // acknowledged","params":{"notifications":<merged>,"_meta":{"io.modelcontextprotocol/
 // subscriptionId":<subscription_id_json>}}}.
-std::string ackMessage(std::string_view merged_notifications, std::string_view subscription_id_json);
+std::string ackMessage(std::string_view merged_notifications,
+                       std::string_view subscription_id_json);
 
 // For a notification method, the list kind whose list it says changed
 // (notifications/tools/list_changed, …/prompts/…, …/resources/list_changed → kResources and
