@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -175,10 +176,14 @@ class TaskTable {
     core::Nanos expires;
     uint64_t seq;
   };
+  struct Hash {  // find() looks up a string_view without allocating (as Ownership)
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept;
+  };
   size_t capacity_;
   core::Nanos ttl_;
   uint64_t seq_ = 0;
-  std::unordered_map<std::string, Entry> map_;
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> map_;
 };
 
 // The taskId a tools/call (or tasks/*) answer created, if any: result.task.taskId or
