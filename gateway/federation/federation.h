@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -72,9 +73,9 @@ struct Contribution {
 };
 
 struct Conflict {
-  std::string key;       // the colliding name / uri / uriTemplate
-  size_t kept = 0;       // index (into the contributions) of the upstream that keeps it
-  size_t hidden = 0;     // index of the one whose item is hidden
+  std::string key;    // the colliding name / uri / uriTemplate
+  size_t kept = 0;    // index (into the contributions) of the upstream that keeps it
+  size_t hidden = 0;  // index of the one whose item is hidden
 };
 
 struct MergedItems {
@@ -175,10 +176,14 @@ class TaskTable {
     core::Nanos expires;
     uint64_t seq;
   };
+  struct Hash {  // find() looks up a string_view without allocating (as Ownership)
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept;
+  };
   size_t capacity_;
   core::Nanos ttl_;
   uint64_t seq_ = 0;
-  std::unordered_map<std::string, Entry> map_;
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> map_;
 };
 
 // The taskId a tools/call (or tasks/*) answer created, if any: result.task.taskId or
@@ -216,7 +221,8 @@ bool ackNotifications(std::string_view json, std::string& notifications_object);
 // The merged acknowledgement: {"jsonrpc":"2.0","method":"notifications/subscriptions/
 // acknowledged","params":{"notifications":<merged>,"_meta":{"io.modelcontextprotocol/
 // subscriptionId":<subscription_id_json>}}}.
-std::string ackMessage(std::string_view merged_notifications, std::string_view subscription_id_json);
+std::string ackMessage(std::string_view merged_notifications,
+                       std::string_view subscription_id_json);
 
 // For a notification method, the list kind whose list it says changed
 // (notifications/tools/list_changed, …/prompts/…, …/resources/list_changed → kResources and

@@ -1,0 +1,60 @@
+// subscriptions/listen: the acknowledgement each upstream sends read, the merged one the
+// gateway sends built, and which list a list_changed notification makes stale (see
+// federation.h).
+
+#include "gateway/federation/federation.h"
+#include "gateway/federation/json_scan.h"
+
+namespace gw::federation {
+
+bool ackNotifications(std::string_view json, std::string& notifications_object) {
+  size_t root = 0;
+  size_t end = 0;
+  if (json::validate(json) != json::Validity::kValid || !json::rootSpan(json, root, end) ||
+      json[root] != '{') {
+    return false;
+  }
+  std::string method;
+  if (!json::stringMember(json, root, "method", method) ||
+      method != "notifications/subscriptions/acknowledged") {
+    return false;
+  }
+  size_t params = 0;
+  if (!json::findMember(json, root, "params", params, end) || json[params] != '{') {
+    return false;
+  }
+  size_t begin = 0;
+  if (!json::findMember(json, params, "notifications", begin, end) || json[begin] != '{') {
+    return false;
+  }
+  notifications_object.assign(json.substr(begin, end - begin));
+  return true;
+}
+
+std::string ackMessage(std::string_view merged_notifications,
+                       std::string_view subscription_id_json) {
+  std::string out;
+  out.reserve(160 + merged_notifications.size() + subscription_id_json.size());
+  out.append(R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",)");
+  out.append(R"("params":{"notifications":)");
+  out.append(merged_notifications);
+  out.append(R"(,"_meta":{"io.modelcontextprotocol/subscriptionId":)");
+  out.append(subscription_id_json);
+  out.append("}}}");
+  return out;
+}
+
+std::optional<ListKind> changedListOf(std::string_view method) noexcept {
+  if (method == "notifications/tools/list_changed") {
+    return ListKind::kTools;
+  }
+  if (method == "notifications/prompts/list_changed") {
+    return ListKind::kPrompts;
+  }
+  if (method == "notifications/resources/list_changed") {
+    return ListKind::kResources;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gw::federation
