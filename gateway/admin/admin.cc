@@ -96,6 +96,27 @@ bool explainInput(evhttp_request* req, filters::ExplainInput& in, std::string& e
 
 }  // namespace
 
+// Every federated route: each upstream's last list fetch (time, outcome, item counts), what
+// it owns, the merged answers cached now, and the conflicts seen.
+std::string federationJson(const filters::Snapshot& snap) {
+  const core::Nanos now =
+      std::chrono::duration_cast<core::Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+  std::string out = "{\"routes\":[";
+  bool first = true;
+  for (size_t i = 0; i < snap.catalogs.size(); ++i) {
+    if (!snap.catalogs[i]) {
+      continue;
+    }
+    if (!first) {
+      out += ',';
+    }
+    first = false;
+    out += snap.catalogs[i]->viewJson(now);
+  }
+  out += "]}";
+  return out;
+}
+
 void AdminServer::onRequest(evhttp_request* req, void* arg) {
   auto* self = static_cast<AdminServer*>(arg);
   const proxy::Shared& shared = self->shared_;
@@ -124,6 +145,8 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
     g.exchanges = shared.streams.load(std::memory_order_relaxed);
     g.draining = shared.draining.load(std::memory_order_relaxed);
     reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", shared.metrics.scrape(g));
+  } else if (path == "/federation") {
+    reply(req, 200, "OK", kJson, federationJson(*snap) + "\n");
   } else if (path == "/config") {
     reply(req, 200, "OK", kJson, filters::configJson(*snap, &shared.bound) + "\n");
   } else if (path == "/explain") {

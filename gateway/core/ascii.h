@@ -67,6 +67,16 @@ constexpr bool istartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
+// Whether `s` contains `needle`, ASCII case-insensitively (short header values only).
+constexpr bool icontains(std::string_view s, std::string_view needle) {
+  for (size_t i = 0; i + needle.size() <= s.size(); ++i) {
+    if (iequals(s.substr(i, needle.size()), needle)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The value of a hex digit (either case), or -1.
 constexpr int hexValue(char c) {
   if (c >= '0' && c <= '9') {

@@ -174,6 +174,10 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
       j.raw("null");
     }
     j.key("upstream").str(r.upstream);
+    if (r.federated()) {
+      j.key("upstreams").strings(r.upstreams);
+      j.key("names").str(r.names == settings::FederationNames::kPrefix ? "prefix" : "keep");
+    }
     j.key("legacy").boolean(r.legacy);
     j.key("verify_body");
     if (r.verify_body) {
@@ -195,6 +199,9 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   j.key("rate_limit_headers").boolean(s.rate_limit_headers);
   j.key("watch_files").boolean(s.watch_files);
   j.key("metrics").open('{').key("max_tool_names").num(s.metrics_max_tool_names).close('}');
+  j.key("federation").open('{').key("separator").str(s.federation.separator);
+  j.key("list_timeout_ms").num(ms(s.federation.list_timeout));
+  j.key("max_items").num(s.federation.max_items).close('}');
 }
 
 void policyJson(Json& j, const policy::PolicySet& p) {

@@ -2,6 +2,10 @@
 
 #include "gateway/filters/explain.h"
 
+#include <optional>
+
+#include "gateway/federation/federation.h"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -117,6 +121,55 @@ struct LimitResult {
   ratelimit::Decision decision;
 };
 
+// Where a federated route would send the request: the owner of the name (as the gateway
+// knows it now; an unknown name is refetched once when a real request names it), every
+// upstream (lists, discover, notifications, subscriptions/listen), or the first upstream.
+void federationJson(JsonWriter& j, const Snapshot& snap, const settings::Route& r,
+                    const RequestContext& ctx) {
+  const settings::Settings& s = *snap.settings;
+  j.open('{').key("names").str(r.names == settings::FederationNames::kPrefix ? "prefix" : "keep");
+  const std::string_view method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
+  auto fanOut = [&](const char* what) {
+    j.key("sends_to").str(what).key("upstreams").strings(r.upstreams);
+  };
+  federation::RouteCatalog* catalog = snap.catalogOf(r);
+  std::optional<federation::ListKind> kind;
+  if (method == "tools/call") {
+    kind = federation::ListKind::kTools;
+  } else if (method == "prompts/get") {
+    kind = federation::ListKind::kPrompts;
+  } else if (method == "resources/read") {
+    kind = federation::ListKind::kResources;
+  }
+  if (federation::listKindOf(method) || method == "subscriptions/listen" || !ctx.mcp.has_method ||
+      method.starts_with("notifications/")) {
+    fanOut(method == "subscriptions/listen" ? "every upstream (one merged stream)"
+                                            : "every upstream (merged)");
+  } else if (kind && ctx.mcp.has_name) {
+    const std::string_view name = ctx.mcp.name.value;
+    int owner = -1;
+    std::string_view inner = name;
+    if (r.names == settings::FederationNames::kPrefix && kind != federation::ListKind::kResources) {
+      std::vector<std::string_view> names(r.upstreams.begin(), r.upstreams.end());
+      size_t index = 0;
+      if (federation::splitPrefixed(name, names, s.federation.separator, index, inner)) {
+        owner = static_cast<int>(index);
+      }
+    } else if (catalog != nullptr) {
+      owner = catalog->owner(*kind, name);
+      if (owner < 0 && kind == federation::ListKind::kResources) {
+        owner = catalog->owner(federation::ListKind::kTemplates, name);
+      }
+    }
+    j.key("sends_to").str(owner >= 0 ? "owner" : "unknown");
+    j.key("owner").strOrNull(owner >= 0, owner >= 0 ? std::string_view(r.upstreams[owner]) : "");
+    j.key("upstream_name").strOrNull(owner >= 0, inner);
+  } else {
+    j.key("sends_to").str("first upstream").key("owner").str(r.upstreams.front());
+  }
+  j.close('}');
+}
+
 std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward,
                    const std::vector<LimitResult>& limits) {
   const settings::Settings& s = *snap.settings;
@@ -152,6 +205,10 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
     j.close(']').close('}');
   } else {
     j.null();
+  }
+  if (ctx.route != nullptr && ctx.route->federated()) {
+    j.key("federation");
+    federationJson(j, snap, *ctx.route, ctx);
   }
   j.key("verify_body").boolean(ctx.verify_body);
   j.key("params").str(paramCheckName(ctx.param_check));

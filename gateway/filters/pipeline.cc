@@ -545,9 +545,29 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
   return FilterStatus::kContinue;
 }
 
+// Routes are few and the route table holds its own copies of them: found by name.
+const std::shared_ptr<federation::RouteCatalog>* Snapshot::catalogFor(
+    const settings::Route& r) const noexcept {
+  if (!r.federated() || !settings) {
+    return nullptr;
+  }
+  for (size_t i = 0; i < settings->routes.size() && i < catalogs.size(); ++i) {
+    if (catalogs[i] && settings->routes[i].name == r.name) {
+      return &catalogs[i];
+    }
+  }
+  return nullptr;
+}
+
+federation::RouteCatalog* Snapshot::catalogOf(const settings::Route& r) const noexcept {
+  const auto* c = catalogFor(r);
+  return c != nullptr ? c->get() : nullptr;
+}
+
 std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
                                                std::shared_ptr<mcp::SchemaCache> schemas,
-                                               std::vector<settings::Diagnostic>& errors) {
+                                               std::vector<settings::Diagnostic>& errors,
+                                               std::shared_ptr<federation::Registry> federation) {
   settings::LoadResult r = settings::loadFile(config_path);
   if (!r.errors.empty()) {
     errors = std::move(r.errors);
@@ -562,6 +582,17 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
   snap->settings = std::move(r.settings);
   snap->policy = std::move(policy);
   snap->schemas = schemas ? std::move(schemas) : std::make_shared<mcp::SchemaCache>();
+  snap->federation = federation ? std::move(federation) : std::make_shared<federation::Registry>();
+  std::vector<std::pair<std::string, std::vector<std::string>>> federated;
+  for (const settings::Route& route : snap->settings->routes) {
+    if (route.federated()) {
+      snap->catalogs.push_back(snap->federation->route(route.name, route.upstreams));
+      federated.emplace_back(route.name, route.upstreams);
+    } else {
+      snap->catalogs.push_back(nullptr);
+    }
+  }
+  snap->federation->retain(federated);
   return snap;
 }
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "gateway/federation/registry.h"
 #include "gateway/mcp/schema.h"
 #include "gateway/policy/policy.h"
 #include "gateway/router/route_table.h"
@@ -18,13 +19,24 @@ struct Snapshot {
   router::RouteTable routes;
   std::shared_ptr<const policy::PolicySet> policy;  // never null (no files: allow-all)
   std::shared_ptr<mcp::SchemaCache> schemas;
+  // Federation state, shared across snapshots like the schemas; `catalogs[i]` is route i's
+  // (null for a route with one upstream).
+  std::shared_ptr<federation::Registry> federation;
+  std::vector<std::shared_ptr<federation::RouteCatalog>> catalogs;
+
+  // The catalog of a federated route of these settings (null otherwise).
+  federation::RouteCatalog* catalogOf(const settings::Route& r) const noexcept;
+  const std::shared_ptr<federation::RouteCatalog>* catalogFor(
+      const settings::Route& r) const noexcept;
 
   // Loads the config file and every policy file it names, validates them whole and
   // compiles the snapshot. On any error returns null with every problem in `errors`.
-  // `schemas` carries learned tool schemas over from the previous snapshot (null: new).
-  static std::shared_ptr<const Snapshot> load(const std::string& config_path,
-                                              std::shared_ptr<mcp::SchemaCache> schemas,
-                                              std::vector<settings::Diagnostic>& errors);
+  // `schemas` carries learned tool schemas over from the previous snapshot (null: new), and
+  // `federation` what federated routes learned.
+  static std::shared_ptr<const Snapshot> load(
+      const std::string& config_path, std::shared_ptr<mcp::SchemaCache> schemas,
+      std::vector<settings::Diagnostic>& errors,
+      std::shared_ptr<federation::Registry> federation = nullptr);
 };
 
 }  // namespace gw::filters

@@ -208,6 +208,8 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap server;
   MergedMap client;
   MergedMap rejections;
+  MergedMap fed_fetches;
+  MergedMap fed_conflicts;
   MergedMap refused;
   Merged suppressed;
   Merged in;
@@ -220,6 +222,8 @@ std::string Registry::scrape(const Gauges& g) const {
       w->server_ops.forEach([&](const Cell& c) { merge(c, server); });
       w->client_ops.forEach([&](const Cell& c) { merge(c, client); });
       w->rejections.forEach([&](const Cell& c) { merge(c, rejections); });
+      w->federation_fetches.forEach([&](const Cell& c) { merge(c, fed_fetches); });
+      w->federation_conflicts.forEach([&](const Cell& c) { merge(c, fed_conflicts); });
       w->connections_refused.forEach([&](const Cell& c) { merge(c, refused); });
       suppressed.count += w->log_lines_suppressed.count.load(Cell::kRelaxed);
       in.count += w->bytes_in.count.load(Cell::kRelaxed);
@@ -243,6 +247,15 @@ std::string Registry::scrape(const Gauges& g) const {
   fams.push_back(counterFamily("mcp_gateway_rejections_total",
                                "Requests the gateway answered itself or could not complete",
                                {"reason"}, rejections));
+  fams.push_back(counterFamily(
+      "mcp_gateway_federation_list_fetches_total",
+      "Answers of each upstream of a federated route to a list, discover or notification "
+      "fan-out, by outcome (ok, timeout, connect_failed, rpc_error, ...)",
+      {"route", "upstream", "mcp_method_name", "outcome"}, fed_fetches));
+  fams.push_back(counterFamily("mcp_gateway_federation_conflicts",
+                               "Names listed by two upstreams of a federated route (each counted "
+                               "once; the first upstream in 'upstreams' keeps it)",
+                               {"route"}, fed_conflicts));
   fams.push_back(scalar("mcp_gateway_received_bytes_total", "Bytes read from clients",
                         MetricType::Counter, static_cast<double>(in.count)));
   fams.push_back(scalar("mcp_gateway_sent_bytes_total", "Bytes written to clients",

@@ -124,6 +124,11 @@ struct WorkerMetrics {
   Family client_ops{4};
   // reason
   Family rejections{1};
+  // route, upstream, mcp_method_name, outcome: each upstream's answer to a federated list,
+  // discover or notification fan-out ("ok" or why it was left out)
+  Family federation_fetches{4};
+  // route: names two upstreams of a federated route list (hidden from all but the first)
+  Family federation_conflicts{1};
   Cell bytes_in;   // request bytes read from clients (heads and bodies)
   Cell bytes_out;  // response bytes written to clients
   Cell connections_accepted;

@@ -51,6 +51,11 @@ void Exchange::prepare() {
   sent_id_ = mcp::RequestId{};
   forwarded_ = false;
   ratelimit_lines_.clear();
+  catalog_ = nullptr;
+  fed_routed_ = fed_refreshed_ = capture_task_ = false;
+  fed_owner_ = 0;
+  fed_name_.clear();
+  fed_log_.clear();
 }
 
 void Exchange::start() {
@@ -69,7 +74,8 @@ void Exchange::start() {
     return;
   }
   if (st == filters::FilterStatus::kNeedBody || head.framing == http::BodyFraming::kChunked ||
-      (has_body && s_->limits.request_buffering)) {
+      (has_body &&
+       (s_->limits.request_buffering || (ctx_.route != nullptr && ctx_.route->federated())))) {
     // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
     // upstream with one Content-Length), and every body under request_buffering — a slow or
     // truncated body then never ties up an upstream connection.
@@ -283,6 +289,7 @@ void Exchange::finish() {
   }
   releaseBody();
   releaseUpstream();
+  stopFederation();
 }
 
 void Exchange::cancel() {
@@ -293,6 +300,7 @@ void Exchange::cancel() {
   }
   releaseUpstream(false);  // closed, never pooled
   releaseBody();
+  stopFederation();
 }
 
 void Exchange::onStreamReset(Outcome why) {
@@ -346,6 +354,8 @@ void ExchangePool::give(Exchange* x) noexcept {
   x->framer_.reset();
   x->up_.release(false);
   x->up_open_ = false;
+  x->stopFederation();
+  x->catalog_ = nullptr;
   x->redis_handle_ = 0;
   x->redis_owner_ = nullptr;
   x->head.clear();
@@ -361,6 +371,7 @@ void ExchangePool::give(Exchange* x) noexcept {
   trim(x->head_buf);
   trim(x->verify_buf_);
   trim(x->capture_);
+  trim(x->fed_body_);
   trim(x->ratelimit_lines_);
   if (free_.size() >= kKeep) {
     delete x;

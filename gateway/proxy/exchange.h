@@ -28,6 +28,8 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
 #include "gateway/mcp/id_scan.h"
+#include "gateway/proxy/fanout.h"
+#include "gateway/proxy/merged_listen.h"
 #include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
@@ -42,7 +44,9 @@ struct WorkerContext;
 
 class Exchange final : public downstream::StreamCallbacks,
                        public upstream::UpstreamCallbacks,
-                       public sse::EventSink {
+                       public sse::EventSink,
+                       public FanOutDone,
+                       public ListenOwner {
  public:
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
   using Outcome = core::Outcome;
@@ -85,8 +89,19 @@ class Exchange final : public downstream::StreamCallbacks,
   void onBelowLowWatermark() override;
   void onStreamReset(Outcome why) override;
 
-  // sse::EventSink: events of a tools/list SSE answer (schema learning).
+  // sse::EventSink: events of a tools/list SSE answer (schema learning), or of a federated
+  // call's answer (task ids).
   void onEvent(std::string_view event, std::string_view data) noexcept override;
+
+  // FanOutDone: a federated list, discover or notification fan-out ended.
+  void onFanOutDone(FanOut& f) override;
+  // The ownership refresh this request waited for is recorded (exchange_federation.cc).
+  void onRefreshed();
+  // ListenOwner: the merged subscriptions/listen stream.
+  void onListenReady(std::string_view notifications) override;
+  void onListenEvent(std::string_view bytes) override;
+  void onListChanged(federation::ListKind kind) override;
+  bool listenBackedUp() const noexcept override;
 
   // ---- state the client side reads or fills in ---------------------------------------
   std::string head_buf;  // the request head bytes (capacity reused)
@@ -144,6 +159,22 @@ class Exchange final : public downstream::StreamCallbacks,
   void abortExchange(Outcome outcome);  // endAborted, then the stream is reset
   void endAborted(Outcome outcome);
   void learnTools(std::string_view json) noexcept;
+  // federation (exchange_federation.cc)
+  void federate();
+  void routeByName(federation::ListKind kind);
+  void waitForRefresh(federation::ListKind kind);
+  void leaveRefresh() noexcept;
+  void unknownName(federation::ListKind kind);
+  void proceedTo(size_t owner);
+  bool rewriteForOwner();
+  void fanOut(FanOut::Mode mode, federation::ListKind kind);
+  void startListen();
+  void stopFederation() noexcept;  // fan-out, merged stream and refresh wait, all ended
+  void serveMerged(std::string_view members, uint64_t ttl_ms, bool public_scope);
+  void recordFetches(const FanOut& f);
+  void learnFederatedTools(const FanOut& f);
+  std::string requestIdJson();
+  void captureTask(std::string_view json) noexcept;
   // metrics and access log (request_log.cc)
   void endRequest();
   void recordAttempt(Outcome error_type, core::Nanos duration);
@@ -175,6 +206,7 @@ class Exchange final : public downstream::StreamCallbacks,
   uint64_t best_remaining_ = 0;
 
   // upstream
+  size_t up_index_ = 0;                           // Settings::upstreams index of the target
   upstream::Http1Upstream up_;                    // the request to the route's upstream
   upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
   std::string xff_;                               // the X-Forwarded-For value up_head_ views
@@ -201,6 +233,21 @@ class Exchange final : public downstream::StreamCallbacks,
   uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
   uint64_t response_end_ = 0;
   std::string capture_;  // tools/list JSON answer (schema learning only)
+
+  // federation
+  federation::RouteCatalog* catalog_ = nullptr;  // the route's (snapshot-owned)
+  bool fed_routed_ = false;     // the owner is chosen (connectUpstream goes upstream)
+  bool fed_refreshed_ = false;  // one ownership refresh was waited for already
+  bool capture_task_ = false;   // a federated call's answer may carry a taskId
+  size_t fed_owner_ = 0;        // the owner's index in the route's upstreams
+  FederationRefresh* waiting_ = nullptr;
+  std::unique_ptr<FanOut> fanout_;
+  std::unique_ptr<MergedListen> listen_;
+  bool listen_open_ = false;     // the merged stream is being relayed
+  std::string fed_name_;         // the name the owner knows (names: prefix)
+  std::string fed_name_header_;  // its Mcp-Name value (plain or sentinel)
+  std::string fed_log_;          // access-log "federation" field (upstreams left out of a list)
+  std::string fed_body_;         // a merged answer
 };
 
 // A worker's spare exchanges. take() hands out a spare one (or a new one); give() keeps at

@@ -7,6 +7,7 @@
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/sentinel.h"
 #include "gateway/mcp/session.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
@@ -15,11 +16,18 @@ namespace gw::proxy {
 
 // Every stage and limit passed: the request goes to the route's upstream.
 void Exchange::connectUpstream() {
+  if (!fed_routed_) {
+    up_index_ = ctx_.route->upstream_index;
+    if (ctx_.route->federated()) {
+      federate();  // comes back here once the owner is chosen, or answers itself
+      return;
+    }
+  }
   if (!pinSession()) {
     return;
   }
   buildUpstreamHead();
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[up_index_];
   upstream::UpstreamError error{};
   const bool started = up_.start(up, up_head_, started_, error);
   endpoint_ = up_.endpoint();
@@ -40,7 +48,7 @@ void Exchange::connectUpstream() {
 // Content-Length for the endpoint it uses): the client's fields minus hop-by-hop ones, the
 // client address fields, credentials unless forwarded, and the server's own session id.
 void Exchange::buildUpstreamHead() {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[up_index_];
   upstream::UpstreamRequestHead& uh = up_head_;
   http::ConnectionTokens conn;
   conn.collect(head.fields);
@@ -65,6 +73,12 @@ void Exchange::buildUpstreamHead() {
     }
     if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
+    }
+    if (!fed_name_.empty() && core::iequals(f.name, "mcp-name")) {
+      // names: prefix — the owner's own name (a sentinel when it cannot be sent plain).
+      fed_name_header_ = mcp::needsSentinel(fed_name_) ? mcp::encodeSentinel(fed_name_) : fed_name_;
+      uh.fields.push_back(http::Field{f.name, fed_name_header_});
+      continue;
     }
     if (http::forwardRequestField(f, conn)) {
       uh.fields.push_back(http::Field{f.name, f.value});
@@ -184,7 +198,7 @@ bool Exchange::pinSession() {
   if (count == 0) {
     return true;
   }
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[up_index_];
   mcp::WrappedSession ws;
   ws.error = mcp::SessionError::kEmpty;
   if (count == 1) {
@@ -227,7 +241,7 @@ bool Exchange::upstreamSessionValid(const http::ResponseHead& resp) noexcept {
 // with no token for the endpoint (settings not made by the loader) the field is left out
 // rather than handing the client the server's own id.
 void Exchange::wrapSession(std::string_view server_id) {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[up_index_];
   const size_t index = up_.endpointIndex();
   wrapped_session_.clear();
   if (index >= up.session_tokens.size() ||

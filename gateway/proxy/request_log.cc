@@ -37,7 +37,7 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
 void Exchange::recordAttempt(Outcome error_type, core::Nanos duration) {
-  const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+  const settings::Upstream& up = s_->upstreams[up_index_];
   w_->metrics->client_ops
       .at({up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, *s_, true),
            core::outcomeName(error_type)})
@@ -150,6 +150,23 @@ void Exchange::logAccess() {
   optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
   optional("subject", ctx_.identity.authenticated, ctx_.identity.subject);
   optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
+  if (catalog_ != nullptr) {
+    // Federated route: the owner a call went to, the upstreams a list left out (and why),
+    // or that the merged answer came from the cache.
+    line += ",\"federation\":{\"owner\":";
+    if (fed_routed_ && ctx_.route != nullptr && fed_owner_ < ctx_.route->upstreams.size()) {
+      line += '"';
+      mcp::appendJsonEscaped(line, ctx_.route->upstreams[fed_owner_]);
+      line += '"';
+    } else {
+      line += "null";
+    }
+    line += ",\"missed\":\"";
+    mcp::appendJsonEscaped(line, fed_log_ == "cached" ? std::string_view{} : fed_log_);
+    line += "\",\"cached\":";
+    line += fed_log_ == "cached" ? "true" : "false";
+    line += '}';
+  }
   line += ",\"trusted\":";
   line += ctx_.trusted ? "true" : "false";
   appendLegacyFields(line);

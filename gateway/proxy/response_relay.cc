@@ -69,7 +69,7 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
 
   response_relayed_ = false;
   framer_events_ = response_end_ = 0;
-  if (ctx_.learn_tools && resp.status == 200) {
+  if ((ctx_.learn_tools || capture_task_) && resp.status == 200) {
     if (resp_sse_) {
       framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
@@ -86,6 +86,9 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
 // upstream did not send (chunked to the client, or close-delimited) — never into a
 // Content-Length body.
 bool Exchange::injectKeepalive() const noexcept {
+  if (listen_open_) {
+    return s_->mcp.sse_keepalive.count() > 0;  // the merged stream: whole events only
+  }
   return resp_sse_ && framer_ && s_->mcp.sse_keepalive.count() > 0 &&
          up_.response().framing != http::BodyFraming::kContentLength;
 }
@@ -144,6 +147,9 @@ void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) 
 }
 
 void Exchange::onBelowLowWatermark() {
+  if (listen_open_) {
+    listen_->resume();
+  }
   if (up_.paused()) {
     up_.resumeReading();  // relays what already waits in the upstream input
   }
@@ -154,7 +160,7 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
   if (!x->resp_started || !x->injectKeepalive()) {
     return;
   }
-  if (x->framer_->atBoundary()) {
+  if (x->listen_open_ || x->framer_->atBoundary()) {
     static constexpr std::string_view kComment = ": keepalive\n\n";
     event::EvBufferPtr comment = event::makeBuffer();
     evbuffer_add(comment.get(), kComment.data(), kComment.size());
@@ -165,7 +171,11 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
 
 void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
   if (capture_json_ && !capture_.empty()) {
-    learnTools(capture_);
+    if (capture_task_) {
+      captureTask(capture_);
+    } else {
+      learnTools(capture_);
+    }
   }
   outcome = Outcome::kComplete;
   releaseUpstream();     // (the upstream request pooled its connection when it could)
@@ -176,6 +186,7 @@ void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
 // is logged; the caller closes the client.
 void Exchange::endAborted(Outcome why) {
   outcome = why;
+  stopFederation();
   if (status == 0) {
     status = 499;
   }
@@ -219,14 +230,18 @@ core::Outcome Exchange::clientClosedOutcome() const noexcept {
 }
 
 void Exchange::onEvent(std::string_view, std::string_view data) noexcept {
-  learnTools(data);
+  if (capture_task_) {
+    captureTask(data);
+  } else {
+    learnTools(data);
+  }
 }
 
 void Exchange::learnTools(std::string_view json) noexcept {
   std::vector<mcp::ToolSchema> tools;
   uint64_t ttl = 0;
   if (mcp::parseToolsList(json, tools, ttl)) {
-    const settings::Upstream& up = s_->upstreams[ctx_.route->upstream_index];
+    const settings::Upstream& up = s_->upstreams[up_index_];
     snap_->schemas->learn(up.name, std::move(tools), ttl, std::chrono::steady_clock::now());
   }
 }

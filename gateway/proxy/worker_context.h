@@ -107,7 +107,9 @@ struct WorkerContext {
   // deletion: no `delete this` with callers still on the stack).
   std::vector<downstream::Http1Connection*> closed;
   event::EventPtr reaper;
-  ExchangePool exchanges;                      // spare request state (proxy/exchange.h)
+  ExchangePool exchanges;  // spare request state (proxy/exchange.h)
+  // Federation ownership refreshes (one per federated route and list method, reused).
+  std::vector<std::unique_ptr<FederationRefresh>> fed_refreshes;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
   // Log lines about requests whose head did not parse: at most 10 a second per worker; the

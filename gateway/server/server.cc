@@ -261,7 +261,7 @@ Server::~Server() = default;
 void Server::reload() {
   auto old = shared_.snapshot.load();
   std::vector<settings::Diagnostic> errors;
-  auto next = filters::Snapshot::load(config_path_, old->schemas, errors);
+  auto next = filters::Snapshot::load(config_path_, old->schemas, errors, old->federation);
   if (!next) {
     for (const auto& d : errors) {
       spdlog::error("reload: {}", d.str());

@@ -40,7 +40,9 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "rate_limit_headers",
                                          "metrics",
                                          "watch_files",
-                                         "trusted_proxies"};
+                                         "trusted_proxies",
+                                         "federation"};
+constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
                                             "max_request_line",
@@ -172,6 +174,8 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       readBool(e, s.rate_limit_headers);
     } else if (e.key == "trusted_proxies") {
       walkTrustedProxies(e, s);
+    } else if (e.key == "federation") {
+      walkFederation(e, s.federation);
     }
   }
   if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&
@@ -179,6 +183,45 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
     error(valueMark(*find(top, "admin")), "'admin' must not use the same address as 'listen'");
   }
   checkRoutes(s);
+}
+
+void Loader::walkFederation(const Entry& fe, Federation& f) {
+  for (const Entry& e : entries(fe.value, fe.key_node.Mark(), kFederationKeys, fe.path)) {
+    if (e.key == "separator") {
+      std::string sep;
+      if (readNonEmptyString(e, sep)) {
+        const bool token = std::all_of(sep.begin(), sep.end(), [](char c) {
+          return c > 0x20 && c < 0x7f && c != '"' && c != '\\';
+        });
+        if (!token || sep.size() > 8) {
+          error(valueMark(e), "'" + e.path +
+                                  "' must be 1 to 8 visible ASCII characters (no quote or "
+                                  "backslash), not '" +
+                                  sep + "'");
+        } else {
+          f.separator = std::move(sep);
+        }
+      }
+    } else if (e.key == "list_timeout") {
+      Duration d{};
+      if (readDuration(e, d)) {
+        if (d.count() <= 0) {
+          error(valueMark(e), "'" + e.path + "' must be more than 0");
+        } else {
+          f.list_timeout = d;
+        }
+      }
+    } else if (e.key == "max_items") {
+      uint64_t v = 0;
+      if (readUint(e, 1000000, v)) {
+        if (v == 0) {
+          error(valueMark(e), "'" + e.path + "' must be at least 1");
+        } else {
+          f.max_items = v;
+        }
+      }
+    }
+  }
 }
 
 void Loader::walkLimits(const Entry& le, Limits& l) {

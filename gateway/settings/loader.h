@@ -26,6 +26,7 @@ struct RouteRef {
   YAML::Mark name_mark;
   YAML::Mark upstream_mark;
   bool has_upstream = false;
+  std::vector<YAML::Node> upstream_nodes;  // `upstreams:` items (marks for unknown names)
 };
 
 // One load of one gateway.yaml. Diagnostics go to the vector given to the constructor.
@@ -41,6 +42,7 @@ class Loader : public config::Walker {
   bool readPath(const Entry& e, std::string& out);
   std::string resolve(const std::string& p) const;
   void walkTop(const YAML::Node& root, Settings& s);
+  void walkFederation(const Entry& fe, Federation& f);
   void walkLimits(const Entry& le, Limits& l);
   void walkMcp(const Entry& me, Mcp& m);
   void walkAllowedHosts(const Entry& e, Mcp& m);

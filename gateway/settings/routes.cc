@@ -27,8 +27,9 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "max_idle_connections",
                                               "host_header",
                                               "session_secret"};
-constexpr std::string_view kRouteKeys[] = {"name",   "match",       "upstream",
-                                           "legacy", "verify_body", "forward_credentials"};
+constexpr std::string_view kRouteKeys[] = {"name",  "match",  "upstream",    "upstreams",
+                                           "names", "legacy", "verify_body", "forward_credentials"};
+constexpr std::string_view kNames[] = {"keep", "prefix"};
 constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
 constexpr std::string_view kBalances[] = {"round_robin", "first_healthy"};
 
@@ -214,6 +215,27 @@ void Loader::walkRoutes(const Entry& re, Settings& s) {
           ref.upstream_mark = valueMark(e);
           ref.has_upstream = true;
         }
+      } else if (e.key == "upstreams") {
+        std::vector<std::string> names;
+        if (readStringList(e, names, &ref.upstream_nodes, true)) {
+          if (names.empty()) {
+            error(valueMark(e), "'" + e.path + "' must name at least one upstream");
+          }
+          for (size_t k = 0; k < names.size(); ++k) {
+            for (size_t j = 0; j < k; ++j) {
+              if (names[j] == names[k]) {
+                error(ref.upstream_nodes[k].Mark(),
+                      "'" + e.path + "' names upstream '" + names[k] + "' twice");
+              }
+            }
+          }
+          r.upstreams = std::move(names);
+        }
+      } else if (e.key == "names") {
+        size_t index = 0;
+        if (readChoice(e, kNames, index)) {
+          r.names = index == 0 ? FederationNames::kKeep : FederationNames::kPrefix;
+        }
       } else if (e.key == "legacy") {
         readBool(e, r.legacy);
       } else if (e.key == "forward_credentials") {
@@ -225,8 +247,23 @@ void Loader::walkRoutes(const Entry& re, Settings& s) {
         }
       }
     }
-    if (find(es, "upstream") == nullptr) {
-      error(node.Mark(), "'" + prefix + "' has no 'upstream'");
+    const Entry* one = find(es, "upstream");
+    const Entry* many = find(es, "upstreams");
+    if (one == nullptr && many == nullptr) {
+      error(node.Mark(), "'" + prefix + "' (route '" + r.name +
+                             "') has no 'upstream' (or 'upstreams' to federate)");
+    } else if (one != nullptr && many != nullptr) {
+      error(valueMark(*many),
+            "route '" + r.name + "' has both 'upstream' and 'upstreams'; give exactly one of them");
+    }
+    if (const Entry* names = find(es, "names"); names != nullptr && many == nullptr) {
+      error(valueMark(*names),
+            "'" + names->path + "' applies only to a federated route ('upstreams')");
+    }
+    if (const Entry* leg = find(es, "legacy"); leg != nullptr && many != nullptr && r.legacy) {
+      error(valueMark(*leg), "route '" + r.name +
+                                 "' is a legacy passthrough route and cannot be federated: legacy "
+                                 "sessions live on one server (use 'upstream')");
     }
     s.routes.push_back(std::move(r));
     route_refs_.push_back(ref);
@@ -240,6 +277,28 @@ void Loader::checkRoutes(Settings& s) {
   for (size_t i = 0; i < s.routes.size() && i < route_refs_.size(); ++i) {
     Route& r = s.routes[i];
     const RouteRef& ref = route_refs_[i];
+    for (size_t k = 0; k < r.upstreams.size() && k < ref.upstream_nodes.size(); ++k) {
+      int idx = s.upstreamIndex(r.upstreams[k]);
+      if (idx < 0) {
+        std::string msg =
+            "route '" + r.name + "' names unknown upstream '" + r.upstreams[k] + "' in 'upstreams'";
+        std::vector<std::string_view> names;
+        for (const Upstream& u : s.upstreams) {
+          names.push_back(u.name);
+        }
+        config::appendDidYouMean(msg, r.upstreams[k], names);
+        error(ref.upstream_nodes[k].Mark(), std::move(msg));
+        r.upstream_indexes.clear();
+        break;
+      }
+      r.upstream_indexes.push_back(static_cast<size_t>(idx));
+    }
+    if (!r.upstream_indexes.empty() && r.upstream_indexes.size() == r.upstreams.size()) {
+      r.upstream = r.upstreams.front();
+      r.upstream_index = r.upstream_indexes.front();
+    } else {
+      r.upstream_indexes.clear();
+    }
     if (ref.has_upstream) {
       int idx = s.upstreamIndex(r.upstream);
       if (idx < 0) {

@@ -95,15 +95,34 @@ struct RouteMatch {
   std::vector<std::pair<std::string, std::string>> headers;  // header name → glob
 };
 
+// routes[].names on a federated route: how tool and prompt names are shown to clients.
+enum class FederationNames : uint8_t {
+  kKeep,    // as the servers list them; a name two list belongs to the first in `upstreams`
+  kPrefix,  // "<upstream><separator><name>"
+};
+
 struct Route {
   std::string name;
   bool has_match = false;  // false: the default route (matches everything)
   RouteMatch match;
-  std::string upstream;
-  size_t upstream_index = 0;         // index into Settings::upstreams
+  std::string upstream;       // `upstream:` (federated: the first of `upstreams`)
+  size_t upstream_index = 0;  // index into Settings::upstreams (federated: the first)
+  // Federation (`upstreams:` instead of `upstream:`): every upstream in route order, and
+  // their indexes into Settings::upstreams. Empty on a plain route.
+  std::vector<std::string> upstreams;
+  std::vector<size_t> upstream_indexes;
+  FederationNames names = FederationNames::kKeep;
+  bool federated() const noexcept { return !upstream_indexes.empty(); }
   bool legacy = false;               // takes legacy (untrusted-version) traffic
   std::optional<bool> verify_body;   // overrides mcp.verify_body for this route
   bool forward_credentials = false;  // send Authorization upstream (dropped by default)
+};
+
+// The top-level `federation:` block (used by federated routes).
+struct Federation {
+  std::string separator = "__";
+  Duration list_timeout = std::chrono::seconds(5);  // per-upstream wait for a list answer
+  uint64_t max_items = 10000;                       // per upstream and list method
 };
 
 struct AccessLog {
@@ -119,6 +138,7 @@ struct Settings {
   Mcp mcp;
   std::vector<Upstream> upstreams;
   std::vector<Route> routes;
+  Federation federation;
   std::vector<std::string> policy_files;  // absolute paths (resolved from the config file)
   AccessLog access_log;
   std::string log_level = "info";  // trace | debug | info | warn | error | off

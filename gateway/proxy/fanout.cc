@@ -1,0 +1,393 @@
+// One request to every upstream of a federated route (see fanout.h).
+
+#include "gateway/proxy/fanout.h"
+
+#include "gateway/core/ascii.h"
+#include "gateway/core/assert.h"
+#include "gateway/http/forwarding.h"
+#include "gateway/mcp/id_scan.h"
+#include "gateway/proxy/worker_context.h"
+
+namespace gw::proxy {
+
+namespace {
+
+// Bounds on one upstream's answers: bytes of one page, and pages of one list.
+constexpr size_t kMaxPageBytes = 16 * 1024 * 1024;
+constexpr size_t kMaxPages = 1000;
+
+bool isEventStream(const http::ResponseHead& r) {
+  const http::HeaderField* ct = http::findField(r.fields, "content-type");
+  return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
+}
+
+// Fields the fan-out writes itself (or must not repeat from the client's request).
+bool replacedField(std::string_view name) {
+  return core::iequals(name, "mcp-method") || core::iequals(name, "mcp-name") ||
+         core::istartsWith(name, "mcp-param-") || core::iequals(name, "content-type") ||
+         core::iequals(name, "accept") || core::iequals(name, "content-length") ||
+         core::iequals(name, "host");
+}
+
+std::string_view errorName(upstream::UpstreamError e) {
+  using upstream::UpstreamError;
+  switch (e) {
+    case UpstreamError::kConnectFailed:
+    case UpstreamError::kConnectRefused:
+    case UpstreamError::kSessionEndpointDown:
+      return "connect_failed";
+    case UpstreamError::kConnectTimeout:
+      return "connect_timeout";
+    case UpstreamError::kResponseTimeout:
+      return "timeout";
+    case UpstreamError::kClosedBeforeAnswer:
+    case UpstreamError::kReset:
+      return "upstream_reset";
+    case UpstreamError::kMalformed:
+    case UpstreamError::kBadChunk:
+      return "upstream_malformed";
+    case UpstreamError::kMaxDuration:
+    case UpstreamError::kStreamIdle:
+      return "timeout";
+  }
+  return "error";
+}
+
+}  // namespace
+
+bool FanOut::start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+                   const settings::Route& route, Mode mode, federation::ListKind kind,
+                   std::string_view method, std::string_view body,
+                   std::span<const http::Field> fields, core::Nanos started, FanOutDone* done) {
+  cancel();
+  w_ = &w;
+  s_ = std::move(s);
+  route_ = &route;
+  mode_ = mode;
+  kind_ = kind;
+  done_ = done;
+  started_ = started;
+  base_body_.assign(body);
+  if (!flush_) {
+    flush_.reset(event_new(w.base, -1, 0, &FanOut::onFlush, this));
+    if (!flush_) {
+      return false;
+    }
+  }
+  if (fields.data() != fields_.fields().data()) {
+    fields_.assign(fields, method);
+  } else {
+    fields_.setMethod(method);  // again(): the same fields
+  }
+
+  const size_t n = route.upstream_indexes.size();
+  while (slots_.size() < n) {
+    auto slot = std::make_unique<Slot>();
+    slot->owner = this;
+    slot->index = slots_.size();
+    slot->timer.reset(evtimer_new(w.base, &FanOut::onTimer, slot.get()));
+    if (!slot->timer) {
+      return false;
+    }
+    slots_.push_back(std::move(slot));
+  }
+  report_.parts.assign(n, federation::FetchReport::Part{});
+  statuses_.assign(n, 0);
+  pending_ = n;
+  for (size_t i = 0; i < n; ++i) {
+    Slot& slot = *slots_[i];
+    slot.up.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
+    slot.done = false;
+    slot.pages = 0;
+    slot.cursor.clear();
+    slot.body = base_body_;
+    const settings::Duration limit =
+        mode == Mode::kList ? s_->federation.list_timeout
+                            : s_->upstreams[route.upstream_indexes[i]].response_timeout;
+    timeval tv = event::toTimeval(limit);
+    evtimer_add(slot.timer.get(), &tv);
+  }
+  // Started after every slot is set up: a slot may fail at once (and the last one to end
+  // calls done).
+  for (size_t i = 0; i < n && i < slots_.size(); ++i) {
+    if (!slots_[i]->done) {
+      startSlot(*slots_[i]);
+    }
+  }
+  return true;
+}
+
+bool FanOut::again(federation::ListKind kind, std::string_view method, std::string_view body,
+                   FanOutDone* done) {
+  return start(*w_, s_, *route_, mode_, kind, method, body, fields_.fields(), started_, done);
+}
+
+void OwnedFields::assign(std::span<const http::Field> fields, std::string_view method) {
+  text_.clear();
+  for (const http::Field& f : fields) {
+    if (!replacedField(f.name)) {
+      text_.emplace_back(f.name);
+      text_.emplace_back(f.value);
+    }
+  }
+  method_.assign(method);
+  view();
+}
+
+void OwnedFields::setMethod(std::string_view method) {
+  method_.assign(method);
+  view();
+}
+
+void OwnedFields::view() {
+  views_.clear();
+  for (size_t i = 0; i + 1 < text_.size(); i += 2) {
+    views_.push_back(http::Field{text_[i], text_[i + 1]});
+  }
+  if (!method_.empty()) {
+    views_.push_back(http::Field{"Mcp-Method", method_});  // (a notification may have none)
+  }
+  views_.push_back(http::Field{"Content-Type", "application/json"});
+  views_.push_back(http::Field{"Accept", "application/json, text/event-stream"});
+}
+
+void FanOut::startSlot(Slot& slot) {
+  const settings::Upstream& up = s_->upstreams[route_->upstream_indexes[slot.index]];
+  slot.head.method = "POST";
+  slot.head.query = {};
+  slot.head.fields = fields_.fields();
+  slot.head.client_host = false;
+  slot.head.content_length = slot.body.size();
+  slot.head.length_field = true;
+  slot.head.pinned_endpoint = -1;
+  slot.resp.clear();
+  slot.sse = false;
+  slot.got_response = false;
+  slot.too_large = false;
+  slot.framer.reset();
+  upstream::UpstreamError error{};
+  if (!slot.up.start(up, slot.head, started_, error)) {
+    finishSlot(slot, false, errorName(error), "the upstream connection could not be started");
+    return;
+  }
+  evbuffer_add(slot.up.output(), slot.body.data(), slot.body.size());
+  slot.up.requestComplete();
+  scheduleFlush();
+}
+
+void FanOut::scheduleFlush() {
+  if (flush_ && !event_pending(flush_.get(), EV_TIMEOUT, nullptr)) {
+    event_active(flush_.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void FanOut::onFlush(evutil_socket_t, short, void* arg) {
+  auto* f = static_cast<FanOut*>(arg);
+  for (auto& slot : f->slots_) {
+    if (!slot->done && slot->up.active() && !slot->up.writing() &&
+        slot->up.sendNow() == event::Sent::kDrained) {
+      slot->up.onFlushed();
+    }
+  }
+}
+
+void FanOut::onTimer(evutil_socket_t, short, void* arg) {
+  auto* slot = static_cast<Slot*>(arg);
+  if (slot->done) {
+    return;
+  }
+  slot->up.release(false);
+  slot->owner->finishSlot(*slot, false, "timeout",
+                          slot->owner->mode_ == Mode::kList
+                              ? "no answer within federation.list_timeout"
+                              : "no answer within response_timeout");
+}
+
+FanOut::Slot& FanOut::slotOf(upstream::Http1Upstream& from) noexcept {
+  for (auto& slot : slots_) {
+    if (&slot->up == &from) {
+      return *slot;
+    }
+  }
+  GW_ASSERT(false);
+  return *slots_.front();
+}
+
+void FanOut::Slot::onEvent(std::string_view, std::string_view data) noexcept {
+  if (!got_response && mcp::looksLikeResponse(data)) {
+    resp.assign(data);
+    got_response = true;
+  }
+}
+
+bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) {
+  Slot& slot = slotOf(from);
+  statuses_[slot.index] = resp.status;
+  if (mode_ == Mode::kNotify) {
+    return true;  // the body (if any) is drained
+  }
+  if (resp.status != 200) {
+    from.release(false);
+    finishSlot(slot, false, "http_status",
+               "the upstream answered HTTP " + std::to_string(resp.status));
+    return false;
+  }
+  slot.sse = isEventStream(resp);
+  if (slot.sse) {
+    slot.framer = std::make_unique<sse::Framer>(&slot, kMaxPageBytes);
+  }
+  return true;
+}
+
+void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) {
+  Slot& slot = slotOf(from);
+  if (mode_ == Mode::kNotify || slot.too_large) {
+    evbuffer_drain(src, n);
+    return;
+  }
+  evbuffer_iovec vecs[8];
+  size_t seen = 0;
+  evbuffer_ptr pos;
+  evbuffer_ptr_set(src, &pos, 0, EVBUFFER_PTR_SET);
+  while (seen < n) {
+    int k = std::min(evbuffer_peek(src, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8), 8);
+    if (k <= 0) {
+      break;
+    }
+    for (int i = 0; i < k && seen < n; ++i) {
+      size_t len = std::min(vecs[i].iov_len, n - seen);
+      std::string_view piece(static_cast<const char*>(vecs[i].iov_base), len);
+      if (slot.framer) {
+        slot.framer->feed(piece);
+      } else if (slot.resp.size() + len > kMaxPageBytes) {
+        slot.too_large = true;
+      } else {
+        slot.resp.append(piece);
+      }
+      seen += len;
+    }
+    evbuffer_ptr_set(src, &pos, seen, EVBUFFER_PTR_SET);
+  }
+  evbuffer_drain(src, n);
+  if (slot.sse && slot.got_response) {
+    // The answer is in: the rest of the stream (a server that keeps it open) is not waited
+    // for.
+    from.release(false);
+    pageDone(slot);
+  }
+}
+
+void FanOut::onUpstreamComplete(upstream::Http1Upstream& from) {
+  Slot& slot = slotOf(from);
+  if (mode_ == Mode::kNotify) {
+    const int st = statuses_[slot.index];
+    finishSlot(slot, st >= 200 && st < 300, st >= 200 && st < 300 ? "ok" : "http_status",
+               "HTTP " + std::to_string(st));
+    return;
+  }
+  pageDone(slot);
+}
+
+void FanOut::onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) {
+  Slot& slot = slotOf(from);
+  finishSlot(slot, false, errorName(e), std::string(core::outcomeName(upstream::outcomeOf(e))));
+}
+
+// One page is in: parsed, appended, and the next one asked for while nextCursor says so.
+void FanOut::pageDone(Slot& slot) {
+  if (slot.too_large) {
+    finishSlot(slot, false, "too_large", "the answer exceeds 16 MiB");
+    return;
+  }
+  if (slot.sse && !slot.got_response) {
+    finishSlot(slot, false, "no_response", "the event stream ended without a response");
+    return;
+  }
+  federation::Page page;
+  std::string detail;
+  federation::PageError pe = federation::parsePage(kind_, slot.resp, page, detail);
+  if (pe != federation::PageError::kNone) {
+    finishSlot(slot, false,
+               pe == federation::PageError::kRpcError      ? "rpc_error"
+               : pe == federation::PageError::kInvalidJson ? "invalid_json"
+                                                           : "invalid_result",
+               std::move(detail));
+    return;
+  }
+  federation::FetchReport::Part& part = report_.parts[slot.index];
+  ++slot.pages;
+  if (slot.pages == 1) {
+    part.page = std::move(page);
+  } else {
+    part.page.ttl_ms = std::min(part.page.ttl_ms, page.ttl_ms);
+    part.page.public_scope = part.page.public_scope && page.public_scope;
+    for (size_t i = 0; i < page.items.size(); ++i) {
+      part.page.items.push_back(std::move(page.items[i]));
+      part.page.keys.push_back(std::move(page.keys[i]));
+    }
+    part.page.has_next = page.has_next;
+    part.page.next_cursor = std::move(page.next_cursor);
+  }
+  const uint64_t max_items = s_->federation.max_items;
+  if (part.page.items.size() > max_items) {
+    part.page.items.resize(max_items);
+    part.page.keys.resize(max_items);
+    part.truncated = true;
+  }
+  if (kind_ != federation::ListKind::kDiscover && part.page.has_next && !part.truncated &&
+      part.page.items.size() < max_items) {
+    if (part.page.next_cursor == slot.cursor || slot.pages >= kMaxPages) {
+      finishSlot(slot, false, "invalid_result", "nextCursor repeats or too many pages");
+      return;
+    }
+    slot.cursor = part.page.next_cursor;
+    if (!federation::setParamsCursor(base_body_, slot.cursor, slot.body)) {
+      finishSlot(slot, false, "invalid_request", "the list request's params is not an object");
+      return;
+    }
+    startSlot(slot);
+    return;
+  }
+  if (part.page.has_next) {
+    part.truncated = true;  // max_items reached with more pages left
+  }
+  part.page.has_next = false;
+  finishSlot(slot, true, "ok", {});
+}
+
+void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::string detail) {
+  if (slot.done) {
+    return;
+  }
+  slot.done = true;
+  evtimer_del(slot.timer.get());
+  slot.up.release(false);
+  slot.framer.reset();
+  federation::FetchReport::Part& part = report_.parts[slot.index];
+  part.ok = ok;
+  part.outcome.assign(outcome);
+  part.detail = std::move(detail);
+  if (!ok) {
+    part.page = federation::Page{};
+  }
+  if (--pending_ == 0 && done_ != nullptr) {
+    done_->onFanOutDone(*this);
+  }
+}
+
+void FanOut::cancel() noexcept {
+  for (auto& slot : slots_) {
+    if (slot->timer) {
+      evtimer_del(slot->timer.get());
+    }
+    slot->up.release(false);
+    slot->framer.reset();
+    slot->done = true;
+  }
+  if (flush_) {
+    event_del(flush_.get());
+  }
+  pending_ = 0;
+}
+
+}  // namespace gw::proxy

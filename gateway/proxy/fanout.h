@@ -1,0 +1,154 @@
+#pragma once
+// One request sent to every upstream of a federated route at once (federation): a list
+// method or server/discover (each answer, JSON or SSE, read whole and parsed, every page
+// followed through nextCursor up to federation.max_items, each upstream bounded by
+// federation.list_timeout), or a client notification (only the status matters). The fan-out
+// owns one upstream::Http1Upstream per upstream and copies what it sends, so it may outlive
+// the request that started it (a shared ownership refresh). Its upstream output is written
+// once per loop turn by its own zero-delay event, not through a client connection's flush.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/event/owners.h"
+#include "gateway/federation/registry.h"
+#include "gateway/filters/snapshot.h"
+#include "gateway/http/message.h"
+#include "gateway/settings/settings.h"
+#include "gateway/sse/framer.h"
+#include "gateway/upstream/http1_upstream.h"
+
+namespace gw::proxy {
+
+struct WorkerContext;
+class FanOut;
+
+// The forwarded request fields sent to every upstream of a fan-out, owned (a fan-out may
+// outlive the request), with the fan-out's own Mcp-Method, Content-Type and Accept (the
+// client's Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type, Accept, Content-Length and Host
+// are not repeated).
+class OwnedFields {
+ public:
+  void assign(std::span<const http::Field> fields, std::string_view method);
+  void setMethod(std::string_view method);
+  const std::vector<http::Field>& fields() const noexcept { return views_; }
+
+ private:
+  void view();
+  std::vector<std::string> text_;  // name, value, name, value…
+  std::string method_;
+  std::vector<http::Field> views_;
+};
+
+class FanOutDone {
+ public:
+  // Every upstream answered, failed or timed out. The last thing the fan-out does: the
+  // callee may destroy it.
+  virtual void onFanOutDone(FanOut& f) = 0;
+
+ protected:
+  ~FanOutDone() = default;
+};
+
+class FanOut final : public upstream::UpstreamCallbacks {
+ public:
+  enum class Mode : uint8_t { kList, kNotify };
+
+  FanOut() = default;
+  FanOut(const FanOut&) = delete;
+  FanOut& operator=(const FanOut&) = delete;
+  ~FanOut() { cancel(); }
+
+  // Sends `body` (a JSON-RPC request or notification) to every upstream of `route` with
+  // `fields` (the forwarded request fields; Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type
+  // and Accept are replaced by the fan-out's own). `method` is the Mcp-Method sent.
+  // False: no timer could be had (nothing started, done is not called).
+  bool start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+             const settings::Route& route, Mode mode, federation::ListKind kind,
+             std::string_view method, std::string_view body, std::span<const http::Field> fields,
+             core::Nanos started, FanOutDone* done);
+  // The same upstreams and forwarded fields again, for another list method (only once the
+  // previous run is done, e.g. from onFanOutDone).
+  bool again(federation::ListKind kind, std::string_view method, std::string_view body,
+             FanOutDone* done);
+  // Closes every upstream request (never pooled); done is not called.
+  void cancel() noexcept;
+  bool running() const noexcept { return pending_ > 0; }
+
+  federation::ListKind kind() const noexcept { return kind_; }
+  // Route order. For kNotify only ok and outcome/status are set.
+  federation::FetchReport& report() noexcept { return report_; }
+  std::span<const int> statuses() const noexcept { return statuses_; }
+  const settings::Route* route() const noexcept { return route_; }
+
+ private:
+  struct Slot final : sse::EventSink {
+    FanOut* owner = nullptr;
+    size_t index = 0;
+    upstream::Http1Upstream up;
+    upstream::UpstreamRequestHead head;
+    std::string body;  // the current page's request
+    std::string resp;  // the JSON answer, or the SSE event that is the response
+    std::unique_ptr<sse::Framer> framer;
+    bool sse = false;
+    bool got_response = false;
+    bool done = true;
+    bool too_large = false;
+    size_t pages = 0;
+    std::string cursor;  // the last cursor asked for
+    event::EventPtr timer;
+    void onEvent(std::string_view event, std::string_view data) noexcept override;
+  };
+
+  void startSlot(Slot& slot);
+  void finishSlot(Slot& slot, bool ok, std::string_view outcome, std::string detail);
+  void pageDone(Slot& slot);
+  void scheduleFlush();
+  static void onFlush(evutil_socket_t, short, void* arg);
+  static void onTimer(evutil_socket_t, short, void* arg);
+  Slot& slotOf(upstream::Http1Upstream& from) noexcept;
+
+  bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;
+  void onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) override;
+  void onUpstreamComplete(upstream::Http1Upstream& from) override;
+  void onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) override;
+  void onUpstreamWritable(upstream::Http1Upstream&) override {}
+  void onUpstreamOutput(upstream::Http1Upstream&) override { scheduleFlush(); }
+  void onUpstreamRetry(upstream::Http1Upstream&, core::Nanos) override {}
+
+  WorkerContext* w_ = nullptr;
+  std::shared_ptr<const settings::Settings> s_;
+  const settings::Route* route_ = nullptr;
+  Mode mode_ = Mode::kList;
+  federation::ListKind kind_ = federation::ListKind::kTools;
+  FanOutDone* done_ = nullptr;
+  core::Nanos started_{};
+  std::string base_body_;
+  OwnedFields fields_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  federation::FetchReport report_;
+  std::vector<int> statuses_;
+  size_t pending_ = 0;
+  event::EventPtr flush_;
+};
+
+class Exchange;
+
+// A refresh of one list method of one federated route that calls naming an unknown tool,
+// prompt or resource wait for (concurrent misses on a worker share it). Kept by the worker
+// (one per route and method), reused; its result goes to the route's catalog.
+struct FederationRefresh final : FanOutDone {
+  std::shared_ptr<federation::RouteCatalog> catalog;
+  std::shared_ptr<const filters::Snapshot> snap;
+  federation::ListKind kind = federation::ListKind::kTools;
+  WorkerContext* w = nullptr;
+  std::string version;  // MCP-Protocol-Version of the refresh requests
+  FanOut fan;
+  std::vector<Exchange*> waiters;
+  void onFanOutDone(FanOut& f) override;
+};
+
+}  // namespace gw::proxy

@@ -1,0 +1,354 @@
+// One subscriptions/listen stream over every upstream of a federated route (see
+// merged_listen.h).
+
+#include "gateway/proxy/merged_listen.h"
+
+#include "gateway/core/ascii.h"
+#include "gateway/core/assert.h"
+#include "gateway/mcp/id_scan.h"
+#include "gateway/proxy/worker_context.h"
+
+namespace gw::proxy {
+
+namespace {
+
+constexpr uint64_t kFirstBackoffMs = 1000;
+constexpr uint64_t kMaxBackoffMs = 30000;
+constexpr size_t kMaxEventBytes = 4 * 1024 * 1024;
+constexpr size_t kMaxHeldBytes = 4 * 1024 * 1024;
+
+bool isEventStream(const http::ResponseHead& r) {
+  const http::HeaderField* ct = http::findField(r.fields, "content-type");
+  return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
+}
+
+// The method of a notification (a bounded look: `"method":"…"` among its first members).
+std::string_view methodOf(std::string_view json) {
+  const size_t k = json.find("\"method\"");
+  if (k == std::string_view::npos || k > 256) {
+    return {};
+  }
+  size_t q = json.find('"', json.find(':', k + 8));
+  if (q == std::string_view::npos) {
+    return {};
+  }
+  const size_t end = json.find('"', q + 1);
+  return end == std::string_view::npos ? std::string_view{} : json.substr(q + 1, end - q - 1);
+}
+
+}  // namespace
+
+bool MergedListen::start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+                         const settings::Route& route, std::string_view body,
+                         std::span<const http::Field> fields, ListenOwner* owner) {
+  close();
+  w_ = &w;
+  s_ = std::move(s);
+  route_ = &route;
+  owner_ = owner;
+  body_.assign(body);
+  fields_.assign(fields, "subscriptions/listen");
+  ready_ = false;
+  closed_ = false;
+  held_.clear();
+  held_bytes_ = 0;
+  if (!ready_timer_) {
+    ready_timer_.reset(evtimer_new(w.base, &MergedListen::onReadyTimer, this));
+    flush_.reset(event_new(w.base, -1, 0, &MergedListen::onFlush, this));
+    if (!ready_timer_ || !flush_) {
+      return false;
+    }
+  }
+  const size_t n = route.upstream_indexes.size();
+  while (slots_.size() < n) {
+    auto slot = std::make_unique<Slot>();
+    slot->owner = this;
+    slot->index = slots_.size();
+    slot->timer.reset(evtimer_new(w.base, &MergedListen::onReopen, slot.get()));
+    if (!slot->timer) {
+      return false;
+    }
+    slots_.push_back(std::move(slot));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Slot& slot = *slots_[i];
+    slot.up.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
+    slot.ack.clear();
+    slot.acked = slot.streaming = slot.failed = false;
+    slot.waiting = true;
+    slot.backoff_ms = 0;
+  }
+  timeval tv = event::toTimeval(s_->federation.list_timeout);
+  evtimer_add(ready_timer_.get(), &tv);
+  for (size_t i = 0; i < n && !closed_; ++i) {
+    open(*slots_[i]);
+  }
+  return true;
+}
+
+void MergedListen::open(Slot& slot) {
+  const settings::Upstream& up = s_->upstreams[route_->upstream_indexes[slot.index]];
+  slot.head.method = "POST";
+  slot.head.query = {};
+  slot.head.fields = fields_.fields();
+  slot.head.content_length = body_.size();
+  slot.head.length_field = true;
+  slot.head.pinned_endpoint = -1;
+  slot.framer.reset();
+  slot.streaming = false;
+  upstream::UpstreamError error{};
+  if (!slot.up.start(up, slot.head, w_->clock->now(), error)) {
+    ended(slot, true);
+    return;
+  }
+  evbuffer_add(slot.up.output(), body_.data(), body_.size());
+  slot.up.requestComplete();
+  onUpstreamOutput(slot.up);
+}
+
+void MergedListen::onUpstreamOutput(upstream::Http1Upstream&) {
+  if (flush_ && !event_pending(flush_.get(), EV_TIMEOUT, nullptr)) {
+    event_active(flush_.get(), EV_TIMEOUT, 0);
+  }
+}
+
+void MergedListen::onFlush(evutil_socket_t, short, void* arg) {
+  auto* m = static_cast<MergedListen*>(arg);
+  for (auto& slot : m->slots_) {
+    if (slot->up.active() && !slot->up.writing() && slot->up.sendNow() == event::Sent::kDrained) {
+      slot->up.onFlushed();
+    }
+  }
+}
+
+MergedListen::Slot& MergedListen::slotOf(upstream::Http1Upstream& from) noexcept {
+  for (auto& slot : slots_) {
+    if (&slot->up == &from) {
+      return *slot;
+    }
+  }
+  GW_ASSERT(false);
+  return *slots_.front();
+}
+
+bool MergedListen::onUpstreamHeaders(upstream::Http1Upstream& from,
+                                     const http::ResponseHead& resp) {
+  Slot& slot = slotOf(from);
+  if (resp.status != 200 || !isEventStream(resp)) {
+    from.release(false);
+    ended(slot, true);  // an error answer (JSON) or no stream: this upstream does not listen
+    return false;
+  }
+  slot.streaming = true;
+  slot.framer = std::make_unique<sse::Framer>(&slot, kMaxEventBytes);
+  return true;
+}
+
+void MergedListen::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) {
+  Slot& slot = slotOf(from);
+  evbuffer_iovec vecs[8];
+  size_t seen = 0;
+  evbuffer_ptr pos;
+  evbuffer_ptr_set(src, &pos, 0, EVBUFFER_PTR_SET);
+  while (seen < n && slot.framer && !closed_) {
+    int k = std::min(evbuffer_peek(src, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8), 8);
+    if (k <= 0) {
+      break;
+    }
+    for (int i = 0; i < k && seen < n && !closed_; ++i) {
+      size_t len = std::min(vecs[i].iov_len, n - seen);
+      slot.framer->feed(std::string_view(static_cast<const char*>(vecs[i].iov_base), len));
+      seen += len;
+    }
+    evbuffer_ptr_set(src, &pos, seen, EVBUFFER_PTR_SET);
+  }
+  evbuffer_drain(src, n);
+  if (!closed_ && owner_->listenBackedUp()) {
+    for (auto& s : slots_) {
+      if (s->up.active()) {
+        s->up.pauseReading();
+      }
+    }
+  }
+}
+
+void MergedListen::resume() {
+  for (auto& s : slots_) {
+    if (s->up.active() && s->up.paused()) {
+      s->up.resumeReading();
+    }
+  }
+}
+
+void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) noexcept {
+  MergedListen& m = *owner;
+  if (m.closed_) {
+    return;
+  }
+  if (waiting || !acked) {
+    std::string notifications;
+    if (federation::ackNotifications(data, notifications)) {
+      if (!acked) {
+        ack = std::move(notifications);
+        acked = true;
+      }
+      backoff_ms = 0;  // a stream that acknowledged is healthy again
+      if (waiting) {
+        waiting = false;
+        m.maybeReady();
+      }
+      return;
+    }
+  } else if (federation::ackNotifications(data, ack)) {
+    backoff_ms = 0;
+    return;  // a reopened stream's acknowledgement: the client has one already
+  }
+  if (mcp::looksLikeResponse(data)) {
+    return;  // the upstream ended its subscription (it is reopened when the stream ends)
+  }
+  if (auto kind = federation::changedListOf(methodOf(data))) {
+    m.owner_->onListChanged(*kind);
+  }
+  m.relay(event, data);
+}
+
+// A complete event for the client, re-framed: `event:` and one `data:` line per line.
+void MergedListen::relay(std::string_view event, std::string_view data) {
+  scratch_.clear();
+  scratch_ += "event: ";
+  scratch_ += event.empty() ? std::string_view("message") : event;
+  scratch_ += '\n';
+  size_t start = 0;
+  while (true) {
+    const size_t nl = data.find('\n', start);
+    scratch_ += "data: ";
+    scratch_.append(data.substr(start, nl == std::string_view::npos ? nl : nl - start));
+    scratch_ += '\n';
+    if (nl == std::string_view::npos) {
+      break;
+    }
+    start = nl + 1;
+  }
+  scratch_ += '\n';
+  if (!ready_) {
+    if (held_bytes_ + scratch_.size() <= kMaxHeldBytes) {
+      held_bytes_ += scratch_.size();
+      held_.push_back(scratch_);
+    }
+    return;
+  }
+  owner_->onListenEvent(scratch_);
+}
+
+void MergedListen::onUpstreamComplete(upstream::Http1Upstream& from) {
+  ended(slotOf(from), false);
+}
+
+void MergedListen::onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError) {
+  ended(slotOf(from), true);
+}
+
+// An upstream stream is over: before ready it counts as this upstream's answer (failed when
+// it never acknowledged); after, it is reopened with backoff while the client stays.
+void MergedListen::ended(Slot& slot, bool failed) {
+  slot.up.release(false);
+  slot.framer.reset();
+  slot.streaming = false;
+  if (closed_) {
+    return;
+  }
+  if (slot.waiting) {
+    slot.waiting = false;
+    slot.failed = failed || !slot.acked;
+    maybeReady();
+    if (closed_) {
+      return;
+    }
+  }
+  slot.backoff_ms =
+      slot.backoff_ms == 0 ? kFirstBackoffMs : std::min(slot.backoff_ms * 2, kMaxBackoffMs);
+  timeval tv = event::toTimeval(std::chrono::milliseconds(slot.backoff_ms));
+  evtimer_add(slot.timer.get(), &tv);
+}
+
+void MergedListen::onReopen(evutil_socket_t, short, void* arg) {
+  auto* slot = static_cast<Slot*>(arg);
+  if (!slot->owner->closed_ && !slot->up.active()) {
+    slot->owner->open(*slot);
+  }
+}
+
+void MergedListen::onReadyTimer(evutil_socket_t, short, void* arg) {
+  auto* m = static_cast<MergedListen*>(arg);
+  for (auto& slot : m->slots_) {
+    if (slot->waiting) {
+      slot->waiting = false;  // too slow to acknowledge: left out of the union (its
+      slot->failed = true;    // stream, if it comes, is relayed all the same)
+    }
+  }
+  m->maybeReady();
+}
+
+// Every upstream acknowledged or failed: the client gets the union.
+void MergedListen::maybeReady() {
+  if (ready_ || closed_) {
+    return;
+  }
+  std::vector<std::string_view> acks;
+  for (size_t i = 0; i < route_->upstream_indexes.size(); ++i) {
+    const Slot& slot = *slots_[i];
+    if (slot.waiting) {
+      return;
+    }
+    if (slot.acked) {
+      acks.push_back(slot.ack);
+    }
+  }
+  evtimer_del(ready_timer_.get());
+  ready_ = true;
+  if (acks.empty()) {
+    owner_->onListenReady({});
+    return;
+  }
+  const std::string merged = federation::mergeObjects(acks);
+  owner_->onListenReady(merged);
+  std::vector<std::string> held;
+  held.swap(held_);
+  held_bytes_ = 0;
+  for (const std::string& e : held) {
+    if (closed_) {
+      return;
+    }
+    owner_->onListenEvent(e);
+  }
+}
+
+size_t MergedListen::open() const noexcept {
+  size_t n = 0;
+  for (const auto& slot : slots_) {
+    n += slot->streaming ? 1 : 0;
+  }
+  return n;
+}
+
+void MergedListen::close() noexcept {
+  closed_ = true;
+  for (auto& slot : slots_) {
+    if (slot->timer) {
+      evtimer_del(slot->timer.get());
+    }
+    slot->up.release(false);
+    slot->streaming = false;  // (a framer may be feeding this call: it goes with the slot)
+    slot->waiting = false;
+  }
+  if (ready_timer_) {
+    evtimer_del(ready_timer_.get());
+  }
+  if (flush_) {
+    event_del(flush_.get());
+  }
+  held_.clear();
+  held_bytes_ = 0;
+}
+
+}  // namespace gw::proxy

@@ -1,0 +1,113 @@
+#pragma once
+// subscriptions/listen on a federated route: the client's listen request sent to every
+// upstream, one SSE stream back. Each upstream's first event (its
+// notifications/subscriptions/acknowledged) is held until every upstream acknowledged or
+// failed (bounded by federation.list_timeout); the client then gets one acknowledgement with
+// the union, then every later upstream event as it completes (whole events only, re-framed
+// by the gateway; `id:` lines are not kept since several servers share one stream). An
+// upstream stream that ends or fails is reopened with backoff (1 s doubling to 30 s) while
+// the client stays, and its new acknowledgement is not repeated to the client. The owner
+// closing it (the client went away: cancellation) closes every upstream stream at once.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/event/owners.h"
+#include "gateway/federation/federation.h"
+#include "gateway/http/message.h"
+#include "gateway/proxy/fanout.h"
+#include "gateway/settings/settings.h"
+#include "gateway/sse/framer.h"
+#include "gateway/upstream/http1_upstream.h"
+
+namespace gw::proxy {
+
+struct WorkerContext;
+
+class ListenOwner {
+ public:
+  // Every upstream acknowledged or failed: the merged acknowledgement's `notifications`
+  // object, or empty when none acknowledged (the owner answers 502).
+  virtual void onListenReady(std::string_view notifications) = 0;
+  // Whole SSE event bytes for the client (after onListenReady).
+  virtual void onListenEvent(std::string_view bytes) = 0;
+  // An upstream said a list changed (the owner marks the route's catalog stale).
+  virtual void onListChanged(federation::ListKind kind) = 0;
+  // True while the client's output is above its high mark (upstream reads pause).
+  virtual bool listenBackedUp() const noexcept = 0;
+
+ protected:
+  ~ListenOwner() = default;
+};
+
+class MergedListen final : public upstream::UpstreamCallbacks {
+ public:
+  MergedListen() = default;
+  MergedListen(const MergedListen&) = delete;
+  MergedListen& operator=(const MergedListen&) = delete;
+  ~MergedListen() { close(); }
+
+  // False: no timer could be had.
+  bool start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+             const settings::Route& route, std::string_view body,
+             std::span<const http::Field> fields, ListenOwner* owner);
+  void close() noexcept;
+  // The client drained below its low mark: paused upstream reads go on.
+  void resume();
+  size_t open() const noexcept;  // upstream streams open now
+
+ private:
+  struct Slot final : sse::EventSink {
+    MergedListen* owner = nullptr;
+    size_t index = 0;
+    upstream::Http1Upstream up;
+    upstream::UpstreamRequestHead head;
+    std::unique_ptr<sse::Framer> framer;
+    event::EventPtr timer;  // reopen backoff
+    std::string ack;        // params.notifications of its first acknowledgement
+    bool acked = false;     // acknowledged at least once
+    bool waiting = false;   // the first answer is still awaited (before ready)
+    bool streaming = false;
+    bool failed = false;
+    uint64_t backoff_ms = 0;
+    void onEvent(std::string_view event, std::string_view data) noexcept override;
+  };
+
+  void open(Slot& slot);
+  void ended(Slot& slot, bool failed);
+  void firstAnswer(Slot& slot);
+  void maybeReady();
+  void relay(std::string_view event, std::string_view data);
+  Slot& slotOf(upstream::Http1Upstream& from) noexcept;
+  static void onReopen(evutil_socket_t, short, void* arg);
+  static void onReadyTimer(evutil_socket_t, short, void* arg);
+  static void onFlush(evutil_socket_t, short, void* arg);
+
+  bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;
+  void onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) override;
+  void onUpstreamComplete(upstream::Http1Upstream& from) override;
+  void onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) override;
+  void onUpstreamWritable(upstream::Http1Upstream&) override {}
+  void onUpstreamOutput(upstream::Http1Upstream&) override;
+  void onUpstreamRetry(upstream::Http1Upstream&, core::Nanos) override {}
+
+  WorkerContext* w_ = nullptr;
+  std::shared_ptr<const settings::Settings> s_;
+  const settings::Route* route_ = nullptr;
+  ListenOwner* owner_ = nullptr;
+  std::string body_;
+  OwnedFields fields_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  bool ready_ = false;
+  bool closed_ = true;
+  std::vector<std::string> held_;  // events that completed before ready (bounded)
+  size_t held_bytes_ = 0;
+  event::EventPtr ready_timer_;
+  event::EventPtr flush_;
+  std::string scratch_;
+};
+
+}  // namespace gw::proxy
