@@ -9,67 +9,67 @@
 
 namespace gw::core {
 
-#define GW_OUTCOMES(X)                                                                     \
-  X(kNone, "", 0)                                                                          \
-  X(kComplete, "complete", 0)                                                              \
-  X(kClientClosed, "client_closed", 499)                                                   \
-  X(kSendTimeout, "send_timeout", 0)                                                       \
-  /* request heads the parser refused (no access-log line) */                              \
-  X(kMalformedRequest, "malformed_request", 400)                                           \
-  X(kRequestLineTooLong, "request_line_too_long", 414)                                     \
-  X(kHeaderTooLarge, "header_too_large", 431)                                              \
-  X(kUnsupportedTransferCoding, "unsupported_transfer_coding", 501)                        \
-  X(kHeaderTimeout, "header_timeout", 408)                                                 \
-  /* request body */                                                                       \
-  X(kBadChunk, "bad_chunk", 400)                                                           \
-  X(kBodyTimeout, "body_timeout", 408)                                                     \
-  X(kBodyTooLarge, "body_too_large", 413)                                                  \
-  X(kBodyBufferFull, "body_buffer_full", 503)                                              \
-  X(kExpectationFailed, "expectation_failed", 417)                                         \
-  /* pipeline stages (filters/) */                                                         \
-  X(kNotFound, "not_found", 404)                                                           \
-  X(kMethodNotAllowed, "method_not_allowed", 405)                                          \
-  X(kHostForbidden, "host_forbidden", 403)                                                 \
-  X(kOriginForbidden, "origin_forbidden", 403)                                             \
-  X(kTooManyParamHeaders, "too_many_param_headers", 431)                                   \
-  X(kHeaderInvalid, "header_invalid", 400)                                                 \
-  X(kHeaderMissing, "header_missing", 400)                                                 \
-  X(kHeaderMismatch, "header_mismatch", 400)                                               \
-  X(kNameUnexpected, "name_unexpected", 400)                                               \
-  X(kVersionMissing, "version_missing", 400)                                               \
-  X(kVersionUnsupported, "version_unsupported", 400)                                       \
-  X(kUnsupportedMediaType, "unsupported_media_type", 415)                                  \
-  X(kCharsetUnsupported, "charset_unsupported", 415)                                       \
-  X(kContentEncodingUnsupported, "content_encoding_unsupported", 415)                      \
-  X(kBodyInvalid, "body_invalid", 400)                                                     \
-  X(kIdInvalid, "id_invalid", 400)                                                         \
-  X(kRequestWithoutId, "request_without_id", 400)                                          \
-  X(kResponsePosted, "response_posted", 400)                                               \
-  X(kBatchSplit, "batch_split", 400)                                                       \
-  X(kAuthMissing, "auth_missing", 401)                                                     \
-  X(kAuthInvalid, "auth_invalid", 401)                                                     \
-  X(kPolicyDenied, "policy_denied", 403)                                                   \
-  X(kNoRoute, "no_route", 502)                                                             \
-  X(kRateLimited, "rate_limited", 429)                                                     \
-  X(kRateLimitUnavailable, "ratelimit_unavailable", 503)                                   \
-  /* upstream */                                                                           \
-  X(kConnectFailed, "connect_failed", 502)                                                 \
-  X(kConnectTimeout, "connect_timeout", 504)                                               \
-  X(kResponseTimeout, "response_timeout", 504)                                             \
-  X(kUpstreamReset, "upstream_reset", 502)                                                 \
-  X(kUpstreamMalformed, "upstream_malformed", 502)                                         \
-  X(kUpstreamBadChunk, "upstream_bad_chunk", 0)                                            \
-  X(kMaxDuration, "max_duration", 0)                                                       \
-  X(kStreamIdleTimeout, "stream_idle_timeout", 0)                                          \
-  X(kSessionNotFound, "session_not_found", 404)                                            \
-  X(kSessionEndpointDown, "session_endpoint_down", 404)                                    \
-  /* federation: a name no upstream lists (the JSON-RPC error a server gives, HTTP 200) */ \
-  X(kUnknownName, "unknown_name", 0)                                                       \
-  /* federation: no upstream answered a list (or they share no protocol version) */        \
-  X(kFederationFailed, "federation_failed", 502)                                           \
-  /* federation: a client notification no upstream accepted */                             \
-  X(kNotificationRefused, "notification_refused", 502)                                     \
-  /* a reason name no entry declares (a bug: asserted in debug builds) */                  \
+#define GW_OUTCOMES(X)                                                                        \
+  X(kNone, "", 0)                                                                             \
+  X(kComplete, "complete", 0)                                                                 \
+  X(kClientClosed, "client_closed", 499)                                                      \
+  X(kSendTimeout, "send_timeout", 0)                                                          \
+  /* request heads the parser refused (no access-log line) */                                 \
+  X(kMalformedRequest, "malformed_request", 400)                                              \
+  X(kRequestLineTooLong, "request_line_too_long", 414)                                        \
+  X(kHeaderTooLarge, "header_too_large", 431)                                                 \
+  X(kUnsupportedTransferCoding, "unsupported_transfer_coding", 501)                           \
+  X(kHeaderTimeout, "header_timeout", 408)                                                    \
+  /* request body */                                                                          \
+  X(kBadChunk, "bad_chunk", 400)                                                              \
+  X(kBodyTimeout, "body_timeout", 408)                                                        \
+  X(kBodyTooLarge, "body_too_large", 413)                                                     \
+  X(kBodyBufferFull, "body_buffer_full", 503)                                                 \
+  X(kExpectationFailed, "expectation_failed", 417)                                            \
+  /* pipeline stages (filters/) */                                                            \
+  X(kNotFound, "not_found", 404)                                                              \
+  X(kMethodNotAllowed, "method_not_allowed", 405)                                             \
+  X(kHostForbidden, "host_forbidden", 403)                                                    \
+  X(kOriginForbidden, "origin_forbidden", 403)                                                \
+  X(kTooManyParamHeaders, "too_many_param_headers", 431)                                      \
+  X(kHeaderInvalid, "header_invalid", 400)                                                    \
+  X(kHeaderMissing, "header_missing", 400)                                                    \
+  X(kHeaderMismatch, "header_mismatch", 400)                                                  \
+  X(kNameUnexpected, "name_unexpected", 400)                                                  \
+  X(kVersionMissing, "version_missing", 400)                                                  \
+  X(kVersionUnsupported, "version_unsupported", 400)                                          \
+  X(kUnsupportedMediaType, "unsupported_media_type", 415)                                     \
+  X(kCharsetUnsupported, "charset_unsupported", 415)                                          \
+  X(kContentEncodingUnsupported, "content_encoding_unsupported", 415)                         \
+  X(kBodyInvalid, "body_invalid", 400)                                                        \
+  X(kIdInvalid, "id_invalid", 400)                                                            \
+  X(kRequestWithoutId, "request_without_id", 400)                                             \
+  X(kResponsePosted, "response_posted", 400)                                                  \
+  X(kBatchSplit, "batch_split", 400)                                                          \
+  X(kAuthMissing, "auth_missing", 401)                                                        \
+  X(kAuthInvalid, "auth_invalid", 401)                                                        \
+  X(kPolicyDenied, "policy_denied", 403)                                                      \
+  X(kNoRoute, "no_route", 502)                                                                \
+  X(kRateLimited, "rate_limited", 429)                                                        \
+  X(kRateLimitUnavailable, "ratelimit_unavailable", 503)                                      \
+  /* upstream */                                                                              \
+  X(kConnectFailed, "connect_failed", 502)                                                    \
+  X(kConnectTimeout, "connect_timeout", 504)                                                  \
+  X(kResponseTimeout, "response_timeout", 504)                                                \
+  X(kUpstreamReset, "upstream_reset", 502)                                                    \
+  X(kUpstreamMalformed, "upstream_malformed", 502)                                            \
+  X(kUpstreamBadChunk, "upstream_bad_chunk", 0)                                               \
+  X(kMaxDuration, "max_duration", 0)                                                          \
+  X(kStreamIdleTimeout, "stream_idle_timeout", 0)                                             \
+  X(kSessionNotFound, "session_not_found", 404)                                               \
+  X(kSessionEndpointDown, "session_endpoint_down", 404)                                       \
+  /* federation, names: prefix: a name with no upstream prefix (-32602, in band: HTTP 200) */ \
+  X(kUnknownName, "unknown_name", 0)                                                          \
+  /* federation: no upstream answered a list (or they share no protocol version) */           \
+  X(kFederationFailed, "federation_failed", 502)                                              \
+  /* federation: a client notification no upstream accepted */                                \
+  X(kNotificationRefused, "notification_refused", 502)                                        \
+  /* a reason name no entry declares (a bug: asserted in debug builds) */                     \
   X(kOther, "other", 0)
 
 enum class Outcome : uint8_t {

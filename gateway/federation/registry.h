@@ -49,6 +49,11 @@ struct FetchReport {
     std::string detail;
     Page page;  // when ok: every page's items appended; ttl the least, public only if all
     bool truncated = false;
+    // When !ok and the upstream answered (an HTTP error status, or a JSON-RPC error): its
+    // answer, relayed when no upstream succeeded (the client's mistake is every server's).
+    int status = 0;
+    std::string content_type;
+    std::string body;
   };
   std::vector<Part> parts;  // route order
 };

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "gateway/core/ascii.h"
+#include "gateway/federation/federation.h"
 #include "gateway/http/host.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -514,14 +515,50 @@ FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) no
   return ctx.need_body ? FilterStatus::kNeedBody : FilterStatus::kContinue;
 }
 
+namespace {
+
+// The upstream whose learned x-mcp-header schema a tools/call is checked against, and the
+// name that upstream knows the tool by: the route's upstream, or on a federated route the
+// owner (by prefix, or as the route's catalog knows it now; unknown: the first upstream,
+// whose schema then most likely does not have it, so the call is "unverifiable").
+void schemaOwner(const RequestContext& ctx, std::string_view& upstream, std::string_view& tool) {
+  const settings::Route& r = *ctx.route;
+  upstream = r.upstream;
+  tool = ctx.mcp.name.value;
+  if (!r.federated()) {
+    return;
+  }
+  if (r.names == settings::FederationNames::kPrefix) {
+    std::vector<std::string_view> names(r.upstreams.begin(), r.upstreams.end());
+    size_t index = 0;
+    std::string_view inner;
+    if (federation::splitPrefixed(tool, names, ctx.snapshot->settings->federation.separator, index,
+                                  inner)) {
+      upstream = r.upstreams[index];
+      tool = inner;
+    }
+    return;
+  }
+  if (const federation::RouteCatalog* c = ctx.snapshot->catalogOf(r)) {
+    const int owner = c->owner(federation::ListKind::kTools, tool);
+    if (owner >= 0) {
+      upstream = r.upstreams[static_cast<size_t>(owner)];
+    }
+  }
+}
+
+}  // namespace
+
 FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexcept {
   if (ctx.legacy_inspect) {
     return detail::legacyBodyStage(ctx, body);
   }
   std::shared_ptr<const mcp::ToolSchema> tool;
   if (ctx.verify_body && ctx.mcp.has_method && ctx.mcp.method == "tools/call" && ctx.mcp.has_name) {
-    tool = ctx.snapshot->schemas->find(ctx.route->upstream, ctx.mcp.name.value,
-                                       std::chrono::steady_clock::now());
+    std::string_view upstream;
+    std::string_view name;
+    schemaOwner(ctx, upstream, name);
+    tool = ctx.snapshot->schemas->find(upstream, name, std::chrono::steady_clock::now());
     ctx.param_check = tool ? ParamCheck::kVerified : ParamCheck::kUnverifiable;
   }
   mcp::VerifyOptions opts;

@@ -52,7 +52,7 @@ void Exchange::prepare() {
   forwarded_ = false;
   ratelimit_lines_.clear();
   catalog_ = nullptr;
-  fed_routed_ = fed_refreshed_ = capture_task_ = false;
+  fed_routed_ = fed_refreshed_ = capture_task_ = fed_unknown_ = false;
   fed_owner_ = 0;
   fed_name_.clear();
   fed_log_.clear();

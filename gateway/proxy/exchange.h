@@ -165,6 +165,7 @@ class Exchange final : public downstream::StreamCallbacks,
   void waitForRefresh(federation::ListKind kind);
   void leaveRefresh() noexcept;
   void unknownName(federation::ListKind kind);
+  void rejectUnknownName(federation::ListKind kind);
   void proceedTo(size_t owner);
   bool rewriteForOwner();
   void fanOut(FanOut::Mode mode, federation::ListKind kind);
@@ -172,6 +173,7 @@ class Exchange final : public downstream::StreamCallbacks,
   void stopFederation() noexcept;  // fan-out, merged stream and refresh wait, all ended
   void serveMerged(std::string_view members, uint64_t ttl_ms, bool public_scope);
   void recordFetches(const FanOut& f);
+  bool relayRefusal(FanOut& f);
   void learnFederatedTools(const FanOut& f);
   std::string requestIdJson();
   void captureTask(std::string_view json) noexcept;
@@ -239,6 +241,7 @@ class Exchange final : public downstream::StreamCallbacks,
   bool fed_routed_ = false;     // the owner is chosen (connectUpstream goes upstream)
   bool fed_refreshed_ = false;  // one ownership refresh was waited for already
   bool capture_task_ = false;   // a federated call's answer may carry a taskId
+  bool fed_unknown_ = false;    // no upstream lists the call's name (sent to the first)
   size_t fed_owner_ = 0;        // the owner's index in the route's upstreams
   FederationRefresh* waiting_ = nullptr;
   std::unique_ptr<FanOut> fanout_;

@@ -118,7 +118,7 @@ void Exchange::routeByName(federation::ListKind kind) {
     size_t owner = 0;
     std::string_view inner;
     if (!federation::splitPrefixed(name, names, s_->federation.separator, owner, inner)) {
-      unknownName(kind);
+      rejectUnknownName(kind);
       return;
     }
     fed_name_.assign(inner);
@@ -236,10 +236,23 @@ void Exchange::onRefreshed() {
                                         : federation::ListKind::kResources);
 }
 
-// The JSON-RPC error a server gives for a name it does not have (HTTP 200, in band): -32602
-// for a tool, a prompt and a resource alike (2026-07-28 retired -32002 for resources, SEP-2164;
-// data.uri names the resource).
-void Exchange::unknownName(federation::ListKind kind) {
+// A name no upstream lists, even after a refresh: the request goes, as the client sent it, to
+// the route's first upstream, which answers what a server answers for a name it does not
+// have (-32602 "Tool X not found", in band) — or, for a request whose headers and body
+// disagree, the 400 -32020 it owes the client. The gateway does not invent that answer: it
+// cannot know, without reading the body, which of the two the server owes.
+void Exchange::unknownName(federation::ListKind) {
+  fed_name_.clear();
+  fed_unknown_ = true;
+  proceedTo(0);
+}
+
+// names: prefix, a name with no upstream prefix of this route: the JSON-RPC error a server
+// gives for a name it does not have (HTTP 200, in band), made by the gateway — the name is
+// nobody's, and sending it on unprefixed would let a client call a tool by a name no policy
+// rule was written for. -32602 (a resource would get -32602 with data.uri too: 2026-07-28
+// retired -32002, SEP-2164; URIs are never prefixed, so only tools and prompts come here).
+void Exchange::rejectUnknownName(federation::ListKind kind) {
   std::string message;
   const int code = -32602;
   const std::string_view name = ctx_.mcp.name.value.substr(0, 256);
@@ -365,6 +378,9 @@ void Exchange::onFanOutDone(FanOut& f) {
     for (const auto& p : parts) {
       accepted = accepted || p.ok;
     }
+    if (!accepted && relayRefusal(f)) {
+      return;
+    }
     if (!accepted) {
       filters::setReply(ctx_, 502, mcp::code::kUpstreamUnavailable,
                         "Bad Gateway: no upstream accepted the notification",
@@ -399,6 +415,9 @@ void Exchange::onFanOutDone(FanOut& f) {
     spdlog::warn("federation: route '{}': {}", ctx_.route->name, c);
     w_->metrics->federation_conflicts.at({ctx_.route->name}).add(1);
   }
+  if (!ok && answer.error.empty() && relayRefusal(f)) {
+    return;
+  }
   if (!ok) {
     std::string message = answer.error.empty()
                               ? "Bad Gateway: no upstream of the federated route answered " +
@@ -418,6 +437,40 @@ void Exchange::onFanOutDone(FanOut& f) {
     return;
   }
   serveMerged(*answer.members, answer.ttl_ms, answer.public_scope);
+}
+
+// No upstream succeeded, but one answered with an error of its own (a 4xx, or a JSON-RPC
+// error: the client's request is as wrong for every server): the first such answer is relayed
+// as it came — status, Content-Type, body (the upstream echoed the client's id). False when
+// none answered at all (the caller's 502).
+bool Exchange::relayRefusal(FanOut& f) {
+  for (const federation::FetchReport::Part& p : f.report().parts) {
+    if (p.status == 0 || p.body.empty() || p.status < 200 || p.status >= 500) {
+      continue;
+    }
+    fed_body_ = p.body;
+    resp_fields_.clear();
+    resp_fields_.push_back(http::Field{"Content-Type", p.content_type.empty()
+                                                           ? std::string_view("application/json")
+                                                           : std::string_view(p.content_type)});
+    downstream::ResponseHeaders h;
+    h.status = p.status;
+    h.reason = http::reasonPhrase(p.status);
+    h.fields = &resp_fields_;
+    h.framing = http::BodyFraming::kContentLength;
+    h.content_length = fed_body_.size();
+    h.extra_lines = ratelimit_lines_;
+    resp_started = true;
+    status = p.status;
+    stream_->encodeHeaders(h);
+    event::EvBufferPtr b = event::makeBuffer();
+    evbuffer_add(b.get(), fed_body_.data(), fed_body_.size());
+    stream_->encodeData(b.get(), fed_body_.size());
+    outcome = Outcome::kComplete;
+    stream_->encodeEnd();
+    return true;
+  }
+  return false;
 }
 
 // Each upstream's outcome of a list fetch: a warning for a miss, a metric either way.

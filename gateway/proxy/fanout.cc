@@ -12,8 +12,10 @@ namespace gw::proxy {
 
 namespace {
 
-// Bounds on one upstream's answers: bytes of one page, and pages of one list.
+// Bounds on one upstream's answers: bytes of one page, of an error answer kept for relaying,
+// and pages of one list.
 constexpr size_t kMaxPageBytes = 16 * 1024 * 1024;
+constexpr size_t kMaxErrorBytes = 64 * 1024;
 constexpr size_t kMaxPages = 1000;
 
 bool isEventStream(const http::ResponseHead& r) {
@@ -163,6 +165,8 @@ void FanOut::startSlot(Slot& slot) {
   slot.resp.clear();
   slot.sse = false;
   slot.got_response = false;
+  slot.error_status = 0;
+  slot.content_type.clear();
   slot.too_large = false;
   slot.framer.reset();
   upstream::UpstreamError error{};
@@ -223,14 +227,17 @@ void FanOut::Slot::onEvent(std::string_view, std::string_view data) noexcept {
 bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) {
   Slot& slot = slotOf(from);
   statuses_[slot.index] = resp.status;
+  const bool good =
+      mode_ == Mode::kNotify ? resp.status >= 200 && resp.status < 300 : resp.status == 200;
+  if (!good) {
+    // An error answer: its body is kept (bounded) in case every upstream refuses alike.
+    slot.error_status = resp.status;
+    const http::HeaderField* ct = http::findField(resp.fields, "content-type");
+    slot.content_type.assign(ct != nullptr ? ct->value : std::string_view{});
+    return true;
+  }
   if (mode_ == Mode::kNotify) {
     return true;  // the body (if any) is drained
-  }
-  if (resp.status != 200) {
-    from.release(false);
-    finishSlot(slot, false, "http_status",
-               "the upstream answered HTTP " + std::to_string(resp.status));
-    return false;
   }
   slot.sse = isEventStream(resp);
   if (slot.sse) {
@@ -241,6 +248,16 @@ bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::Respon
 
 void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) {
   Slot& slot = slotOf(from);
+  if (slot.error_status != 0) {
+    const size_t take = std::min(n, kMaxErrorBytes - std::min(kMaxErrorBytes, slot.resp.size()));
+    if (take > 0) {
+      const size_t at = slot.resp.size();
+      slot.resp.resize(at + take);
+      evbuffer_copyout(src, slot.resp.data() + at, take);
+    }
+    evbuffer_drain(src, n);
+    return;
+  }
   if (mode_ == Mode::kNotify || slot.too_large) {
     evbuffer_drain(src, n);
     return;
@@ -279,10 +296,17 @@ void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t
 
 void FanOut::onUpstreamComplete(upstream::Http1Upstream& from) {
   Slot& slot = slotOf(from);
+  if (slot.error_status != 0) {
+    federation::FetchReport::Part& part = report_.parts[slot.index];
+    part.status = slot.error_status;
+    part.content_type = std::move(slot.content_type);
+    part.body = std::move(slot.resp);
+    finishSlot(slot, false, "http_status",
+               "the upstream answered HTTP " + std::to_string(slot.error_status));
+    return;
+  }
   if (mode_ == Mode::kNotify) {
-    const int st = statuses_[slot.index];
-    finishSlot(slot, st >= 200 && st < 300, st >= 200 && st < 300 ? "ok" : "http_status",
-               "HTTP " + std::to_string(st));
+    finishSlot(slot, true, "ok", {});
     return;
   }
   pageDone(slot);
@@ -306,6 +330,13 @@ void FanOut::pageDone(Slot& slot) {
   federation::Page page;
   std::string detail;
   federation::PageError pe = federation::parsePage(kind_, slot.resp, page, detail);
+  if (pe == federation::PageError::kRpcError && slot.pages == 0) {
+    // A JSON-RPC error answer to the client's own request: kept for relaying as it came.
+    federation::FetchReport::Part& part = report_.parts[slot.index];
+    part.status = 200;
+    part.content_type = "application/json";
+    part.body = slot.resp.substr(0, kMaxErrorBytes);
+  }
   if (pe != federation::PageError::kNone) {
     finishSlot(slot, false,
                pe == federation::PageError::kRpcError      ? "rpc_error"
@@ -369,6 +400,9 @@ void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::stri
   part.detail = std::move(detail);
   if (!ok) {
     part.page = federation::Page{};
+  } else {
+    part.status = 0;
+    part.body.clear();
   }
   if (--pending_ == 0 && done_ != nullptr) {
     done_->onFanOutDone(*this);

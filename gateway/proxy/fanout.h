@@ -95,6 +95,8 @@ class FanOut final : public upstream::UpstreamCallbacks {
     std::unique_ptr<sse::Framer> framer;
     bool sse = false;
     bool got_response = false;
+    int error_status = 0;      // a non-2xx answer (its body is kept, bounded, in resp)
+    std::string content_type;  // of that answer
     bool done = true;
     bool too_large = false;
     size_t pages = 0;

@@ -161,6 +161,8 @@ void Exchange::logAccess() {
     } else {
       line += "null";
     }
+    line += ",\"unknown_name\":";
+    line += fed_unknown_ ? "true" : "false";
     line += ",\"missed\":\"";
     mcp::appendJsonEscaped(line, fed_log_ == "cached" ? std::string_view{} : fed_log_);
     line += "\",\"cached\":";

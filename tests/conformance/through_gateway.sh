@@ -10,6 +10,8 @@
 #   B. tests/fixtures/raw-mcp-server.mjs (validates nothing) behind the gateway in verify mode
 #      (mcp.verify_body true): http-header-validation and http-custom-header-server-validation
 #      must pass in full through the gateway (0 failures); the direct score is only printed.
+#   C. as A, but the route is federated with that one upstream (`upstreams: [fixture]`, issue
+#      #15): every scenario must score as it does directly.
 # Prints one line per setup and scenario: `OK|SHORT <setup> <scenario>: direct P/F, gateway P/F`
 # (P passed, F failed checks), then exits 0 when there is no shortfall, 1 otherwise, 2 on setup
 # errors.
@@ -99,8 +101,12 @@ start_gateway() {
 
 # One start_gateway attempt; returns 1 when the gateway exits or stays silent for 10 s.
 try_gateway() {
-  local dir="$1" verify="$2" port
+  local dir="$1" verify="$2" route_kind="${3:-plain}" port route_line
   port="$(free_port)"
+  route_line="upstream: fixture"
+  if [[ "${route_kind}" == "federated" ]]; then
+    route_line="upstreams: [fixture]"
+  fi
   cat > "${dir}/gateway.yaml" <<EOF
 listen: 127.0.0.1:${port}
 endpoint: /mcp
@@ -114,7 +120,7 @@ upstreams:
     path: /mcp
 routes:
   - name: default
-    upstream: fixture
+    ${route_line}
 access_log:
   path: ${dir}/access.log
 log_level: info
@@ -179,16 +185,17 @@ show_failures() {
 
 status=0
 
-# Runs setup $1 (fixture $2, verify_body $3, mode $4 = compare|full) over scenarios $5...
+# Runs setup $1 (fixture $2, verify_body $3, mode $4 = compare|full, route $5 = plain|federated)
+# over scenarios $6...
 run_setup() {
-  local setup="$1" fixture="$2" verify="$3" mode="$4"
-  shift 4
+  local setup="$1" fixture="$2" verify="$3" mode="$4" route_kind="$5"
+  shift 5
   local dir="${work}/${setup}"
   mkdir -p "${dir}"
   start_upstream "${fixture}" "${dir}"
-  start_gateway "${dir}" "${verify}"
+  start_gateway "${dir}" "${verify}" "${route_kind}"
   echo "== setup ${setup}: ${fixture} on 127.0.0.1:${upstream_port}, gateway" \
-    "(verify_body ${verify}) on ${gateway_url}"
+    "(verify_body ${verify}, ${route_kind} route) on ${gateway_url}"
   local scenario direct gateway dp df gp gf verdict
   for scenario in "$@"; do
     direct="$(score "http://127.0.0.1:${upstream_port}/mcp" "${scenario}" \
@@ -217,11 +224,14 @@ run_setup() {
   stop_all
 }
 
-run_setup A mcp-server false compare \
+run_setup A mcp-server false compare plain \
   http-header-validation http-custom-header-server-validation server-stateless \
   server-sse-multiple-streams
-run_setup B raw-mcp-server true full \
+run_setup B raw-mcp-server true full plain \
   http-header-validation http-custom-header-server-validation
+run_setup C mcp-server false compare federated \
+  http-header-validation http-custom-header-server-validation server-stateless \
+  server-sse-multiple-streams
 
 if [[ "${status}" -eq 0 ]]; then
   echo "through_gateway.sh: all scenarios meet their bar"
