@@ -1,0 +1,195 @@
+// federation/registry: what a refresh records — the merged answer for the client, the cache
+// (only when every contributor was public, for the smallest ttl), ownership kept from an
+// upstream's last good list when it fails, conflicts reported once, staleness, and the
+// /federation view — and the registry keeping a route's catalog across reloads.
+
+#include <simdjson.h>
+
+#include <catch.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "gateway/federation/registry.h"
+
+namespace gw::federation {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kVersions{"2026-07-28"};
+
+FetchReport::Part okPart(std::vector<std::string> names, uint64_t ttl, bool pub) {
+  FetchReport::Part p;
+  p.ok = true;
+  p.outcome = "ok";
+  for (const std::string& n : names) {
+    p.page.items.push_back("{\"name\":\"" + n + "\"}");
+    p.page.keys.push_back(n);
+  }
+  p.page.ttl_ms = ttl;
+  p.page.public_scope = pub;
+  return p;
+}
+
+FetchReport::Part failedPart(const char* outcome) {
+  FetchReport::Part p;
+  p.outcome = outcome;
+  p.detail = "why";
+  return p;
+}
+
+bool validJson(const std::string& s) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element e;
+  return parser.parse(s).get(e) == simdjson::SUCCESS;
+}
+
+struct Recorded {
+  bool ok = false;
+  RouteCatalog::Answer answer;
+  std::vector<std::string> conflicts;
+};
+
+Recorded record(RouteCatalog& c, ListKind kind, std::vector<FetchReport::Part> parts,
+                core::Nanos now, NamesMode mode = NamesMode::kKeep) {
+  FetchReport r;
+  r.parts = std::move(parts);
+  Recorded out;
+  out.ok = c.record(kind, r, mode, "__", kVersions, now, 1000, out.answer, out.conflicts);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("registry: a refresh merges what answered and owns names first come", "[federation]") {
+  RouteCatalog c("default", {"a", "b", "c"});
+  auto r = record(c, ListKind::kTools,
+                  {okPart({"x", "shared"}, 5000, true), okPart({"y", "shared"}, 2000, false),
+                   failedPart("timeout")},
+                  core::Nanos{0});
+  REQUIRE(r.ok);
+  CHECK(r.answer.ttl_ms == 2000);      // the smallest
+  CHECK_FALSE(r.answer.public_scope);  // b was private
+  CHECK(r.answer.members->find("\"x\"") != std::string::npos);
+  CHECK(r.answer.members->find("\"y\"") != std::string::npos);
+  CHECK(validJson("{" + *r.answer.members + "}"));
+  CHECK(c.owner(ListKind::kTools, "x") == 0);
+  CHECK(c.owner(ListKind::kTools, "y") == 1);
+  CHECK(c.owner(ListKind::kTools, "shared") == 0);
+  CHECK(c.owner(ListKind::kTools, "nope") == -1);
+  REQUIRE(r.conflicts.size() == 1);
+  CHECK(r.conflicts[0].find("shared") != std::string::npos);
+  CHECK(c.conflicts() == 1);
+  // The same conflict again is not reported again.
+  auto again = record(c, ListKind::kTools,
+                      {okPart({"x", "shared"}, 5000, true), okPart({"y", "shared"}, 2000, false),
+                       failedPart("timeout")},
+                      core::Nanos{0});
+  CHECK(again.conflicts.empty());
+  uint64_t left = 0;
+  CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);  // private: never cached
+}
+
+TEST_CASE("registry: public answers are cached for the smallest ttl, then expire", "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  auto r = record(c, ListKind::kPrompts, {okPart({"p"}, 5000, true), okPart({"q"}, 3000, true)},
+                  core::Nanos{0});
+  REQUIRE(r.ok);
+  CHECK(r.answer.public_scope);
+  uint64_t left = 0;
+  auto hit = c.cached(ListKind::kPrompts, std::chrono::duration_cast<core::Nanos>(1s), left);
+  REQUIRE(hit != nullptr);
+  CHECK(*hit == *r.answer.members);
+  CHECK(left == 2000);  // what remains of the smallest ttl
+  CHECK(c.cached(ListKind::kPrompts, std::chrono::duration_cast<core::Nanos>(3s), left) == nullptr);
+  CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);  // another method
+  // A list_changed makes the cache and the table stale.
+  record(c, ListKind::kPrompts, {okPart({"p"}, 5000, true), okPart({"q"}, 3000, true)},
+         core::Nanos{0});
+  c.markStale(ListKind::kPrompts);
+  CHECK(c.stale(ListKind::kPrompts));
+  CHECK(c.cached(ListKind::kPrompts, core::Nanos{0}, left) == nullptr);
+  CHECK(c.owner(ListKind::kPrompts, "q") == 1);  // still routable while stale
+}
+
+TEST_CASE("registry: ttl 0 and one failed upstream are not cached", "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  uint64_t left = 0;
+  record(c, ListKind::kTools, {okPart({"x"}, 0, true), okPart({"y"}, 0, true)}, core::Nanos{0});
+  CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);
+  record(c, ListKind::kTools, {okPart({"x"}, 9000, true), failedPart("rpc_error")}, core::Nanos{0});
+  // What answered was public: cached (the failed upstream is left out of it).
+  CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) != nullptr);
+}
+
+TEST_CASE("registry: an upstream that fails keeps owning what it last listed", "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  record(c, ListKind::kTools, {okPart({"x"}, 0, false), okPart({"y"}, 0, false)}, core::Nanos{0});
+  auto r = record(c, ListKind::kTools, {okPart({"x"}, 0, false), failedPart("connect_failed")},
+                  core::Nanos{0});
+  REQUIRE(r.ok);
+  CHECK(r.answer.members->find("\"y\"") == std::string::npos);  // left out of the answer
+  CHECK(c.owner(ListKind::kTools, "y") == 1);                   // still routed to b (502 there)
+  auto none =
+      record(c, ListKind::kTools, {failedPart("timeout"), failedPart("timeout")}, core::Nanos{0});
+  CHECK_FALSE(none.ok);
+  CHECK(c.owner(ListKind::kTools, "x") == 0);
+  const std::string view = c.viewJson(core::Nanos{0});
+  CHECK(validJson(view));
+  CHECK(view.find("\"outcome\":\"timeout\"") != std::string::npos);
+}
+
+TEST_CASE("registry: resources by URI, then by template; discover merged", "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  FetchReport::Part ra;
+  ra.ok = true;
+  ra.page.items = {R"({"uri":"file:///a"})"};
+  ra.page.keys = {"file:///a"};
+  record(c, ListKind::kResources, {ra, failedPart("timeout")}, core::Nanos{0});
+  FetchReport::Part tb;
+  tb.ok = true;
+  tb.page.items = {R"({"uriTemplate":"weather://city/{name}"})"};
+  tb.page.keys = {"weather://city/{name}"};
+  record(c, ListKind::kTemplates, {failedPart("timeout"), tb}, core::Nanos{0});
+  CHECK(c.owner(ListKind::kResources, "file:///a") == 0);
+  CHECK(c.owner(ListKind::kResources, "weather://city/paris") == 1);
+  CHECK(c.owner(ListKind::kResources, "weather://city/paris/x") == -1);
+
+  FetchReport::Part da;
+  da.ok = true;
+  da.page.result =
+      R"({"supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{"listChanged":false}}})";
+  FetchReport::Part db;
+  db.ok = true;
+  db.page.result =
+      R"({"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}})";
+  auto d = record(c, ListKind::kDiscover, {da, db}, core::Nanos{0});
+  REQUIRE(d.ok);
+  CHECK(d.answer.members->find(R"("listChanged":true)") != std::string::npos);
+  CHECK(d.answer.members->find("mcp-gateway") != std::string::npos);
+  FetchReport::Part dc;
+  dc.ok = true;
+  dc.page.result = R"({"supportedVersions":["1900-01-01"],"capabilities":{}})";
+  auto none = record(c, ListKind::kDiscover, {da, dc}, core::Nanos{0});
+  CHECK_FALSE(none.ok);
+  CHECK_FALSE(none.answer.error.empty());
+}
+
+TEST_CASE("registry: task ids route back, and catalogs survive a reload", "[federation]") {
+  Registry reg;
+  auto c = reg.route("default", {"a", "b"});
+  c->putTask("t-1", 1, core::Nanos{0});
+  CHECK(c->taskOwner("t-1", core::Nanos{0}) == 1);
+  CHECK(c->taskOwner("t-2", core::Nanos{0}) == -1);
+  CHECK(reg.route("default", {"a", "b"}) == c);  // same route, same upstreams: kept
+  auto changed = reg.route("default", {"a", "c"});
+  CHECK(changed != c);  // another upstream list starts afresh
+  CHECK(changed->taskOwner("t-1", core::Nanos{0}) == -1);
+  reg.route("other", {"a"});
+  reg.retain({{"default", {"a", "c"}}});
+  REQUIRE(reg.all().size() == 1);
+  CHECK(reg.all()[0]->route() == "default");
+}
+
+}  // namespace gw::federation
