@@ -102,6 +102,17 @@ std::string listResultMembers(ListKind kind, const MergedItems& merged);
 void appendResponse(std::string& out, std::string_view id_json, std::string_view members,
                     uint64_t ttl_ms, bool public_scope);
 
+// ---- visibility (issue #16) ------------------------------------------------------------------
+
+// A JSON-RPC list answer (tools/prompts/resources/templates) with only the items whose key
+// (keyMember: name, uri, uriTemplate; "" when absent) `keep` accepts, and `cacheScope` set to
+// "private" (replaced, or added to the result): a per-caller list must not be shared. Every
+// other byte is kept. `hidden` counts the items taken out. False when the text is not such an
+// answer (the caller then relays it as it came).
+bool filterListAnswer(ListKind kind, std::string_view json,
+                      const std::function<bool(std::string_view key)>& keep, std::string& out,
+                      size_t& hidden);
+
 // ---- server/discover ----------------------------------------------------------------------
 
 struct DiscoverPart {

@@ -25,7 +25,8 @@ namespace {
 using config::Entry;
 using config::find;
 
-constexpr std::string_view kTopKeys[] = {"identity", "rules", "default", "rate_limits", "redis"};
+constexpr std::string_view kTopKeys[] = {"identity",    "rules", "default",
+                                         "rate_limits", "redis", "visibility"};
 constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous",
                                               "forward_credentials"};
 constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims"};
@@ -104,6 +105,10 @@ class Loader : public config::Walker {
     if (errorCount() != errors_before_) {
       return nullptr;
     }
+    set_->can_deny_ = !set_->default_allow_ ||
+                      std::any_of(set_->rules_.begin(), set_->rules_.end(), [](const Rule& r) {
+                        return r.action == Rule::Action::kDeny || r.require.has_value();
+                      });
     return std::shared_ptr<const PolicySet>(set_.release());
   }
 
@@ -132,6 +137,8 @@ class Loader : public config::Walker {
         walkList(e, [&](const YAML::Node& n, const std::string& path) { walkLimit(n, path); });
       } else if (e.key == "redis") {
         walkRedis(e);
+      } else if (e.key == "visibility") {
+        readChoice(e, "filter", "all", set_->visibility_filter_);
       }
     }
   }

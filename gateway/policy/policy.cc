@@ -167,4 +167,66 @@ Decision PolicySet::decide(const RequestView& req, const Identity& id) const noe
   return d;
 }
 
+namespace {
+
+enum class Tri : uint8_t { kNo, kMaybe, kYes };
+
+// Match::matches for a call not yet made: method and name are known, the caller too, the
+// Mcp-Param values are not (any condition on them may hold).
+Tri mayMatch(const Match& m, std::string_view method, std::string_view name,
+             const Identity& id) noexcept {
+  if (m.method && !m.method->match(method)) {
+    return Tri::kNo;
+  }
+  if (m.name && !m.name->match(name)) {
+    return Tri::kNo;
+  }
+  if (m.subject && (!id.authenticated || !m.subject->match(id.subject))) {
+    return Tri::kNo;
+  }
+  if (!m.groups.empty()) {
+    bool any = std::any_of(m.groups.begin(), m.groups.end(), [&](const std::string& g) {
+      return std::find(id.groups.begin(), id.groups.end(), g) != id.groups.end();
+    });
+    if (!any) {
+      return Tri::kNo;
+    }
+  }
+  for (const auto& [cname, glob] : m.claims) {
+    const std::string* v = id.claim(cname);
+    if (v == nullptr || !glob.match(*v)) {
+      return Tri::kNo;
+    }
+  }
+  return m.params.empty() ? Tri::kYes : Tri::kMaybe;
+}
+
+}  // namespace
+
+bool PolicySet::mayUse(std::string_view method, std::string_view name,
+                       const Identity& id) const noexcept {
+  for (const Rule& r : rules_) {
+    const Tri m = mayMatch(r.match, method, name, id);
+    if (m == Tri::kNo) {
+      continue;
+    }
+    const Tri u = r.unless ? mayMatch(*r.unless, method, name, id) : Tri::kNo;
+    if (u == Tri::kYes) {
+      continue;  // the rule never applies to this call
+    }
+    const bool certain = m == Tri::kYes && u == Tri::kNo;
+    bool allows = r.action == Rule::Action::kAllow;
+    if (allows && r.require) {
+      allows = id.claim(r.require->second) != nullptr;  // the param may equal it
+    }
+    if (allows) {
+      return true;  // some call reaches this allow (the maybe-denies before it avoided)
+    }
+    if (certain) {
+      return false;  // every such call stops here
+    }
+  }
+  return default_allow_;
+}
+
 }  // namespace gw::policy

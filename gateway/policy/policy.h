@@ -130,6 +130,17 @@ class PolicySet {
   // First matching rule decides; `Decision::rule` points into this PolicySet.
   Decision decide(const RequestView& req, const Identity& id) const noexcept;
 
+  // Visibility (issue #16): whether some request `method` (tools/call, prompts/get,
+  // resources/read) naming `name` by this caller could be allowed — false only when every
+  // such call would be denied. The rules are read in order as decide() reads them; a
+  // condition on an Mcp-Param value "may match" (a tool allowed for some parameter values
+  // stays visible), and so does a `require` the caller holds the claim for.
+  bool mayUse(std::string_view method, std::string_view name, const Identity& id) const noexcept;
+  // `visibility: filter` (the default) and some rule or the default can deny: list answers
+  // are filtered per caller. False: lists are relayed untouched.
+  bool filtersLists() const noexcept { return visibility_filter_ && can_deny_; }
+  bool visibilityFilter() const noexcept { return visibility_filter_; }
+
   const std::vector<Rule>& rules() const noexcept { return rules_; }
   const std::vector<RateLimitSpec>& rateLimits() const noexcept { return rate_limits_; }
   const RedisSettings& redis() const noexcept { return redis_; }
@@ -162,6 +173,8 @@ class PolicySet {
   bool anonymous_ = true;
   bool forward_credentials_ = false;
   bool default_allow_ = true;
+  bool visibility_filter_ = true;  // visibility: filter | all
+  bool can_deny_ = false;          // a deny rule, a require, or default: deny (set at load)
   std::vector<Rule> rules_;
   std::vector<RateLimitSpec> rate_limits_;
   RedisSettings redis_;

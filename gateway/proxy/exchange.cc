@@ -51,6 +51,8 @@ void Exchange::prepare() {
   sent_id_ = mcp::RequestId{};
   forwarded_ = false;
   ratelimit_lines_.clear();
+  filtering_ = filtered_ = false;
+  hidden_ = 0;
   catalog_ = nullptr;
   fed_routed_ = fed_refreshed_ = capture_task_ = fed_unknown_ = false;
   fed_owner_ = 0;
@@ -372,6 +374,8 @@ void ExchangePool::give(Exchange* x) noexcept {
   trim(x->verify_buf_);
   trim(x->capture_);
   trim(x->fed_body_);
+  trim(x->filter_buf_);
+  x->filtering_ = false;
   trim(x->ratelimit_lines_);
   if (free_.size() >= kKeep) {
     delete x;

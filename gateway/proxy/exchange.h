@@ -159,6 +159,11 @@ class Exchange final : public downstream::StreamCallbacks,
   void abortExchange(Outcome outcome);  // endAborted, then the stream is reset
   void endAborted(Outcome outcome);
   void learnTools(std::string_view json) noexcept;
+  // visibility: filter on a plain route (list_filter.cc)
+  bool beginListFilter(const http::ResponseHead& resp);
+  void collectListAnswer(evbuffer* in, size_t n);
+  void sendFilteredList();
+  bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
   // federation (exchange_federation.cc)
   void federate();
   void routeByName(federation::ListKind kind);
@@ -235,6 +240,15 @@ class Exchange final : public downstream::StreamCallbacks,
   uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
   uint64_t response_end_ = 0;
   std::string capture_;  // tools/list JSON answer (schema learning only)
+
+  // visibility: filter — a list answer read whole, then filtered for this caller
+  bool filtering_ = false;
+  bool filter_overflow_ = false;
+  federation::ListKind filter_kind_ = federation::ListKind::kTools;
+  int filter_status_ = 0;
+  std::string filter_buf_;
+  size_t hidden_ = 0;  // items taken out of this caller's list (access log)
+  bool filtered_ = false;
 
   // federation
   federation::RouteCatalog* catalog_ = nullptr;  // the route's (snapshot-owned)

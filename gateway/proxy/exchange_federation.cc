@@ -522,6 +522,15 @@ void Exchange::serveMerged(std::string_view members, uint64_t ttl_ms, bool publi
   const bool sse = acceptsOnlySse(head);
   std::string json;
   federation::appendResponse(json, requestIdJson(), members, ttl_ms, public_scope);
+  if (snap_->policy->filtersLists() && ctx_.mcp.has_method) {
+    // visibility: filter — the merged (maybe cached, shared) answer cut for this caller.
+    const auto kind = federation::listKindOf(ctx_.mcp.method);
+    std::string filtered;
+    if (kind && *kind != federation::ListKind::kDiscover &&
+        *kind != federation::ListKind::kTemplates && filterForCaller(*kind, json, filtered)) {
+      json = std::move(filtered);
+    }
+  }
   fed_body_.clear();
   if (sse) {
     fed_body_ = "event: message\ndata: ";

@@ -327,6 +327,15 @@ void Exchange::upstreamError(upstream::UpstreamError e) {
     case UpstreamError::kBadChunk:
     case UpstreamError::kMaxDuration:
     case UpstreamError::kStreamIdle:
+      if (filtering_) {
+        // A list read whole for filtering: nothing reached the client yet.
+        filtering_ = false;
+        upstreamFailed(
+            e == UpstreamError::kMaxDuration || e == UpstreamError::kStreamIdle ? 504 : 502,
+            mcp::code::kUpstreamUnavailable, "Bad Gateway: the upstream's list answer was cut",
+            upstream::outcomeOf(e));
+        return;
+      }
       abortExchange(upstream::outcomeOf(e));
       return;
   }

@@ -150,6 +150,11 @@ void Exchange::logAccess() {
   optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
   optional("subject", ctx_.identity.authenticated, ctx_.identity.subject);
   optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
+  if (filtered_) {
+    // visibility: filter — how many list items this caller did not get.
+    line += ",\"list_hidden\":";
+    line += std::to_string(hidden_);
+  }
   if (catalog_ != nullptr) {
     // Federated route: the owner a call went to, the upstreams a list left out (and why),
     // or that the merged answer came from the cache.

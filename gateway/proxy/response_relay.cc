@@ -65,6 +65,9 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
     }
   }
   h.extra_lines = ratelimit_lines_;
+  if (beginListFilter(resp)) {
+    return true;  // the answer is read whole, filtered for this caller, then sent
+  }
   stream_->encodeHeaders(h);
 
   response_relayed_ = false;
@@ -105,6 +108,10 @@ void Exchange::armKeepalive() {
 // its output drains (onBelowLowWatermark).
 void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) {
   if (n == 0) {
+    return;
+  }
+  if (filtering_) {
+    collectListAnswer(in, n);
     return;
   }
   if (framer_ || capture_json_) {
@@ -170,6 +177,10 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
 }
 
 void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
+  if (filtering_) {
+    sendFilteredList();
+    return;
+  }
   if (capture_json_ && !capture_.empty()) {
     if (capture_task_) {
       captureTask(capture_);
