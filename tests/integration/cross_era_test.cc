@@ -173,7 +173,11 @@ std::string policyYaml(const std::vector<std::string>& callers) {
   for (const std::string& c : callers) {
     y += "    - subject: " + c + "\n      key_sha256: \"" + sha256Hex("tok-" + c) + "\"\n";
   }
+  // visibility: all — this test compares call decisions across eras, so every client must
+  // see (and call) the denied tools; with the default `filter` a client that trusts its
+  // tools/list would not even try them (tests/integration/visibility_test.cc covers that).
   y += "  anonymous: allow\n"
+       "visibility: all\n"
        "rules:\n"
        "  - name: block-deletes\n"
        "    match: { method: tools/call, name: \"delete_*\" }\n"

@@ -140,7 +140,7 @@ TEST_CASE("registry: an upstream that fails keeps owning what it last listed", "
   CHECK(view.find("\"outcome\":\"timeout\"") != std::string::npos);
 }
 
-TEST_CASE("registry: resources by URI, then by template; discover merged", "[federation]") {
+TEST_CASE("registry: resources by URI, then by template, and discover merged", "[federation]") {
   RouteCatalog c("default", {"a", "b"});
   FetchReport::Part ra;
   ra.ok = true;
