@@ -431,6 +431,9 @@ int Server::run() {
     }
     workers_.push_back(std::move(w));
   }
+  // The watch is armed before the data port accepts: an edit made as soon as the gateway
+  // answers is never missed (inotify queues it until the loop below runs).
+  watchFiles();
   for (auto& w : workers_) {
     w->start();
   }
@@ -442,7 +445,6 @@ int Server::run() {
       [](evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->onDrainTick(); }, this));
   timeval every{0, 50 * 1000};
   event_add(tick.get(), &every);
-  watchFiles();
 
   event_base_dispatch(main_base_);
 

@@ -124,9 +124,10 @@ double sample(const std::string& text, const std::string& series) {
   return -1;
 }
 
-// Polls /metrics until `series` has `want` (bounded: ~3 s).
+// Polls /metrics until `series` has `want` (bounded: ~10 s; CI machines run two suites'
+// worth of processes at once).
 bool waitForSample(uint16_t admin, const std::string& series, double want) {
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 200; ++i) {
     if (sample(adminGet(admin, "/metrics").body, series) == want) {
       return true;
     }
