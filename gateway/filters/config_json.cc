@@ -208,6 +208,7 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   j.key("policy").open('{');
   j.key("anonymous").str(p.requiresAuth() ? "deny" : "allow");  // as the YAML spells it
   j.key("default").str(p.defaultAllow() ? "allow" : "deny");
+  j.key("visibility").str(p.visibilityFilter() ? "filter" : "all");
   j.key("forward_credentials").boolean(p.forwardCredentials());
   j.key("api_keys").open('[');
   for (const auto& k : p.apiKeys()) {
@@ -232,6 +233,7 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   for (const auto& r : p.rules()) {
     j.open('{').key("name").str(r.name);
     j.key("action").str(r.action == policy::Rule::Action::kAllow ? "allow" : "deny");
+    j.key("mode").str(r.audit ? "audit" : "enforce");
     j.key("file").str(r.file).key("line").num(static_cast<uint64_t>(r.line)).close('}');
   }
   j.close(']');
@@ -244,6 +246,7 @@ void policyJson(Json& j, const policy::PolicySet& p) {
     j.key("rate").str(r.rate_text);
     j.key("burst").num(r.burst);
     j.key("backend").str(r.backend == policy::RateLimitSpec::Backend::kRedis ? "redis" : "local");
+    j.key("mode").str(r.audit ? "audit" : "enforce");
     j.key("file").str(r.file).key("line").num(static_cast<uint64_t>(r.line)).close('}');
   }
   j.close(']');

@@ -70,8 +70,11 @@ struct RequestContext {
 
   policy::Identity identity;  // who is calling (identity stage)
   policy::AuthResult auth = policy::AuthResult::kAnonymous;
-  std::string_view policy_rule;      // the rule that decided (access log); "" before
-  bool forward_credentials = false;  // Authorization goes upstream
+  std::string_view policy_rule;  // the rule that decided (access log); "" before
+  // The enforced rule's decision, audit-mode rules that matched, rate limits that applied
+  // (in that order per message; policy_decisions_total and the access log's "audit").
+  std::vector<policy::Verdict> verdicts;  // reused
+  bool forward_credentials = false;       // Authorization goes upstream
 
   LocalReply reply;
 
@@ -79,6 +82,7 @@ struct RequestContext {
     identity.clear();
     auth = policy::AuthResult::kAnonymous;
     policy_rule = {};
+    verdicts.clear();
     forward_credentials = false;
     head = nullptr;
     client_ip = {};  // may view the previous request's head bytes

@@ -216,6 +216,15 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
   j.key("subject").strOrNull(ctx.identity.authenticated, ctx.identity.subject);
   j.key("groups").strings(ctx.identity.groups).close('}');
   j.key("policy_rule").strOrNull(!ctx.policy_rule.empty(), ctx.policy_rule);
+  // mode: audit — what each audit rule and limit that applied would have decided.
+  j.key("audit").open('[');
+  for (const policy::Verdict& v : ctx.verdicts) {
+    if (v.audit) {
+      j.open('{').key("name").str(v.name).key("kind").str(v.limit ? "rate_limit" : "rule");
+      j.key("decision").str(v.allow ? "allow" : "deny").key("reason").str(v.reason).close('}');
+    }
+  }
+  j.close(']');
   j.key("forward_credentials").boolean(ctx.forward_credentials);
   j.key("forward_credentials_source")
       .strOrNull(ctx.route != nullptr,
@@ -226,6 +235,7 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
                  snap.policy->redis().present;
     j.open('{').key("name").str(l.check->spec->name).key("key").str(l.check->key);
     j.key("rate").str(l.check->spec->rate_text).key("backend").str(redis ? "redis" : "local");
+    j.key("mode").str(l.check->spec->audit ? "audit" : "enforce");
     j.key("allowed");
     if (l.evaluated) {
       j.boolean(l.decision.allowed).key("remaining").num(l.decision.remaining);
@@ -428,7 +438,11 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
     if (limiter && !redis) {
       r.evaluated = true;
       r.decision = limiter->peek(c.key, c.rate);
-      if (!r.decision.allowed && forward) {
+      if (c.spec->audit) {
+        ctx.verdicts.push_back(policy::Verdict{c.spec->name,
+                                               r.decision.allowed ? "" : "rate limited",
+                                               r.decision.allowed, true, true});
+      } else if (!r.decision.allowed && forward) {
         setRateLimitedReply(ctx, c, r.decision);
         forward = false;
       }

@@ -409,7 +409,8 @@ std::string quoted(std::string_view v) {
 }
 
 FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept {
-  policy::Decision d = ctx.snapshot->policy->decide(view, ctx.identity);
+  const policy::PolicySet& p = *ctx.snapshot->policy;
+  policy::Decision d = p.decide(view, ctx.identity, p.hasAudit() ? &ctx.verdicts : nullptr);
   // A legacy session's GET/DELETE names no method, so no method rule can allow it; what the
   // session does is decided message by message on its POSTs. Rules that match it anyway
   // (identity conditions) decide it; `default` does not, so `default: deny` does not cut a
@@ -419,6 +420,9 @@ FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) n
     d.rule = "session";
   }
   ctx.policy_rule = d.rule;
+  if (!p.rules().empty() || !p.defaultAllow()) {
+    ctx.verdicts.push_back(policy::Verdict{d.rule, d.reason, d.allow, false, false});
+  }
   if (!d.allow) {
     std::string msg = "Forbidden: ";
     msg += *d.reason ? d.reason : "denied by policy";

@@ -210,6 +210,7 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap rejections;
   MergedMap fed_fetches;
   MergedMap fed_conflicts;
+  MergedMap decisions;
   MergedMap refused;
   Merged suppressed;
   Merged in;
@@ -224,6 +225,7 @@ std::string Registry::scrape(const Gauges& g) const {
       w->rejections.forEach([&](const Cell& c) { merge(c, rejections); });
       w->federation_fetches.forEach([&](const Cell& c) { merge(c, fed_fetches); });
       w->federation_conflicts.forEach([&](const Cell& c) { merge(c, fed_conflicts); });
+      w->policy_decisions.forEach([&](const Cell& c) { merge(c, decisions); });
       w->connections_refused.forEach([&](const Cell& c) { merge(c, refused); });
       suppressed.count += w->log_lines_suppressed.count.load(Cell::kRelaxed);
       in.count += w->bytes_in.count.load(Cell::kRelaxed);
@@ -256,6 +258,10 @@ std::string Registry::scrape(const Gauges& g) const {
                                "Names listed by two upstreams of a federated route (each counted "
                                "once; the first upstream in 'upstreams' keeps it)",
                                {"route"}, fed_conflicts));
+  fams.push_back(counterFamily("mcp_gateway_policy_decisions_total",
+                               "Policy decisions by rule or rate limit, decision and mode (an "
+                               "audit-mode one says what enforcing it would have done)",
+                               {"rule", "decision", "mode"}, decisions));
   fams.push_back(scalar("mcp_gateway_received_bytes_total", "Bytes read from clients",
                         MetricType::Counter, static_cast<double>(in.count)));
   fams.push_back(scalar("mcp_gateway_sent_bytes_total", "Bytes written to clients",

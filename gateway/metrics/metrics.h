@@ -129,6 +129,9 @@ struct WorkerMetrics {
   Family federation_fetches{4};
   // route: names two upstreams of a federated route list (hidden from all but the first)
   Family federation_conflicts{1};
+  // rule, decision (allow | deny), mode (enforce | audit): each rule that decided a request,
+  // each audit-mode rule that matched, each rate limit that applied (issue #16)
+  Family policy_decisions{3};
   Cell bytes_in;   // request bytes read from clients (heads and bodies)
   Cell bytes_out;  // response bytes written to clients
   Cell connections_accepted;

@@ -32,11 +32,12 @@ constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous",
 constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims"};
 constexpr std::string_view kJwtKeys[] = {"issuer", "audiences", "keys_file", "skew",
                                          "groups_claim"};
-constexpr std::string_view kRuleKeys[] = {"name", "match", "unless", "action", "require"};
+constexpr std::string_view kRuleKeys[] = {"name", "match", "unless", "action", "require", "mode"};
 constexpr std::string_view kMatchKeys[] = {"method",  "name",   "params",
                                            "subject", "groups", "claims"};
 constexpr std::string_view kRequireKeys[] = {"param", "equals_claim"};
-constexpr std::string_view kLimitKeys[] = {"name", "match", "key", "rate", "burst", "backend"};
+constexpr std::string_view kLimitKeys[] = {"name",  "match",   "key", "rate",
+                                           "burst", "backend", "mode"};
 constexpr std::string_view kRedisKeys[] = {"address", "on_error", "timeout"};
 constexpr std::string_view kOnError[] = {"local", "allow", "deny"};  // RedisSettings::OnError
 
@@ -105,10 +106,15 @@ class Loader : public config::Walker {
     if (errorCount() != errors_before_) {
       return nullptr;
     }
-    set_->can_deny_ = !set_->default_allow_ ||
-                      std::any_of(set_->rules_.begin(), set_->rules_.end(), [](const Rule& r) {
-                        return r.action == Rule::Action::kDeny || r.require.has_value();
-                      });
+    set_->can_deny_ =
+        !set_->default_allow_ ||
+        std::any_of(set_->rules_.begin(), set_->rules_.end(), [](const Rule& r) {
+          return !r.audit && (r.action == Rule::Action::kDeny || r.require.has_value());
+        });
+    set_->has_audit_ = std::any_of(set_->rules_.begin(), set_->rules_.end(),
+                                   [](const Rule& r) { return r.audit; }) ||
+                       std::any_of(set_->rate_limits_.begin(), set_->rate_limits_.end(),
+                                   [](const RateLimitSpec& l) { return l.audit; });
     return std::shared_ptr<const PolicySet>(set_.release());
   }
 
@@ -349,6 +355,10 @@ class Loader : public config::Walker {
         has_action = readChoice(e, "allow", "deny", allow);
         ok = has_action && ok;
         r.action = allow ? Rule::Action::kAllow : Rule::Action::kDeny;
+      } else if (e.key == "mode") {
+        bool enforce = true;
+        ok = readChoice(e, "enforce", "audit", enforce) && ok;
+        r.audit = !enforce;
       } else if (e.key == "require") {
         std::string param;
         std::string claim;
@@ -473,6 +483,10 @@ class Loader : public config::Walker {
         }
       } else if (e.key == "burst") {
         burst = &e;
+      } else if (e.key == "mode") {
+        bool enforce = true;
+        ok = readChoice(e, "enforce", "audit", enforce) && ok;
+        s.audit = !enforce;
       } else if (e.key == "backend") {
         bool local = true;
         ok = readChoice(e, "local", "redis", local) && ok;

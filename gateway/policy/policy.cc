@@ -127,7 +127,40 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
   return AuthResult::kAuthenticated;
 }
 
-Decision PolicySet::decide(const RequestView& req, const Identity& id) const noexcept {
+namespace {
+
+// What rule `r` (already known to match) says about this request.
+Decision ruleDecision(const Rule& r, const RequestView& req, const Identity& id) noexcept {
+  Decision d;
+  d.rule = r.name;
+  if (r.require) {
+    const mcp::McpParam* p = req.mcp != nullptr ? req.mcp->findParam(r.require->first) : nullptr;
+    const std::string* c = id.claim(r.require->second);
+    if (p == nullptr) {
+      d.allow = false;
+      d.reason = "required param is absent";
+      return d;
+    }
+    if (c == nullptr) {
+      d.allow = false;
+      d.reason = "caller lacks the required claim";
+      return d;
+    }
+    if (p->v.value != std::string_view(*c)) {
+      d.allow = false;
+      d.reason = "param does not equal the caller's claim";
+      return d;
+    }
+  }
+  d.allow = r.action == Rule::Action::kAllow;
+  d.reason = d.allow ? "allowed by rule" : "denied by rule";
+  return d;
+}
+
+}  // namespace
+
+Decision PolicySet::decide(const RequestView& req, const Identity& id,
+                           std::vector<Verdict>* audit) const noexcept {
   for (const Rule& r : rules_) {
     if (!r.match.matches(req, id)) {
       continue;
@@ -135,30 +168,16 @@ Decision PolicySet::decide(const RequestView& req, const Identity& id) const noe
     if (r.unless && r.unless->matches(req, id)) {
       continue;
     }
-    Decision d;
-    d.rule = r.name;
-    if (r.require) {
-      const mcp::McpParam* p = req.mcp != nullptr ? req.mcp->findParam(r.require->first) : nullptr;
-      const std::string* c = id.claim(r.require->second);
-      if (p == nullptr) {
-        d.allow = false;
-        d.reason = "required param is absent";
-        return d;
+    if (r.audit) {
+      // Had this rule been enforced, it would have decided here (the enforced rules before
+      // it did not match); recorded, then read past as if absent.
+      if (audit != nullptr) {
+        const Decision d = ruleDecision(r, req, id);
+        audit->push_back(Verdict{d.rule, d.reason, d.allow, false, true});
       }
-      if (c == nullptr) {
-        d.allow = false;
-        d.reason = "caller lacks the required claim";
-        return d;
-      }
-      if (p->v.value != std::string_view(*c)) {
-        d.allow = false;
-        d.reason = "param does not equal the caller's claim";
-        return d;
-      }
+      continue;
     }
-    d.allow = r.action == Rule::Action::kAllow;
-    d.reason = d.allow ? "allowed by rule" : "denied by rule";
-    return d;
+    return ruleDecision(r, req, id);
   }
   Decision d;
   d.allow = default_allow_;
@@ -206,6 +225,9 @@ Tri mayMatch(const Match& m, std::string_view method, std::string_view name,
 bool PolicySet::mayUse(std::string_view method, std::string_view name,
                        const Identity& id) const noexcept {
   for (const Rule& r : rules_) {
+    if (r.audit) {
+      continue;  // lists show what enforcement lets through
+    }
     const Tri m = mayMatch(r.match, method, name, id);
     if (m == Tri::kNo) {
       continue;

@@ -71,6 +71,9 @@ struct Rule {
   // `require: { param: P, equals_claim: C }`: the decoded Mcp-Param-P must be present and
   // byte-equal to the caller's claim C, else the request is denied by this rule.
   std::optional<std::pair<std::string, std::string>> require;
+  // `mode: audit`: decided and recorded (Decision::audit), never enforced — decide() reads
+  // the rules as if this one were absent, and so does mayUse().
+  bool audit = false;
   std::string file;
   int line = 0;
 };
@@ -88,6 +91,8 @@ struct RateLimitSpec {
   uint64_t count = 0;      // N of "N/period"
   uint32_t burst = 0;      // default = count
   Backend backend = Backend::kLocal;
+  // `mode: audit`: its own bucket is charged and a refusal recorded, but the request goes on.
+  bool audit = false;
   int line = 0;
   std::string file;
 };
@@ -106,6 +111,17 @@ struct Decision {
   bool allow = true;
   std::string_view rule = "default";  // the deciding rule's name; "default" when none matched
   const char* reason = "";            // static text, e.g. "denied by rule"
+};
+
+// One rule's or rate limit's decision kept for the access log and /metrics
+// (mcp_gateway_policy_decisions_total): the enforced rule that decided, each audit-mode rule
+// that matched before it, each rate limit that applied.
+struct Verdict {
+  std::string_view name;  // rule or limit name ("default" when no rule matched)
+  const char* reason = "";
+  bool allow = true;
+  bool limit = false;  // a rate limit, not a rule
+  bool audit = false;  // mode: audit — recorded, not enforced
 };
 
 class PolicySet {
@@ -127,8 +143,13 @@ class PolicySet {
   // gets static text saying why on kMissing / kInvalid; it never contains the credential.
   AuthResult authenticate(const std::vector<http::HeaderField>& fields, int64_t now_unix,
                           Identity& out, const char** reason) const noexcept;
-  // First matching rule decides; `Decision::rule` points into this PolicySet.
-  Decision decide(const RequestView& req, const Identity& id) const noexcept;
+  // First matching enforced rule decides; `Decision::rule` points into this PolicySet.
+  // Audit-mode rules are read past; each one that matches before the deciding rule is
+  // appended to `audit` (when non-null) with the decision it would have made.
+  Decision decide(const RequestView& req, const Identity& id,
+                  std::vector<Verdict>* audit = nullptr) const noexcept;
+  // Some rule or rate limit is in `mode: audit`.
+  bool hasAudit() const noexcept { return has_audit_; }
 
   // Visibility (issue #16): whether some request `method` (tools/call, prompts/get,
   // resources/read) naming `name` by this caller could be allowed — false only when every
@@ -174,7 +195,8 @@ class PolicySet {
   bool forward_credentials_ = false;
   bool default_allow_ = true;
   bool visibility_filter_ = true;  // visibility: filter | all
-  bool can_deny_ = false;          // a deny rule, a require, or default: deny (set at load)
+  bool can_deny_ = false;          // an enforced deny rule or require, or default: deny
+  bool has_audit_ = false;         // set at load
   std::vector<Rule> rules_;
   std::vector<RateLimitSpec> rate_limits_;
   RedisSettings redis_;

@@ -237,6 +237,13 @@ void Exchange::limitsPassed() {
 // True: admitted, go on with the next limit. False: a 429 (or 503) is on its way.
 bool Exchange::onLimitDecision(const ratelimit::Decision& d) {
   const filters::LimitCheck& c = limits_[limit_index_];
+  const char* why = d.allowed ? "" : d.unavailable ? "store unavailable" : "rate limited";
+  ctx_.verdicts.push_back(policy::Verdict{c.spec->name, why, d.allowed, true, c.spec->audit});
+  if (c.spec->audit) {
+    // Its own bucket was charged and a refusal is recorded; the request goes on.
+    ++limit_index_;
+    return true;
+  }
   if (!d.allowed) {
     if (d.unavailable) {
       // The backend could not decide (Redis down, on_error: deny): the caller is not over

@@ -72,6 +72,10 @@ void Exchange::endRequest() {
   if (failed) {
     m.rejections.at({name}).add(1);
   }
+  for (const policy::Verdict& v : ctx_.verdicts) {
+    m.policy_decisions.at({v.name, v.allow ? "allow" : "deny", v.audit ? "audit" : "enforce"})
+        .add(1);
+  }
   m.bytes_in.add(bytes_in);
   m.bytes_out.add(bytes_out);
   if (!garbage) {
@@ -150,6 +154,20 @@ void Exchange::logAccess() {
   optional("mcp_name", ctx_.mcp.has_name, ctx_.mcp.name.value);
   optional("subject", ctx_.identity.authenticated, ctx_.identity.subject);
   optional("policy_rule", !ctx_.policy_rule.empty(), ctx_.policy_rule);
+  if (ctx_.snapshot != nullptr && ctx_.snapshot->policy->hasAudit()) {
+    // mode: audit — the rules and limits that would have rejected this request.
+    line += ",\"audit\":[";
+    bool first = true;
+    for (const policy::Verdict& v : ctx_.verdicts) {
+      if (v.audit && !v.allow) {
+        line += first ? "\"" : ",\"";
+        mcp::appendJsonEscaped(line, v.name);
+        line += '"';
+        first = false;
+      }
+    }
+    line += ']';
+  }
   if (filtered_) {
     // visibility: filter — how many list items this caller did not get.
     line += ",\"list_hidden\":";
