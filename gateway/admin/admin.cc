@@ -147,6 +147,10 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
     reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", shared.metrics.scrape(g));
   } else if (path == "/federation") {
     reply(req, 200, "OK", kJson, federationJson(*snap) + "\n");
+  } else if (path == "/pins") {
+    // tool_pinning: every pin and pending change (mode off: just that).
+    reply(req, 200, "OK", kJson,
+          (snap->pins ? snap->pins->json() : std::string("{\"mode\":\"off\"}")) + "\n");
   } else if (path == "/config") {
     reply(req, 200, "OK", kJson, filters::configJson(*snap, &shared.bound) + "\n");
   } else if (path == "/explain") {

@@ -69,6 +69,8 @@ namespace gw::core {
   X(kFederationFailed, "federation_failed", 502)                                              \
   /* federation: a client notification no upstream accepted */                                \
   X(kNotificationRefused, "notification_refused", 502)                                        \
+  /* tool_pinning: block — the tool's definition awaits approval (-31004) */                \
+  X(kToolPinBlocked, "tool_pin_blocked", 403)                                                 \
   /* a reason name no entry declares (a bug: asserted in debug builds) */                     \
   X(kOther, "other", 0)
 

@@ -209,6 +209,15 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   j.key("anonymous").str(p.requiresAuth() ? "deny" : "allow");  // as the YAML spells it
   j.key("default").str(p.defaultAllow() ? "allow" : "deny");
   j.key("visibility").str(p.visibilityFilter() ? "filter" : "all");
+  {
+    const policy::ToolPinning& t = p.toolPinning();
+    j.key("tool_pinning").open('{');
+    j.key("mode").str(t.mode == policy::ToolPinning::Mode::kBlock ? "block"
+                      : t.mode == policy::ToolPinning::Mode::kLog ? "log"
+                                                                  : "off");
+    j.key("store").strOrNull(!t.store.empty(), t.store);
+    j.key("new_tools").str(t.block_new ? "block" : "allow").close('}');
+  }
   j.key("forward_credentials").boolean(p.forwardCredentials());
   j.key("api_keys").open('[');
   for (const auto& k : p.apiKeys()) {

@@ -608,7 +608,8 @@ federation::RouteCatalog* Snapshot::catalogOf(const settings::Route& r) const no
 std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
                                                std::shared_ptr<mcp::SchemaCache> schemas,
                                                std::vector<settings::Diagnostic>& errors,
-                                               std::shared_ptr<federation::Registry> federation) {
+                                               std::shared_ptr<federation::Registry> federation,
+                                               std::shared_ptr<PinBook> pins) {
   settings::LoadResult r = settings::loadFile(config_path);
   if (!r.errors.empty()) {
     errors = std::move(r.errors);
@@ -618,7 +619,26 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
   if (!errors.empty() || !policy) {
     return nullptr;
   }
+  const policy::ToolPinning& pinning = policy->toolPinning();
+  std::shared_ptr<PinBook> book;
+  if (pinning.mode != policy::ToolPinning::Mode::kOff) {
+    pins::Store store;
+    bool existed = false;
+    std::string error;
+    if (!pins::Store::load(pinning.store, store, existed, error)) {
+      errors.push_back(
+          settings::Diagnostic{pinning.file, pinning.line, 1, "tool_pinning.store: " + error});
+      return nullptr;
+    }
+    if (pins && pins->path() == pinning.store) {
+      pins->replace(pinning, std::move(store), existed);
+      book = std::move(pins);
+    } else {
+      book = std::make_shared<PinBook>(pinning, std::move(store), existed);
+    }
+  }
   auto snap = std::make_shared<Snapshot>();
+  snap->pins = std::move(book);
   snap->routes = router::RouteTable::compile(*r.settings);
   snap->settings = std::move(r.settings);
   snap->policy = std::move(policy);

@@ -211,6 +211,7 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap fed_fetches;
   MergedMap fed_conflicts;
   MergedMap decisions;
+  MergedMap pin_changes;
   MergedMap refused;
   Merged suppressed;
   Merged in;
@@ -226,6 +227,7 @@ std::string Registry::scrape(const Gauges& g) const {
       w->federation_fetches.forEach([&](const Cell& c) { merge(c, fed_fetches); });
       w->federation_conflicts.forEach([&](const Cell& c) { merge(c, fed_conflicts); });
       w->policy_decisions.forEach([&](const Cell& c) { merge(c, decisions); });
+      w->tool_pin_changes.forEach([&](const Cell& c) { merge(c, pin_changes); });
       w->connections_refused.forEach([&](const Cell& c) { merge(c, refused); });
       suppressed.count += w->log_lines_suppressed.count.load(Cell::kRelaxed);
       in.count += w->bytes_in.count.load(Cell::kRelaxed);
@@ -262,6 +264,10 @@ std::string Registry::scrape(const Gauges& g) const {
                                "Policy decisions by rule or rate limit, decision and mode (an "
                                "audit-mode one says what enforcing it would have done)",
                                {"rule", "decision", "mode"}, decisions));
+  fams.push_back(counterFamily("mcp_gateway_tool_pin_changes_total",
+                               "Tool definitions recorded as awaiting approval (tool_pinning): "
+                               "changed from their pin, or new after the store existed",
+                               {"upstream", "change"}, pin_changes));
   fams.push_back(scalar("mcp_gateway_received_bytes_total", "Bytes read from clients",
                         MetricType::Counter, static_cast<double>(in.count)));
   fams.push_back(scalar("mcp_gateway_sent_bytes_total", "Bytes written to clients",

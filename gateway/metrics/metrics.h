@@ -132,6 +132,8 @@ struct WorkerMetrics {
   // rule, decision (allow | deny), mode (enforce | audit): each rule that decided a request,
   // each audit-mode rule that matched, each rate limit that applied (issue #16)
   Family policy_decisions{3};
+  // upstream, change (changed | new): tool definitions recorded as awaiting approval
+  Family tool_pin_changes{2};
   Cell bytes_in;   // request bytes read from clients (heads and bodies)
   Cell bytes_out;  // response bytes written to clients
   Cell connections_accepted;

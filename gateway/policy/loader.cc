@@ -25,8 +25,10 @@ namespace {
 using config::Entry;
 using config::find;
 
-constexpr std::string_view kTopKeys[] = {"identity",    "rules", "default",
-                                         "rate_limits", "redis", "visibility"};
+constexpr std::string_view kTopKeys[] = {"identity", "rules",      "default",     "rate_limits",
+                                         "redis",    "visibility", "tool_pinning"};
+constexpr std::string_view kPinningKeys[] = {"mode", "store", "new_tools"};
+constexpr std::string_view kPinningModes[] = {"off", "log", "block"};  // ToolPinning::Mode
 constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous",
                                               "forward_credentials"};
 constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims"};
@@ -145,7 +147,53 @@ class Loader : public config::Walker {
         walkRedis(e);
       } else if (e.key == "visibility") {
         readChoice(e, "filter", "all", set_->visibility_filter_);
+      } else if (e.key == "tool_pinning") {
+        walkPinning(e);
       }
+    }
+  }
+
+  // tool_pinning: { mode: off|log|block, store: PATH, new_tools: allow|block }. A later file
+  // that sets it replaces the whole section.
+  void walkPinning(const Entry& pe) {
+    ToolPinning t;
+    t.file = file();
+    t.line = pe.key_node.Mark().line + 1;
+    bool ok = true;
+    const Entry* store = nullptr;
+    for (const Entry& e : entries(pe.value, pe.key_node.Mark(), kPinningKeys, pe.path)) {
+      if (e.key == "mode") {
+        size_t i = 0;
+        ok = readChoice(e, kPinningModes, i) && ok;
+        t.mode = static_cast<ToolPinning::Mode>(i);
+      } else if (e.key == "store") {
+        store = &e;
+      } else if (e.key == "new_tools") {
+        bool allow = true;
+        ok = readChoice(e, "allow", "block", allow) && ok;
+        t.block_new = !allow;
+      }
+    }
+    if (store != nullptr) {
+      std::string rel;
+      if (!readNonEmptyString(*store, rel)) {
+        return;
+      }
+      fs::path p(rel);
+      if (p.is_relative()) {
+        p = base_dir_ / p;
+      }
+      t.store = p.lexically_normal().string();
+      if (t.store.ends_with('/')) {
+        error(valueMark(*store), "'" + store->path + "' must name a file, not a directory");
+        ok = false;
+      }
+    } else if (t.mode != ToolPinning::Mode::kOff) {
+      error(pe.key_node.Mark(), "'" + pe.path + "' needs 'store' (the pins file) unless mode: off");
+      ok = false;
+    }
+    if (ok) {
+      set_->pinning_ = std::move(t);
     }
   }
 

@@ -124,6 +124,18 @@ struct Verdict {
   bool audit = false;  // mode: audit — recorded, not enforced
 };
 
+// `tool_pinning` (issue #16): the SHA-256 of every tool definition an upstream lists is kept
+// in `store`; a definition that differs from its pin is reported (log) or also hidden and its
+// calls refused (block) until approved. The store itself is read by the snapshot loader.
+struct ToolPinning {
+  enum class Mode : uint8_t { kOff, kLog, kBlock };
+  Mode mode = Mode::kOff;
+  std::string store;       // absolute (relative paths are taken from the policy file's dir)
+  bool block_new = false;  // new_tools: block
+  std::string file;        // the policy file that set it
+  int line = 0;
+};
+
 class PolicySet {
  public:
   // Parses and validates every file; all problems are appended to `errors` with
@@ -165,6 +177,7 @@ class PolicySet {
   const std::vector<Rule>& rules() const noexcept { return rules_; }
   const std::vector<RateLimitSpec>& rateLimits() const noexcept { return rate_limits_; }
   const RedisSettings& redis() const noexcept { return redis_; }
+  const ToolPinning& toolPinning() const noexcept { return pinning_; }
   bool requiresAuth() const noexcept { return !anonymous_; }  // anonymous: deny
   bool forwardCredentials() const noexcept { return forward_credentials_; }
   bool defaultAllow() const noexcept { return default_allow_; }
@@ -200,6 +213,7 @@ class PolicySet {
   std::vector<Rule> rules_;
   std::vector<RateLimitSpec> rate_limits_;
   RedisSettings redis_;
+  ToolPinning pinning_;  // from the last file that sets it
 };
 
 }  // namespace gw::policy

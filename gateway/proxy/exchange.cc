@@ -53,6 +53,8 @@ void Exchange::prepare() {
   ratelimit_lines_.clear();
   filtering_ = filtered_ = false;
   hidden_ = 0;
+  pin_observed_ = false;
+  pin_log_.clear();
   catalog_ = nullptr;
   fed_routed_ = fed_refreshed_ = capture_task_ = fed_unknown_ = false;
   fed_owner_ = 0;

@@ -164,6 +164,13 @@ class Exchange final : public downstream::StreamCallbacks,
   void collectListAnswer(evbuffer* in, size_t n);
   void sendFilteredList();
   bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
+  bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
+  // tool_pinning (pinning.cc)
+  void observePins(std::string_view upstream, std::span<const std::string> items);
+  void observePinsInAnswer(std::string_view upstream, std::string_view json);
+  bool pinCuts() const noexcept;
+  bool pinHidden(std::string_view key) const;
+  bool pinAdmits();
   // federation (exchange_federation.cc)
   void federate();
   void routeByName(federation::ListKind kind);
@@ -249,6 +256,9 @@ class Exchange final : public downstream::StreamCallbacks,
   std::string filter_buf_;
   size_t hidden_ = 0;  // items taken out of this caller's list (access log)
   bool filtered_ = false;
+  // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)
+  bool pin_observed_ = false;
+  std::string pin_log_;
 
   // federation
   federation::RouteCatalog* catalog_ = nullptr;  // the route's (snapshot-owned)

@@ -500,6 +500,7 @@ void Exchange::learnFederatedTools(const FanOut& f) {
     if (!parts[i].ok) {
       continue;
     }
+    observePins(ctx_.route->upstreams[i], parts[i].page.items);  // tool_pinning (pinning.cc)
     std::string json = "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"tools\":[";
     for (size_t k = 0; k < parts[i].page.items.size(); ++k) {
       if (k > 0) {
@@ -522,7 +523,7 @@ void Exchange::serveMerged(std::string_view members, uint64_t ttl_ms, bool publi
   const bool sse = acceptsOnlySse(head);
   std::string json;
   federation::appendResponse(json, requestIdJson(), members, ttl_ms, public_scope);
-  if (snap_->policy->filtersLists() && ctx_.mcp.has_method) {
+  if (cutsLists() && ctx_.mcp.has_method) {
     // visibility: filter — the merged (maybe cached, shared) answer cut for this caller.
     const auto kind = federation::listKindOf(ctx_.mcp.method);
     std::string filtered;

@@ -23,7 +23,7 @@ void Exchange::connectUpstream() {
       return;
     }
   }
-  if (!pinSession()) {
+  if (!pinAdmits() || !pinSession()) {
     return;
   }
   buildUpstreamHead();

@@ -64,11 +64,18 @@ void appendEvent(std::string& out, std::string_view event, std::string_view data
 bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json, std::string& out) {
   const policy::PolicySet& p = *snap_->policy;
   const std::string_view call = callOf(kind);
+  const bool by_policy = p.filtersLists();
+  const bool by_pins = kind == federation::ListKind::kTools && pinCuts();
   size_t hidden = 0;
   const bool ok = federation::filterListAnswer(
       kind, json,
-      [&](std::string_view key) { return key.empty() || p.mayUse(call, key, ctx_.identity); }, out,
-      hidden);
+      [&](std::string_view key) {
+        if (key.empty()) {
+          return true;
+        }
+        return (!by_policy || p.mayUse(call, key, ctx_.identity)) && !(by_pins && pinHidden(key));
+      },
+      out, hidden);
   if (ok) {
     hidden_ += hidden;
     filtered_ = true;
@@ -76,14 +83,24 @@ bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json,
   return ok;
 }
 
+bool Exchange::cutsLists() const noexcept {
+  return snap_->policy->filtersLists() || pinCuts();
+}
+
 bool Exchange::beginListFilter(const http::ResponseHead& resp) {
   filtering_ = false;
-  if (resp.status != 200 || !ctx_.mcp.has_method || !snap_->policy->filtersLists()) {
+  if (resp.status != 200 || !ctx_.mcp.has_method) {
     return false;
   }
   const auto kind = federation::listKindOf(ctx_.mcp.method);
   if (!kind || *kind == federation::ListKind::kDiscover ||
       *kind == federation::ListKind::kTemplates) {
+    return false;
+  }
+  // tool_pinning reads every tools/list answer whole (to observe it), even when nothing is
+  // cut from it.
+  const bool pins = *kind == federation::ListKind::kTools && snap_->pins != nullptr;
+  if (!pins && !snap_->policy->filtersLists()) {
     return false;
   }
   filtering_ = true;
@@ -125,7 +142,10 @@ void Exchange::sendFilteredList() {
         if (ctx_.learn_tools) {
           learnTools(data);
         }
-        if (filterForCaller(filter_kind_, data, filtered)) {
+        if (filter_kind_ == federation::ListKind::kTools) {
+          observePinsInAnswer(s_->upstreams[up_index_].name, data);
+        }
+        if (cutsLists() && filterForCaller(filter_kind_, data, filtered)) {
           appendEvent(out, event, filtered);
           continue;
         }
@@ -136,7 +156,10 @@ void Exchange::sendFilteredList() {
     if (ctx_.learn_tools) {
       learnTools(filter_buf_);
     }
-    if (!filterForCaller(filter_kind_, filter_buf_, out)) {
+    if (filter_kind_ == federation::ListKind::kTools) {
+      observePinsInAnswer(s_->upstreams[up_index_].name, filter_buf_);
+    }
+    if (!cutsLists() || !filterForCaller(filter_kind_, filter_buf_, out)) {
       out = std::move(filter_buf_);
     }
   }

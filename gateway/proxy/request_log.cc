@@ -168,6 +168,12 @@ void Exchange::logAccess() {
     }
     line += ']';
   }
+  if (pin_observed_) {
+    // tool_pinning: the tools of this list answer whose definitions await approval.
+    line += ",\"pins_pending\":[";
+    line += pin_log_;
+    line += ']';
+  }
   if (filtered_) {
     // visibility: filter — how many list items this caller did not get.
     line += ",\"list_hidden\":";

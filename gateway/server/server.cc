@@ -15,6 +15,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <set>
 
 #include "gateway/admin/admin.h"
 #include "gateway/downstream/http1_connection.h"
@@ -261,7 +263,8 @@ Server::~Server() = default;
 void Server::reload() {
   auto old = shared_.snapshot.load();
   std::vector<settings::Diagnostic> errors;
-  auto next = filters::Snapshot::load(config_path_, old->schemas, errors, old->federation);
+  auto next =
+      filters::Snapshot::load(config_path_, old->schemas, errors, old->federation, old->pins);
   if (!next) {
     for (const auto& d : errors) {
       spdlog::error("reload: {}", d.str());
@@ -317,7 +320,14 @@ void Server::watchFiles() {
   if (!watcher_) {
     watcher_ = std::make_unique<FileWatcher>(
         main_base_,
-        [this] {
+        [this](const std::set<std::string>& changed) {
+          // The gateway's own write of the pins store is not a change to reload for.
+          const auto& pins = shared_.snapshot.load()->pins;
+          if (pins && changed.size() == 1 &&
+              *changed.begin() == std::filesystem::path(pins->path()).filename().string() &&
+              pins->isOwnWrite()) {
+            return;
+          }
           spdlog::info("config files changed; reloading");
           reload();
         },
@@ -325,6 +335,9 @@ void Server::watchFiles() {
   }
   std::vector<std::string> files{s->source_file};
   files.insert(files.end(), s->policy_files.begin(), s->policy_files.end());
+  if (const auto& pins = shared_.snapshot.load()->pins) {
+    files.push_back(pins->path());  // `mcp-gateway pins approve` rewrites it
+  }
   std::string error;
   if (!watcher_->watch(files, error)) {
     spdlog::warn("{}; reload on SIGHUP only", error);

@@ -17,7 +17,8 @@ constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_DELETE_
 
 }  // namespace
 
-FileWatcher::FileWatcher(event_base* base, std::function<void()> on_change,
+FileWatcher::FileWatcher(event_base* base,
+                         std::function<void(const std::set<std::string>&)> on_change,
                          std::chrono::milliseconds debounce)
     : base_(base), on_change_(std::move(on_change)), debounce_(debounce) {
   timer_ = event::makeTimer<FileWatcher, &FileWatcher::onTimer>(base_, this);
@@ -78,8 +79,12 @@ void FileWatcher::onReadable(evutil_socket_t fd, short, void* arg) {
       }
       std::string_view name = ev->len > 0 ? std::string_view(ev->name) : std::string_view{};
       // Our files by name, or a ConfigMap's "..data" symlink swap.
-      if (name.empty() || it->second.contains(std::string(name)) || name.starts_with("..")) {
+      if (name.empty() || name.starts_with("..")) {
         relevant = true;
+        self->changed_.insert(std::string());
+      } else if (it->second.contains(std::string(name))) {
+        relevant = true;
+        self->changed_.insert(std::string(name));
       }
     }
   }
@@ -90,7 +95,9 @@ void FileWatcher::onReadable(evutil_socket_t fd, short, void* arg) {
 }
 
 void FileWatcher::onTimer() {
-  on_change_();
+  std::set<std::string> changed;
+  changed.swap(changed_);
+  on_change_(changed);
 }
 
 }  // namespace gw::server

@@ -17,7 +17,9 @@ namespace gw::server {
 
 class FileWatcher {
  public:
-  FileWatcher(event_base* base, std::function<void()> on_change,
+  // `on_change` gets the file names (not paths) that changed since its last call; an
+  // unnamed event or a ConfigMap swap gives "" among them (anything may have changed).
+  FileWatcher(event_base* base, std::function<void(const std::set<std::string>&)> on_change,
               std::chrono::milliseconds debounce);
   ~FileWatcher();
   FileWatcher(const FileWatcher&) = delete;
@@ -32,7 +34,8 @@ class FileWatcher {
   void onTimer();
 
   event_base* base_;
-  std::function<void()> on_change_;
+  std::function<void(const std::set<std::string>&)> on_change_;
+  std::set<std::string> changed_;  // since the last callback
   std::chrono::milliseconds debounce_;
   int fd_ = -1;
   event::EventPtr read_;

@@ -77,7 +77,7 @@ TEST_CASE("policy loader: a typo'd key gets a did-you-mean hint, at every level"
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].str() == std::string(kFile) +
                                ":1:1: unknown key 'tenant' (expected one of: identity, rules, "
-                               "default, rate_limits, redis, visibility)");
+                               "default, rate_limits, redis, visibility, tool_pinning)");
 }
 
 TEST_CASE("policy loader: duplicate keys are reported with the line of the first", "[policy]") {

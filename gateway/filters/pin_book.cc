@@ -1,0 +1,153 @@
+// tool_pinning at run time (pin_book.h).
+
+#include "gateway/filters/pin_book.h"
+
+#include <ctime>
+#include <utility>
+
+#include "gateway/filters/json_writer.h"
+#include "gateway/settings/settings.h"
+
+namespace gw::filters {
+
+namespace {
+
+std::string_view modeName(policy::ToolPinning::Mode m) {
+  switch (m) {
+    case policy::ToolPinning::Mode::kLog:
+      return "log";
+    case policy::ToolPinning::Mode::kBlock:
+      return "block";
+    default:
+      return "off";
+  }
+}
+
+}  // namespace
+
+PinBook::PinBook(const policy::ToolPinning& cfg, pins::Store store, bool existed)
+    : cfg_(cfg), store_(std::move(store)), existed_(existed) {
+  pending_.store(store_.pendingCount(), std::memory_order_release);
+}
+
+void PinBook::replace(const policy::ToolPinning& cfg, pins::Store store, bool existed) {
+  std::lock_guard lock(mu_);
+  cfg_ = cfg;
+  store_ = std::move(store);
+  existed_ = existed_ || existed;
+  pending_.store(store_.pendingCount(), std::memory_order_release);
+}
+
+void PinBook::observe(std::string_view upstream, std::span<const std::string> items,
+                      std::string_view now, Observed& out) {
+  // Hashing needs no lock: only the store's transitions do.
+  std::vector<std::pair<std::string, pins::Definition>> defs;
+  defs.reserve(items.size());
+  for (const std::string& item : items) {
+    pins::Definition d;
+    std::string error;
+    std::string name;
+    if (!pins::hashTool(item, d, error, &name)) {
+      out.invalid.push_back(std::move(error));
+      continue;
+    }
+    defs.emplace_back(std::move(name), std::move(d));
+  }
+  std::lock_guard lock(mu_);
+  bool changed = false;
+  for (auto& [name, def] : defs) {
+    store_.clearDirty();
+    std::vector<std::string_view> fields;
+    const pins::Seen seen =
+        store_.observe(upstream, name, def, cfg_.block_new && existed_, now, &fields);
+    const bool fresh = store_.dirty();
+    changed = changed || fresh;
+    if (seen == pins::Seen::kChanged || seen == pins::Seen::kNewPending) {
+      Finding f;
+      f.tool = name;
+      f.is_new = seen == pins::Seen::kNewPending;
+      f.fresh = fresh;
+      f.fields = std::move(fields);
+      out.pending.push_back(std::move(f));
+    }
+  }
+  if (changed || unsaved_) {
+    std::string error;
+    if (store_.save(cfg_.store, error)) {
+      last_written_ = store_.serialize();
+      unsaved_ = false;
+      existed_ = true;  // from now on a tool first seen is "new" (new_tools: block)
+    } else {
+      unsaved_ = true;  // written again with the next observation
+      out.save_error = std::move(error);
+    }
+  }
+  store_.clearDirty();
+  pending_.store(store_.pendingCount(), std::memory_order_release);
+}
+
+bool PinBook::blocked(std::string_view upstream, std::string_view tool) const noexcept {
+  if (pending_.load(std::memory_order_acquire) == 0) {
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  return store_.blocked(upstream, tool);
+}
+
+bool PinBook::isOwnWrite() const {
+  std::string text;
+  std::string reason;
+  if (!settings::readWholeFile(cfg_.store, text, reason)) {
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  return !last_written_.empty() && text == last_written_;
+}
+
+std::string PinBook::json() const {
+  std::lock_guard lock(mu_);
+  return pinsJson(store_, cfg_);
+}
+
+std::string utcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  const size_t n = std::strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(b, n);
+}
+
+std::string pinsJson(const pins::Store& store, const policy::ToolPinning& cfg) {
+  JsonWriter j;
+  j.open('{').key("store").str(cfg.store).key("mode").str(modeName(cfg.mode));
+  j.key("new_tools").str(cfg.block_new ? "block" : "allow");
+  j.key("pending").num(store.pendingCount());
+  j.key("upstreams").open('{');
+  for (const auto& [upstream, tools] : store.upstreams()) {
+    j.key(upstream).open('{');
+    for (const auto& [tool, e] : tools) {
+      j.key(tool).open('{');
+      j.key("state").str(!e.pending ? "pinned" : e.pending->is_new ? "new" : "changed");
+      j.key("sha256").strOrNull(e.pin.has_value(), e.pin ? e.pin->def.sha256 : "");
+      j.key("since").strOrNull(e.pin.has_value(), e.pin ? e.pin->since : "");
+      if (e.pending) {
+        j.key("pending_sha256").str(e.pending->def.sha256);
+        j.key("pending_since").str(e.pending->since);
+        j.key("changed").open('[');
+        if (e.pin) {
+          for (std::string_view f : pins::changedFields(e.pin->def, e.pending->def)) {
+            j.str(f);
+          }
+        }
+        j.close(']');
+      }
+      j.close('}');
+    }
+    j.close('}');
+  }
+  j.close('}').close('}');
+  return j.take();
+}
+
+}  // namespace gw::filters

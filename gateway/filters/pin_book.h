@@ -1,0 +1,79 @@
+#pragma once
+// tool_pinning (issue #16) at run time: the pins store of the running configuration, shared by
+// every worker and kept across reloads while `store` names the same file (a reload replaces
+// its contents with the file's: the file is the truth, and `mcp-gateway pins approve` edits
+// it). Workers observe each upstream's tools/list items here; a change is written to the
+// file at once (atomically: gw::pins::Store::save). Calls ask blocked(): nothing at all while
+// no tool is pending, else one lookup under the book's mutex.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/pins/pins.h"
+#include "gateway/policy/policy.h"
+
+namespace gw::filters {
+
+class PinBook {
+ public:
+  // `existed`: the store file was there when it was loaded (new_tools: block applies).
+  PinBook(const policy::ToolPinning& cfg, pins::Store store, bool existed);
+
+  const std::string& path() const noexcept { return cfg_.store; }
+  policy::ToolPinning::Mode mode() const noexcept { return cfg_.mode; }
+  bool blocks() const noexcept { return cfg_.mode == policy::ToolPinning::Mode::kBlock; }
+
+  // At a reload naming the same file: its contents and settings become these.
+  void replace(const policy::ToolPinning& cfg, pins::Store store, bool existed);
+
+  // What observing one upstream's list found.
+  struct Finding {
+    std::string tool;
+    std::vector<std::string_view> fields;  // changed fields (into pins::kFields); empty: new
+    bool is_new = false;                   // first seen after the store existed
+    bool fresh = false;                    // first time this definition was seen pending
+  };
+  struct Observed {
+    std::vector<Finding> pending;      // every tool of the list awaiting approval
+    std::vector<std::string> invalid;  // items that could not be hashed: "why"
+    std::string save_error;            // the store could not be written ("" = fine)
+  };
+  // Hashes and records each item (a tools/list `tools` element's JSON text) of `upstream`;
+  // writes the store when it changed. `now`: RFC 3339 UTC.
+  void observe(std::string_view upstream, std::span<const std::string> items, std::string_view now,
+               Observed& out);
+
+  // A pending tool (block mode hides it and refuses its calls).
+  bool blocked(std::string_view upstream, std::string_view tool) const noexcept;
+  bool anyPending() const noexcept { return pending_.load(std::memory_order_acquire) > 0; }
+
+  // The store file holds exactly what this book last wrote (its own write, not an edit).
+  bool isOwnWrite() const;
+
+  // The store as admin /pins shows it.
+  std::string json() const;
+
+ private:
+  mutable std::mutex mu_;
+  policy::ToolPinning cfg_;  // mode and new_tools may change at a reload (path does not)
+  pins::Store store_;
+  bool existed_ = false;
+  bool unsaved_ = false;      // a change the last save failed to write
+  std::string last_written_;  // the text of the last successful save
+  std::atomic<size_t> pending_{0};
+};
+
+// RFC 3339 UTC, second precision: "2026-12-05T14:03:00Z".
+std::string utcNow();
+
+// The store's JSON for /pins and `pins list --json`: {"store":path,"mode":…,"new_tools":…,
+// "pending":N,"upstreams":{U:{T:{"state":"pinned"|"changed"|"new","sha256":…,"since":…,
+// "pending_sha256":…,"pending_since":…,"changed":[fields]}}}}.
+std::string pinsJson(const pins::Store& store, const policy::ToolPinning& cfg);
+
+}  // namespace gw::filters

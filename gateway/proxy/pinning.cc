@@ -1,0 +1,137 @@
+// tool_pinning (issue #16) on the request path: each upstream's tools/list answer is observed
+// in the pin book (a warning, a counter and the access log's "pins_pending" for every
+// definition awaiting approval); in block mode such a tool is cut from lists (list_filter.cc,
+// serveMerged) and its calls get 403 / -31004 with data.reason "tool_definition_changed".
+// A call pays nothing while no tool is pending, else one lookup.
+
+#include <spdlog/spdlog.h>
+
+#include "gateway/filters/pipeline.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/proxy/exchange.h"
+#include "gateway/proxy/worker_context.h"
+
+namespace gw::proxy {
+
+namespace {
+
+std::string escaped(std::string_view s) {
+  std::string out;
+  mcp::appendJsonEscaped(out, s);
+  return out;
+}
+
+}  // namespace
+
+void Exchange::observePins(std::string_view upstream, std::span<const std::string> items) {
+  filters::PinBook* book = snap_->pins.get();
+  if (book == nullptr) {
+    return;
+  }
+  filters::PinBook::Observed seen;
+  book->observe(upstream, items, filters::utcNow(), seen);
+  pin_observed_ = true;
+  for (const filters::PinBook::Finding& f : seen.pending) {
+    std::string fields;
+    for (std::string_view name : f.fields) {
+      fields += fields.empty() ? "" : ",";
+      fields += name;
+    }
+    pin_log_ += pin_log_.empty() ? "{" : ",{";
+    pin_log_ += "\"upstream\":\"" + escaped(upstream) + "\",\"tool\":\"" + escaped(f.tool) +
+                "\",\"change\":\"" + (f.is_new ? "new" : "changed") + "\"";
+    if (!f.is_new) {
+      pin_log_ += ",\"fields\":[";
+      for (size_t i = 0; i < f.fields.size(); ++i) {
+        pin_log_ += (i == 0 ? "\"" : ",\"") + std::string(f.fields[i]) + "\"";
+      }
+      pin_log_ += ']';
+    }
+    pin_log_ += '}';
+    if (!f.fresh) {
+      continue;  // warned when this definition was first seen
+    }
+    w_->metrics->tool_pin_changes.at({upstream, f.is_new ? "new" : "changed"}).add(1);
+    const char* effect =
+        book->blocks() ? "hidden and its calls refused until approved" : "not blocked (mode: log)";
+    if (f.is_new) {
+      spdlog::warn(
+          "tool pinning: upstream '{}' lists a new tool \"{}\"; {} (mcp-gateway pins approve)",
+          upstream, escaped(f.tool), effect);
+    } else {
+      spdlog::warn(
+          "tool pinning: upstream '{}' changed the definition of tool \"{}\" ({}); {} "
+          "(mcp-gateway pins approve)",
+          upstream, escaped(f.tool), fields, effect);
+    }
+  }
+  for (const std::string& why : seen.invalid) {
+    spdlog::warn("tool pinning: upstream '{}' listed a tool that cannot be pinned: {}", upstream,
+                 why);
+  }
+  if (!seen.save_error.empty()) {
+    spdlog::error(
+        "tool pinning: {} (the pins are kept in memory and written with the next "
+        "change)",
+        seen.save_error);
+  }
+}
+
+void Exchange::observePinsInAnswer(std::string_view upstream, std::string_view json) {
+  if (snap_->pins == nullptr) {
+    return;
+  }
+  federation::Page page;
+  std::string detail;
+  if (federation::parsePage(federation::ListKind::kTools, json, page, detail) ==
+      federation::PageError::kNone) {
+    observePins(upstream, page.items);
+  }
+}
+
+bool Exchange::pinCuts() const noexcept {
+  return snap_->pins != nullptr && snap_->pins->blocks() && snap_->pins->anyPending();
+}
+
+// A tools/list item this request's answer leaves out (block mode): `key` is the name as the
+// client sees it (on a federated route, maybe prefixed).
+bool Exchange::pinHidden(std::string_view key) const {
+  const filters::PinBook& book = *snap_->pins;
+  const settings::Route* r = ctx_.route;
+  if (catalog_ == nullptr || r == nullptr) {
+    return book.blocked(s_->upstreams[up_index_].name, key);
+  }
+  if (r->names == settings::FederationNames::kPrefix) {
+    std::vector<std::string_view> names(r->upstreams.begin(), r->upstreams.end());
+    size_t owner = 0;
+    std::string_view inner;
+    return federation::splitPrefixed(key, names, s_->federation.separator, owner, inner) &&
+           book.blocked(r->upstreams[owner], inner);
+  }
+  const int owner = catalog_->owner(federation::ListKind::kTools, key);
+  return owner >= 0 && book.blocked(r->upstreams[static_cast<size_t>(owner)], key);
+}
+
+// Block mode: a tools/call of a tool awaiting approval is refused. True: go on.
+bool Exchange::pinAdmits() {
+  const filters::PinBook* book = snap_->pins.get();
+  if (book == nullptr || !book->blocks() || !ctx_.mcp.has_method || !ctx_.mcp.has_name ||
+      ctx_.mcp.method != "tools/call") {
+    return true;
+  }
+  const std::string_view upstream = s_->upstreams[up_index_].name;
+  const std::string_view tool = fed_name_.empty() ? ctx_.mcp.name.value : fed_name_;
+  if (!book->blocked(upstream, tool)) {
+    return true;
+  }
+  filters::setReply(ctx_, 403, mcp::code::kPolicyDenied,
+                    "Forbidden: this tool's definition changed (or the tool is new) and awaits "
+                    "an operator's approval",
+                    "tool_pin_blocked", true);
+  ctx_.reply.data_json =
+      "{\"reason\":\"tool_definition_changed\",\"upstream\":\"" + escaped(upstream) + "\"}";
+  replyBeforeBody();
+  return false;
+}
+
+}  // namespace gw::proxy

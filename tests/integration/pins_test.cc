@@ -1,0 +1,348 @@
+// tool_pinning (issue #16) through the real gateway, in front of the real SDK v2 server
+// (tests/fixtures/fed-server.mjs) and driven by the real SDK v2 client
+// (tests/fixtures/fed-client.mjs): the first listing records the pins; the server restarted
+// with changed tool descriptions is caught in `log` mode (warning, counter, access-log
+// "pins_pending", `pins list`, /pins) and in `block` mode (the tools hidden, their calls 403 /
+// -31004 / tool_definition_changed) until `mcp-gateway pins approve` releases them — picked up
+// by the running gateway like any watched file, and kept across a restart. new_tools: block
+// holds back a tool first seen after the store existed; a corrupt store is a load error.
+
+#include <catch.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+namespace {
+
+const std::string kFixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
+
+// A fed-server on `port` (0: any); its port once it listens.
+class Server {
+ public:
+  Server(const TempDir& dir, uint16_t port, const std::string& tools, const std::string& suffix)
+      : process_({"node", kFixtures + "/fed-server.mjs", std::to_string(port)}, dir.path(),
+                 "pins-server-" + std::to_string(++count_),
+                 {"FED_NAME=tools", "FED_TOOLS=" + tools, "FED_DESCRIPTION_SUFFIX=" + suffix}) {
+    auto deadline = Clock::now() + Ms(10000);
+    while (Clock::now() < deadline && port_ == 0) {
+      std::string out = process_.stdoutText();
+      size_t pos = out.find("LISTENING ");
+      if (pos != std::string::npos && out.find('\n', pos) != std::string::npos) {
+        port_ = static_cast<uint16_t>(std::stoi(out.substr(pos + 10)));
+        break;
+      }
+      if (!process_.running()) {
+        break;
+      }
+      std::this_thread::sleep_for(Ms(20));
+    }
+    if (port_ == 0) {
+      throw std::runtime_error("fed-server did not start:\n" + process_.stderrText());
+    }
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  static inline int count_ = 0;
+  Process process_;
+  uint16_t port_ = 0;
+};
+
+struct Ran {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+Ran run(const TempDir& dir, std::vector<std::string> argv, Ms timeout = Ms(20000)) {
+  static int n = 0;
+  Process p(std::move(argv), dir.path(), "pins-run-" + std::to_string(++n));
+  auto rc = p.wait(timeout);
+  if (!rc) {
+    p.terminate();
+  }
+  return {rc.value_or(-1), p.stdoutText(), p.stderrText()};
+}
+
+std::string url(uint16_t port) {
+  return "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+}
+
+// The SDK client calls `tool` (after listing the tools): its one output line.
+std::string sdkCall(const TempDir& dir, uint16_t port, const std::string& tool) {
+  Ran r = run(dir, {"node", kFixtures + "/fed-client.mjs", url(port), "call", tool, "{}"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  return r.out;
+}
+
+// The tool names the SDK client lists (its `lists` scenario's "tools" array, as JSON text).
+std::string sdkTools(const TempDir& dir, uint16_t port) {
+  Ran r = run(dir, {"node", kFixtures + "/fed-client.mjs", url(port), "lists"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  const size_t at = r.out.find("\"tools\":[");
+  const size_t end = r.out.find(']', at);
+  return at == std::string::npos || end == std::string::npos ? r.out
+                                                             : r.out.substr(at, end - at + 1);
+}
+
+Response adminGet(uint16_t port, const std::string& target) {
+  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+}
+
+// Polls /pins until it contains `needle` (bounded: ~10 s).
+bool waitForPins(uint16_t admin, const std::string& needle) {
+  for (int i = 0; i < 200; ++i) {
+    if (adminGet(admin, "/pins").body.find(needle) != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(Ms(50));
+  }
+  return false;
+}
+
+double sample(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      return std::stod(text.substr(pos + series.size() + 1));
+    }
+    pos += series.size();
+  }
+  return -1;
+}
+
+std::string policyYaml(const std::string& mode, const std::string& new_tools = "allow") {
+  return "tool_pinning:\n"
+         "  mode: " +
+         mode +
+         "\n"
+         "  store: pins.json\n"
+         "  new_tools: " +
+         new_tools + "\n";
+}
+
+std::string config(uint16_t admin, uint16_t upstream, const std::string& policy) {
+  return "listen: \"127.0.0.1:${PORT}\"\n"
+         "admin: \"127.0.0.1:" +
+         std::to_string(admin) +
+         "\"\n"
+         "workers: 1\n"
+         "upstreams:\n"
+         "  - name: tools\n"
+         "    endpoints: [\"127.0.0.1:" +
+         std::to_string(upstream) +
+         "\"]\n"
+         "routes:\n"
+         "  - name: default\n"
+         "    upstream: tools\n"
+         "policies: [" +
+         policy +
+         "]\n"
+         "access_log: { path: \"${ACCESS_LOG}\" }\n";
+}
+
+// The access-log lines of tools/list requests.
+std::vector<std::string> listLines(const std::string& path) {
+  std::vector<std::string> out;
+  for (const std::string& l : fileLines(path)) {
+    if (l.find("\"mcp_method\":\"tools/list\"") != std::string::npos) {
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+std::string rawCall(const std::string& tool) {
+  const std::string body = R"({"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":")" +
+                           tool +
+                           R"(","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":)"
+                           R"("2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})";
+  return mcpPost(body, "", tool);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "pins: a changed tool is reported in log mode, blocked in block mode, released by "
+    "pins approve",
+    "[pins]") {
+  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  TempDir dir;
+  const std::string policy = dir.file("policy.yaml");
+  const std::string store = dir.file("pins.json");
+  REQUIRE(writeFile(policy, policyYaml("log")));
+  auto server = std::make_unique<Server>(dir, 0, "get_status,delete_user", "");
+  const uint16_t up_port = server->port();
+  const uint16_t admin = freePort();
+  auto gw = std::make_unique<Gateway>(config(admin, up_port, policy));
+
+  // First sight: the pins are recorded and written.
+  CHECK(sdkCall(dir, gw->port(), "get_status") == "tools:get_status:{}\n");
+  REQUIRE(waitFor([&] { return std::filesystem::exists(store); }, Ms(5000)));
+  const std::string first = readFile(store);
+  CHECK(first.find("\"get_status\"") != std::string::npos);
+  CHECK(first.find("\"delete_user\"") != std::string::npos);
+  CHECK(first.find("\"pending\"") == std::string::npos);
+  std::vector<std::string> lists = listLines(gw->accessLogPath());
+  REQUIRE_FALSE(lists.empty());
+  CHECK(lists.back().find("\"pins_pending\":[]") != std::string::npos);
+
+  // The server comes back with other descriptions: log mode reports, and lets everything on.
+  server.reset();
+  server = std::make_unique<Server>(dir, up_port, "get_status,delete_user", " (v2)");
+  CHECK(sdkCall(dir, gw->port(), "get_status") == "tools:get_status:{}\n");
+  lists = listLines(gw->accessLogPath());
+  REQUIRE_FALSE(lists.empty());
+  INFO(lists.back());
+  CHECK(
+      lists.back().find(
+          R"({"upstream":"tools","tool":"get_status","change":"changed","fields":["description"]})") !=
+      std::string::npos);
+  CHECK(lists.back().find(R"("tool":"delete_user","change":"changed")") != std::string::npos);
+  CHECK(gw->process().waitForOutput(
+      "changed the definition of tool \"get_status\" (description); not blocked (mode: log)",
+      Ms(5000)));
+  const std::string metrics = adminGet(admin, "/metrics").body;
+  CHECK(sample(metrics,
+               R"(mcp_gateway_tool_pin_changes_total{upstream="tools",change="changed"})") == 2);
+  // Seen again: no second warning, no second count.
+  CHECK(sdkCall(dir, gw->port(), "delete_user") == "tools:delete_user:{}\n");
+  CHECK(sample(adminGet(admin, "/metrics").body,
+               R"(mcp_gateway_tool_pin_changes_total{upstream="tools",change="changed"})") == 2);
+  Ran list = run(dir, {GW_BINARY, "pins", "list", "-c", gw->configPath()});
+  INFO(list.out << list.err);
+  CHECK(list.rc == 0);
+  CHECK(list.out.find("tools\tget_status\tchanged\t") != std::string::npos);
+  CHECK(list.out.find("\tdescription\n") != std::string::npos);
+  CHECK(list.out.find("2 pending approval") != std::string::npos);
+  CHECK(waitForPins(admin, R"("get_status":{"state":"changed")"));
+
+  // Block mode (a policy edit, reloaded): the changed tools are hidden and refused.
+  REQUIRE(writeFile(policy, policyYaml("block")));
+  REQUIRE(waitForPins(admin, R"("mode":"block")"));
+  const std::string hidden = sdkTools(dir, gw->port());
+  CHECK(hidden.find("get_status") == std::string::npos);
+  CHECK(hidden.find("delete_user") == std::string::npos);
+  CHECK(hidden.find("tools_add_tool") != std::string::npos);  // unchanged: still listed
+  const std::string refused = sdkCall(dir, gw->port(), "get_status");
+  CHECK(refused.rfind("ERROR -31004 ", 0) == 0);
+  CHECK(refused.find("HTTP 403") != std::string::npos);
+  Response raw = fetch(gw->port(), rawCall("delete_user"));
+  CHECK(raw.status == 403);
+  CHECK(raw.body.find(R"("code":-31004)") != std::string::npos);
+  CHECK(raw.body.find(R"("reason":"tool_definition_changed")") != std::string::npos);
+  CHECK(raw.body.find(R"("id":41)") != std::string::npos);
+  CHECK(fileLines(gw->accessLogPath()).back().find("\"outcome\":\"tool_pin_blocked\"") !=
+        std::string::npos);
+
+  // Pins survive a restart: still blocked.
+  gw.reset();
+  gw = std::make_unique<Gateway>(config(admin, up_port, policy));
+  CHECK(fetch(gw->port(), rawCall("get_status")).status == 403);
+
+  // Approving one tool releases it in the running gateway (the store is a watched file).
+  Ran bad = run(dir, {GW_BINARY, "pins", "approve", "-c", gw->configPath(), "--upstream", "tools",
+                      "--tool", "nope"});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err.find("nothing pending approval") != std::string::npos);
+  CHECK(run(dir, {GW_BINARY, "pins", "approve", "-c", gw->configPath(), "--tool", "x"}).rc == 2);
+  Ran ok = run(dir, {GW_BINARY, "pins", "approve", "-c", gw->configPath(), "--upstream", "tools",
+                     "--tool", "get_status"});
+  INFO(ok.out << ok.err);
+  CHECK(ok.rc == 0);
+  CHECK(ok.out.find("approved 1 tool definition") != std::string::npos);
+  REQUIRE(waitForPins(admin, R"("get_status":{"state":"pinned")"));
+  CHECK(sdkCall(dir, gw->port(), "get_status") == "tools:get_status:{}\n");
+  CHECK(fetch(gw->port(), rawCall("delete_user")).status == 403);
+  CHECK(run(dir, {GW_BINARY, "pins", "approve", "-c", gw->configPath(), "--all"}).rc == 0);
+  REQUIRE(waitForPins(admin, R"("pending":0)"));
+  CHECK(sdkCall(dir, gw->port(), "delete_user") == "tools:delete_user:{}\n");
+  CHECK(readFile(store).find("\"pending\"") == std::string::npos);
+}
+
+TEST_CASE("pins: new_tools: block holds back a tool first seen after the store existed", "[pins]") {
+  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  TempDir dir;
+  const std::string policy = dir.file("policy.yaml");
+  REQUIRE(writeFile(policy, policyYaml("block", "block")));
+  auto server = std::make_unique<Server>(dir, 0, "get_status", "");
+  const uint16_t up_port = server->port();
+  const uint16_t admin = freePort();
+  Gateway gw(config(admin, up_port, policy));
+  // No store yet: the first listing pins everything it sees.
+  CHECK(sdkCall(dir, gw.port(), "get_status") == "tools:get_status:{}\n");
+  REQUIRE(waitForPins(admin, R"("get_status":{"state":"pinned")"));
+  // A tool that appears later is new: hidden and refused until approved.
+  server.reset();
+  server = std::make_unique<Server>(dir, up_port, "get_status,run_shell", "");
+  const std::string tools = sdkTools(dir, gw.port());
+  CHECK(tools.find("get_status") != std::string::npos);
+  CHECK(tools.find("run_shell") == std::string::npos);
+  CHECK(fetch(gw.port(), rawCall("run_shell")).status == 403);
+  CHECK(waitForPins(admin, R"("run_shell":{"state":"new")"));
+  CHECK(gw.process().waitForOutput("lists a new tool \"run_shell\"", Ms(5000)));
+  CHECK(sample(adminGet(admin, "/metrics").body,
+               R"(mcp_gateway_tool_pin_changes_total{upstream="tools",change="new"})") == 1);
+  CHECK(run(dir,
+            {GW_BINARY, "pins", "approve", "-c", gw.configPath(), "--upstream", "tools", "--all"})
+            .rc == 0);
+  REQUIRE(waitForPins(admin, R"("run_shell":{"state":"pinned")"));
+  CHECK(sdkCall(dir, gw.port(), "run_shell") == "tools:run_shell:{}\n");
+}
+
+TEST_CASE("pins: a corrupt store is a load error, never a silent reset", "[pins]") {
+  TempDir dir;
+  const std::string policy = dir.file("policy.yaml");
+  REQUIRE(writeFile(policy, policyYaml("block")));
+  const std::string cfg = dir.file("gateway.yaml");
+  REQUIRE(writeFile(cfg,
+                    "listen: \"127.0.0.1:1\"\nupstreams:\n  - name: tools\n"
+                    "    endpoints: [\"127.0.0.1:2\"]\nroutes:\n  - name: default\n"
+                    "    upstream: tools\npolicies: [" +
+                        policy + "]\n"));
+  // No store: fine (it is written at the first listing).
+  Ran fine = run(dir, {GW_BINARY, "check", "-c", cfg});
+  CHECK(fine.rc == 0);
+  Ran empty = run(dir, {GW_BINARY, "pins", "list", "-c", cfg});
+  CHECK(empty.rc == 0);
+  CHECK(empty.out.find("0 tools, 0 pending approval") != std::string::npos);
+  const std::vector<std::string> corrupt{"", "{", "[]", "{\"version\":2,\"upstreams\":{}}",
+                                         "{\"version\":1,\"upstreams\":{\"u\":{\"t\":{}}}}"};
+  for (const std::string& text : corrupt) {
+    INFO("store: " << text);
+    REQUIRE(writeFile(dir.file("pins.json"), text));
+    Ran r = run(dir, {GW_BINARY, "check", "-c", cfg});
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("tool_pinning.store") != std::string::npos);
+    CHECK(r.err.find(dir.file("pins.json")) != std::string::npos);
+    CHECK(run(dir, {GW_BINARY, "pins", "list", "-c", cfg}).rc == 1);
+    CHECK(readFile(dir.file("pins.json")) == text);  // untouched
+  }
+  // Bad settings.
+  REQUIRE(writeFile(policy, "tool_pinning:\n  mode: block\n"));
+  Ran nostore = run(dir, {GW_BINARY, "check", "-c", cfg});
+  CHECK(nostore.rc == 1);
+  CHECK(nostore.err.find("needs 'store'") != std::string::npos);
+  REQUIRE(writeFile(policy, "tool_pinning:\n  mode: strict\n  store: p.json\n"));
+  Ran badmode = run(dir, {GW_BINARY, "check", "-c", cfg});
+  CHECK(badmode.rc == 1);
+  CHECK(badmode.err.find("off, log or block") != std::string::npos);
+  REQUIRE(writeFile(policy, "tool_pinning:\n  mode: off\n"));
+  Ran off = run(dir, {GW_BINARY, "pins", "list", "-c", cfg});
+  CHECK(off.rc == 1);
+  CHECK(off.err.find("tool_pinning is off") != std::string::npos);
+}
