@@ -173,9 +173,9 @@ bool parseEntry(Checker& check, simdjson::dom::element el, const std::string& wh
     return check.fail(where, "neither \"pin\" nor \"pending\"");
   }
   if (entry.pending && entry.pending->is_new == entry.pin.has_value()) {
-    return check.fail(Checker::join(where, "pending.reason"),
-                      entry.pin ? "\"new\" but the tool has a pin"
-                                : "\"changed\" but the tool has no pin");
+    return check.fail(
+        Checker::join(where, "pending.reason"),
+        entry.pin ? "\"new\" but the tool has a pin" : "\"changed\" but the tool has no pin");
   }
   return true;
 }

@@ -90,7 +90,7 @@ bool Store::load(const std::string& path, Store& out, bool& existed, std::string
     return false;
   }
   existed = true;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     error = failure(path, "", errno);
     return false;

@@ -104,18 +104,19 @@ void emit(const Value& v, std::mt19937& rng, std::string& out) {
 
 // A tool with every pinned member, nested objects, arrays of objects and unpinned members.
 Value sampleTool() {
-  const Value schema = obj(
-      {R"("type")", R"("properties")", R"("required")", R"("anyOf")"},
-      {raw(R"("object")"),
-       obj({R"("city")", R"("units")", R"("days")"},
-           {obj({R"("type")", R"("minLength")"}, {raw(R"("string")"), raw("1")}),
-            obj({R"("enum")", R"("default")"}, {arr({raw(R"("c")"), raw(R"("f")")}), raw(R"("c")")}),
-            obj({R"("type")", R"("maximum")", R"("minimum")"},
-                {raw(R"("integer")"), raw("1.50e+1"), raw("-0")})}),
-       arr({raw(R"("city")")}),
-       arr({obj({R"("required")", R"("b")"}, {arr({raw(R"("city")")}), raw("true")}),
-            obj({R"("z")", R"("a")", R"("m")"}, {raw("null"), raw("false"), arr({})}),
-            obj({}, {})})});
+  const Value schema =
+      obj({R"("type")", R"("properties")", R"("required")", R"("anyOf")"},
+          {raw(R"("object")"),
+           obj({R"("city")", R"("units")", R"("days")"},
+               {obj({R"("type")", R"("minLength")"}, {raw(R"("string")"), raw("1")}),
+                obj({R"("enum")", R"("default")"},
+                    {arr({raw(R"("c")"), raw(R"("f")")}), raw(R"("c")")}),
+                obj({R"("type")", R"("maximum")", R"("minimum")"},
+                    {raw(R"("integer")"), raw("1.50e+1"), raw("-0")})}),
+           arr({raw(R"("city")")}),
+           arr({obj({R"("required")", R"("b")"}, {arr({raw(R"("city")")}), raw("true")}),
+                obj({R"("z")", R"("a")", R"("m")"}, {raw("null"), raw("false"), arr({})}),
+                obj({}, {})})});
   return obj({R"("name")", R"("title")", R"("description")", R"("inputSchema")",
               R"("outputSchema")", R"("annotations")", R"("_meta")", R"("icons")"},
              {raw(R"("get_weather")"), raw(R"("Weather")"), raw(R"("Gets \"the\" weather")"),
@@ -274,7 +275,8 @@ TEST_CASE("pins: the definition hashes are of the canonical texts", "[pins]") {
   CHECK(sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   const Definition def =
       hashed(R"({ "x": 1, "description": "d", "name": "a", "inputSchema": {"b": 1, "a": [1.0]} })");
-  CHECK(def.sha256 == sha256Hex(R"({"description":"d","inputSchema":{"a":[1.0],"b":1},"name":"a"})"));
+  CHECK(def.sha256 ==
+        sha256Hex(R"({"description":"d","inputSchema":{"a":[1.0],"b":1},"name":"a"})"));
   CHECK(def.fields[0] == sha256Hex(R"("a")"));
   CHECK(def.fields[1].empty());
   CHECK(def.fields[2] == sha256Hex(R"("d")"));
@@ -283,8 +285,7 @@ TEST_CASE("pins: the definition hashes are of the canonical texts", "[pins]") {
   CHECK(def.fields[5].empty());
 }
 
-TEST_CASE("pins: a change in any pinned member changes the hash and names that member",
-          "[pins]") {
+TEST_CASE("pins: a change in any pinned member changes the hash and names that member", "[pins]") {
   // members[i] is kFields[i] in the base tool; changes[i] are other values for it.
   const std::array<std::string, kFieldCount> members{
       R"("name":"t")",
@@ -398,9 +399,8 @@ TEST_CASE("pins: nesting is bounded at 64", "[pins]") {
   CHECK(canonicalJson(nested(64, "[", "]"), out, error));
   CHECK(canonicalJson(nested(64, R"({"a":)", "}"), out, error));
   CHECK(canonicalJson(nested(32, R"([{"a":)", "}]"), out, error));
-  for (const std::string& deep :
-       {nested(65, "[", "]"), nested(65, R"({"a":)", "}"), nested(33, R"([{"a":)", "}]"),
-        nested(100000, "[", "]")}) {
+  for (const std::string& deep : {nested(65, "[", "]"), nested(65, R"({"a":)", "}"),
+                                  nested(33, R"([{"a":)", "}]"), nested(100000, "[", "]")}) {
     out = "untouched";
     error.clear();
     CHECK_FALSE(canonicalJson(deep, out, error));
@@ -431,13 +431,13 @@ TEST_CASE("pins: malformed JSON is refused with what and where", "[pins]") {
       {"1 2", "trailing characters at offset 2"},
       {std::string("{\"a\":1}\0", 8), "trailing characters"},
       {"\"\xFF\"", "not valid UTF-8 at offset 1"},
-      {"[\"ok\",\"\xC0\xAF\"]", "not valid UTF-8 at offset 7"},      // overlong '/'
-      {"\"\xE0\x80\xAF\"", "not valid UTF-8"},                      // overlong
-      {"\"\xED\xA0\x80\"", "not valid UTF-8"},                      // encoded U+D800
-      {"\"\xE2\x82\"", "not valid UTF-8"},                          // truncated
-      {"\"\xF4\x90\x80\x80\"", "not valid UTF-8"},                  // above U+10FFFF
-      {"\"\x80\"", "not valid UTF-8"},                              // lone continuation
-      {"\xEF\xBB\xBF{}", "unexpected character at offset 0"},       // BOM
+      {"[\"ok\",\"\xC0\xAF\"]", "not valid UTF-8 at offset 7"},  // overlong '/'
+      {"\"\xE0\x80\xAF\"", "not valid UTF-8"},                   // overlong
+      {"\"\xED\xA0\x80\"", "not valid UTF-8"},                   // encoded U+D800
+      {"\"\xE2\x82\"", "not valid UTF-8"},                       // truncated
+      {"\"\xF4\x90\x80\x80\"", "not valid UTF-8"},               // above U+10FFFF
+      {"\"\x80\"", "not valid UTF-8"},                           // lone continuation
+      {"\xEF\xBB\xBF{}", "unexpected character at offset 0"},    // BOM
       {R"("\ud800")", "lone surrogate"},
       {R"("\udc00")", "lone surrogate"},
       {R"("\ud800\u0041")", "lone surrogate"},

@@ -193,7 +193,7 @@ TEST_CASE("pins file: save writes a file load gives back, atomically", "[pins]")
   CHECK(a.dirty());  // save does not clear it
   CHECK(entries(dir.path()) == std::set<std::string>{"pins.json"});
   CHECK(readFile(path) == a.serialize());
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0644);
 

@@ -20,8 +20,8 @@ constexpr std::string_view kT4 = "2026-01-04T00:00:00Z";
 Definition tool(std::string_view name, std::string_view description = "d",
                 std::string_view schema = R"({"type":"object"})") {
   const std::string text = R"({"name":")" + std::string(name) + R"(","description":")" +
-                           std::string(description) + R"(","inputSchema":)" +
-                           std::string(schema) + "}";
+                           std::string(description) + R"(","inputSchema":)" + std::string(schema) +
+                           "}";
   Definition def;
   std::string error;
   INFO(text);
@@ -111,8 +111,7 @@ TEST_CASE("pins store: serialize then parse gives the same store", "[pins]") {
 std::string expand(std::string text) {
   for (const char c : {'a', 'b', '1', '2'}) {
     const std::string placeholder = std::string("<") + c + ">";
-    for (size_t at = text.find(placeholder); at != std::string::npos;
-         at = text.find(placeholder)) {
+    for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder)) {
       text.replace(at, placeholder.size(), std::string(64, c));
     }
   }
