@@ -27,10 +27,11 @@ const std::string kFixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
 // A fed-server on `port` (0: any); its port once it listens.
 class Server {
  public:
-  Server(const TempDir& dir, uint16_t port, const std::string& tools, const std::string& suffix)
+  Server(const TempDir& dir, uint16_t port, const std::string& tools, const std::string& suffix,
+         const std::string& name = "tools")
       : process_({"node", kFixtures + "/fed-server.mjs", std::to_string(port)}, dir.path(),
                  "pins-server-" + std::to_string(++count_),
-                 {"FED_NAME=tools", "FED_TOOLS=" + tools, "FED_DESCRIPTION_SUFFIX=" + suffix}) {
+                 {"FED_NAME=" + name, "FED_TOOLS=" + tools, "FED_DESCRIPTION_SUFFIX=" + suffix}) {
     auto deadline = Clock::now() + Ms(10000);
     while (Clock::now() < deadline && port_ == 0) {
       std::string out = process_.stdoutText();
@@ -345,4 +346,53 @@ TEST_CASE("pins: a corrupt store is a load error, never a silent reset", "[pins]
   Ran off = run(dir, {GW_BINARY, "pins", "list", "-c", cfg});
   CHECK(off.rc == 1);
   CHECK(off.err.find("tool_pinning is off") != std::string::npos);
+}
+
+TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "[pins]") {
+  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  TempDir dir;
+  const std::string policy = dir.file("policy.yaml");
+  REQUIRE(writeFile(policy, policyYaml("block")));
+  auto a = std::make_unique<Server>(dir, 0, "get_status", "", "alpha");
+  Server b(dir, 0, "get_status", "", "beta");
+  const uint16_t a_port = a->port();
+  const uint16_t admin = freePort();
+  for (const std::string names : {"prefix", "keep"}) {
+    INFO("names: " << names);
+    std::filesystem::remove(dir.file("pins.json"));
+    a.reset();
+    a = std::make_unique<Server>(dir, a_port, "get_status", "", "alpha");
+    Gateway gw("listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:" + std::to_string(admin) +
+               "\"\nworkers: 1\nupstreams:\n  - name: alpha\n    endpoints: [\"127.0.0.1:" +
+               std::to_string(a_port) +
+               "\"]\n  - name: beta\n    endpoints: [\"127.0.0.1:" + std::to_string(b.port()) +
+               "\"]\nroutes:\n  - name: default\n    upstreams: [alpha, beta]\n    names: " +
+               names + "\npolicies: [" + policy + "]\naccess_log: { path: \"${ACCESS_LOG}\" }\n");
+    const std::string alpha_tool = names == "prefix" ? "alpha__get_status" : "get_status";
+    const std::string beta_tool = names == "prefix" ? "beta__beta_add_tool" : "beta_add_tool";
+    CHECK(sdkTools(dir, gw.port()).find(alpha_tool) != std::string::npos);
+    REQUIRE(waitForPins(admin, R"("alpha":{"alpha_add_tool":{"state":"pinned")"));
+    // alpha comes back with another description of get_status.
+    a.reset();
+    a = std::make_unique<Server>(dir, a_port, "get_status", " (v2)", "alpha");
+    const std::string tools = sdkTools(dir, gw.port());
+    INFO(tools);
+    if (names == "prefix") {
+      CHECK(tools.find("alpha__get_status") == std::string::npos);
+      CHECK(tools.find("beta__get_status") != std::string::npos);  // beta's is unchanged
+    } else {
+      // keep: get_status belongs to alpha (first in upstreams), which is blocked
+      CHECK(tools.find("\"get_status\"") == std::string::npos);
+    }
+    CHECK(tools.find(beta_tool) != std::string::npos);
+    Response call = fetch(gw.port(), rawCall(alpha_tool));
+    CHECK(call.status == 403);
+    CHECK(call.body.find(R"("reason":"tool_definition_changed","upstream":"alpha")") !=
+          std::string::npos);
+    if (names == "prefix") {
+      CHECK(sdkCall(dir, gw.port(), "beta__get_status") == "beta:get_status:{}\n");
+    }
+  }
 }
