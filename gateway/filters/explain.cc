@@ -170,6 +170,38 @@ void federationJson(JsonWriter& j, const Snapshot& snap, const settings::Route& 
   j.close('}');
 }
 
+// tool_pinning: block — the upstream and tool a tools/call goes to await approval.
+bool pinBlocked(const Snapshot& snap, const RequestContext& ctx, std::string_view& upstream) {
+  if (!snap.pins || !snap.pins->blocks() || ctx.route == nullptr || !ctx.mcp.has_method ||
+      !ctx.mcp.has_name || ctx.mcp.method != "tools/call") {
+    return false;
+  }
+  const settings::Route& r = *ctx.route;
+  const std::string_view name = ctx.mcp.name.value;
+  if (!r.federated()) {
+    upstream = snap.settings->upstreams[r.upstream_index].name;
+    return snap.pins->blocked(upstream, name);
+  }
+  if (r.names == settings::FederationNames::kPrefix) {
+    std::vector<std::string_view> names(r.upstreams.begin(), r.upstreams.end());
+    size_t owner = 0;
+    std::string_view inner;
+    if (!federation::splitPrefixed(name, names, snap.settings->federation.separator, owner,
+                                   inner)) {
+      return false;
+    }
+    upstream = r.upstreams[owner];
+    return snap.pins->blocked(upstream, inner);
+  }
+  const federation::RouteCatalog* catalog = snap.catalogOf(r);
+  const int owner = catalog != nullptr ? catalog->owner(federation::ListKind::kTools, name) : -1;
+  if (owner < 0) {
+    return false;
+  }
+  upstream = r.upstreams[static_cast<size_t>(owner)];
+  return snap.pins->blocked(upstream, name);
+}
+
 std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward,
                    const std::vector<LimitResult>& limits) {
   const settings::Settings& s = *snap.settings;
@@ -448,6 +480,12 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
       }
     }
     results.push_back(r);
+  }
+  std::string_view upstream;
+  if (forward && pinBlocked(snap, ctx, upstream)) {
+    setReply(ctx, 403, mcp::code::kPolicyDenied, kPinBlockedMessage, "tool_pin_blocked", true);
+    ctx.reply.data_json = pinBlockedData(upstream);
+    forward = false;
   }
   return render(snap, ctx, forward, results);
 }

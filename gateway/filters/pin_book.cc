@@ -109,6 +109,12 @@ std::string PinBook::json() const {
   return pinsJson(store_, cfg_);
 }
 
+std::string pinBlockedData(std::string_view upstream) {
+  JsonWriter j;
+  j.open('{').key("reason").str("tool_definition_changed").key("upstream").str(upstream);
+  return j.close('}').take();
+}
+
 std::string utcNow() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};

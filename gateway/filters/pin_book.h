@@ -68,6 +68,12 @@ class PinBook {
   std::atomic<size_t> pending_{0};
 };
 
+// The 403 a tools/call of a pending tool gets (block mode): its message and error.data.
+inline constexpr const char* kPinBlockedMessage =
+    "Forbidden: this tool's definition changed (or the tool is new) and awaits an operator's "
+    "approval";
+std::string pinBlockedData(std::string_view upstream);
+
 // RFC 3339 UTC, second precision: "2026-12-05T14:03:00Z".
 std::string utcNow();
 

@@ -236,6 +236,16 @@ void Exchange::limitsPassed() {
   connectUpstream();
 }
 
+// What the first `count` limits took from local buckets is given back: the request is refused.
+void Exchange::refundLimits(size_t count) {
+  for (size_t i = 0; i < count && i < limits_.size(); ++i) {
+    if (limits_[i].charged_local) {
+      w_->shared->limiter->refund(limits_[i].key, limits_[i].rate);
+      limits_[i].charged_local = false;
+    }
+  }
+}
+
 // True: admitted, go on with the next limit. False: a 429 (or 503) is on its way.
 bool Exchange::onLimitDecision(const ratelimit::Decision& d) {
   const filters::LimitCheck& c = limits_[limit_index_];
@@ -260,11 +270,7 @@ bool Exchange::onLimitDecision(const ratelimit::Decision& d) {
     // The request is refused: what the limits before this one took is given back (a refused
     // batch or a request refused by its second limit spends no quota). Redis-backed limits
     // keep what they took.
-    for (size_t i = 0; i < limit_index_; ++i) {
-      if (limits_[i].charged_local) {
-        w_->shared->limiter->refund(limits_[i].key, limits_[i].rate);
-      }
-    }
+    refundLimits(limit_index_);
     replyBeforeBody();
     return false;
   }

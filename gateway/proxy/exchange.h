@@ -171,6 +171,7 @@ class Exchange final : public downstream::StreamCallbacks,
   bool pinCuts() const noexcept;
   bool pinHidden(std::string_view key) const;
   bool pinAdmits();
+  void refundLimits(size_t count);
   // federation (exchange_federation.cc)
   void federate();
   void routeByName(federation::ListKind kind);

@@ -124,12 +124,10 @@ bool Exchange::pinAdmits() {
   if (!book->blocked(upstream, tool)) {
     return true;
   }
-  filters::setReply(ctx_, 403, mcp::code::kPolicyDenied,
-                    "Forbidden: this tool's definition changed (or the tool is new) and awaits "
-                    "an operator's approval",
+  filters::setReply(ctx_, 403, mcp::code::kPolicyDenied, filters::kPinBlockedMessage,
                     "tool_pin_blocked", true);
-  ctx_.reply.data_json =
-      "{\"reason\":\"tool_definition_changed\",\"upstream\":\"" + escaped(upstream) + "\"}";
+  ctx_.reply.data_json = filters::pinBlockedData(upstream);
+  refundLimits(limits_.size());  // a refused request consumes no quota
   replyBeforeBody();
   return false;
 }

@@ -247,6 +247,13 @@ TEST_CASE(
   CHECK(raw.body.find(R"("id":41)") != std::string::npos);
   CHECK(fileLines(gw->accessLogPath()).back().find("\"outcome\":\"tool_pin_blocked\"") !=
         std::string::npos);
+  // /explain says the same.
+  Response ex = adminGet(admin, "/explain?method=tools/call&name=delete_user");
+  INFO(ex.body);
+  CHECK(ex.body.find(R"("decision":"reject","status":403,"reason":"tool_pin_blocked")") !=
+        std::string::npos);
+  CHECK(ex.body.find(R"("data":{"reason":"tool_definition_changed","upstream":"tools"})") !=
+        std::string::npos);
 
   // Pins survive a restart: still blocked.
   gw.reset();
