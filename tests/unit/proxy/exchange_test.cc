@@ -265,15 +265,19 @@ class Harness {
 
   // Runs the loop (and the worker's flush, as the connection would) until `done`, at most
   // `bound` or 100,000 turns.
+  // Each turn waits up to 1 ms for an event, so the bound is one of time, not of spins: a
+  // spinning loop could use up its count before a 10 ms timer is due (seen on CI).
   void run(const std::function<bool()>& done, std::chrono::milliseconds bound = 2000ms) {
     auto until = std::chrono::steady_clock::now() + bound;
+    const timeval turn{0, 1000};
     for (int i = 0; i < 100000 && !done() && std::chrono::steady_clock::now() < until; ++i) {
       if (stream.flush && x_ != nullptr) {
         stream.flush = false;
         x_->flushUpstream();
         x_->resumeUpstream();
       }
-      event_base_loop(base_.get(), EVLOOP_NONBLOCK | EVLOOP_ONCE);
+      event_base_loopexit(base_.get(), &turn);
+      event_base_loop(base_.get(), EVLOOP_ONCE);
     }
   }
   void runUntilDone() {
