@@ -11,6 +11,9 @@
 # measures that gateway binary instead of building this checkout (BENCH_GATEWAY_REV names it in
 # the report), e.g. an older revision for a before/after comparison; BENCH_BUILD_DIR=DIR builds
 # there instead of build-bench (relative paths are taken from the checkout's root).
+# After bench.py it runs bench/federation.py (federated vs plain route; report
+# bench/results/<YYYY-MM-DD-HHMM>-federation.md): BENCH_FEDERATION=0 skips it, BENCH_MAIN=0
+# skips bench.py (only the federation part runs); BENCH_FED_TOOLS sets its tools per upstream.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -65,10 +68,21 @@ gcc -O2 -Wall -Wextra -Werror -o "$build/bench-sse-client" "$here/sse_client.c"
 # 10k idle connections need more than the usual 1024 descriptors per process.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-python3 "$here/bench.py" "$gateway" "$here/results" \
-  "$build/bench-sse-upstream" "$build/bench-sse-client" &
-driver_pid=$!
-wait "$driver_pid"
-status=$?
-driver_pid=""
-exit "$status"
+# Each driver runs in the background so that the EXIT trap can stop it (and it its children).
+run_driver() {
+  "$@" &
+  driver_pid=$!
+  local status=0
+  wait "$driver_pid" || status=$?
+  driver_pid=""
+  return "$status"
+}
+
+if [[ "${BENCH_MAIN:-1}" != 0 ]]; then
+  run_driver python3 "$here/bench.py" "$gateway" "$here/results" \
+    "$build/bench-sse-upstream" "$build/bench-sse-client"
+fi
+# The federation workload (bench/federation.py): federated vs plain route, nginx and HAProxy.
+if [[ "${BENCH_FEDERATION:-1}" != 0 ]]; then
+  run_driver python3 "$here/federation.py" "$gateway" "$here/results"
+fi
