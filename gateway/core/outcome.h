@@ -28,6 +28,8 @@ namespace gw::core {
   X(kExpectationFailed, "expectation_failed", 417)                                            \
   /* pipeline stages (filters/) */                                                            \
   X(kNotFound, "not_found", 404)                                                              \
+  /* /.well-known/oauth-protected-resource answered here (a 200) */                           \
+  X(kResourceMetadata, "resource_metadata", 0)                                                \
   X(kMethodNotAllowed, "method_not_allowed", 405)                                             \
   X(kHostForbidden, "host_forbidden", 403)                                                    \
   X(kOriginForbidden, "origin_forbidden", 403)                                                \
@@ -49,6 +51,7 @@ namespace gw::core {
   X(kAuthMissing, "auth_missing", 401)                                                        \
   X(kAuthInvalid, "auth_invalid", 401)                                                        \
   X(kPolicyDenied, "policy_denied", 403)                                                      \
+  X(kInsufficientScope, "insufficient_scope", 403)                                            \
   X(kNoRoute, "no_route", 502)                                                                \
   X(kRateLimited, "rate_limited", 429)                                                        \
   X(kRateLimitUnavailable, "ratelimit_unavailable", 503)                                      \
@@ -91,7 +94,7 @@ inline std::string_view outcomeName(Outcome o) noexcept {
 }
 // A request that did not end with its answer complete (kNone and kComplete are not).
 inline bool outcomeFailed(Outcome o) noexcept {
-  return o != Outcome::kNone && o != Outcome::kComplete;
+  return o != Outcome::kNone && o != Outcome::kComplete && o != Outcome::kResourceMetadata;
 }
 // The outcome of a reason name a pipeline stage or a parser gave (filters::LocalReply::reason,
 // mcp verifier/legacy reasons). An undeclared name is kOther (and asserts in debug builds).

@@ -30,7 +30,10 @@ void Http1Connection::encodeLocalReply(const filters::LocalReply& r) {
   int n = std::snprintf(head, sizeof(head),
                         "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", r.status,
                         http::reasonPhrase(r.status),
-                        r.json_rpc ? "application/json" : "text/plain; charset=utf-8", body.size(),
+                        r.json_rpc                  ? "application/json"
+                        : r.content_type != nullptr ? r.content_type
+                                                    : "text/plain; charset=utf-8",
+                        body.size(),
                         close_after_                                 ? "Connection: close\r\n"
                         : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
                                                                      : "");

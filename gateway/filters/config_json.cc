@@ -222,9 +222,18 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   j.key("api_keys").open('[');
   for (const auto& k : p.apiKeys()) {
     j.open('{').key("subject").str(k.subject).key("key").str(kRedacted);
-    j.key("groups").strings(k.groups).close('}');
+    j.key("groups").strings(k.groups).key("scopes").strings(k.scopes).close('}');
   }
   j.close(']');
+  j.key("resource_metadata");
+  if (const auto* m = p.resourceMetadata()) {
+    j.open('{').key("resource").str(m->resource);
+    j.key("authorization_servers").strings(m->authorization_servers);
+    j.key("scopes_supported").strings(m->scopes_supported);
+    j.key("url").str(m->url).close('}');
+  } else {
+    j.raw("null");
+  }
   j.key("jwt");
   if (const auto* jwt = p.jwt()) {
     j.open('{');
@@ -243,6 +252,9 @@ void policyJson(Json& j, const policy::PolicySet& p) {
     j.open('{').key("name").str(r.name);
     j.key("action").str(r.action == policy::Rule::Action::kAllow ? "allow" : "deny");
     j.key("mode").str(r.audit ? "audit" : "enforce");
+    if (!r.require_scopes.empty()) {
+      j.key("require_scopes").strings(r.require_scopes);
+    }
     j.key("file").str(r.file).key("line").num(static_cast<uint64_t>(r.line)).close('}');
   }
   j.close(']');

@@ -32,13 +32,14 @@ struct LocalReply {
   bool json_rpc = true;
   int code = 0;
   std::string message;
-  std::string data_json;      // optional JSON value for error.data
-  bool echo_id = false;       // read the body to echo the request id
-  bool omit_id = false;       // no "id" member at all (403 Origin)
-  mcp::RequestId id;          // when already known (verify mode)
-  std::string text;           // plain-text body when !json_rpc
-  std::string extra_headers;  // full header lines, each ending in CRLF
-  const char* reason = "";    // short machine name for logs/metrics ("header_mismatch")
+  std::string data_json;               // optional JSON value for error.data
+  bool echo_id = false;                // read the body to echo the request id
+  bool omit_id = false;                // no "id" member at all (403 Origin)
+  mcp::RequestId id;                   // when already known (verify mode)
+  std::string text;                    // plain-text body when !json_rpc
+  const char* content_type = nullptr;  // when !json_rpc: instead of text/plain
+  std::string extra_headers;           // full header lines, each ending in CRLF
+  const char* reason = "";             // short machine name for logs/metrics ("header_mismatch")
 };
 
 struct RequestContext {

@@ -246,7 +246,8 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
   j.key("params").str(paramCheckName(ctx.param_check));
   j.key("identity").open('{').key("auth").str(authName(ctx.auth));
   j.key("subject").strOrNull(ctx.identity.authenticated, ctx.identity.subject);
-  j.key("groups").strings(ctx.identity.groups).close('}');
+  j.key("groups").strings(ctx.identity.groups);
+  j.key("scopes").strings(ctx.identity.scopes).close('}');
   j.key("policy_rule").strOrNull(!ctx.policy_rule.empty(), ctx.policy_rule);
   // mode: audit — what each audit rule and limit that applied would have decided.
   j.key("audit").open('[');

@@ -139,6 +139,42 @@ FilterStatus methodNotAllowed(RequestContext& ctx) {
   return FilterStatus::kLocalReply;
 }
 
+// identity.resource_metadata: GET (or HEAD) of its well-known URI, of the root form, or of
+// the form for the MCP endpoint's path answers the RFC 9728 document. Null when `path` is
+// none of them.
+const policy::ResourceMetadata* metadataFor(const filters::Snapshot& snap,
+                                            std::string_view path) noexcept {
+  const policy::ResourceMetadata* m = snap.policy->resourceMetadata();
+  constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
+  if (m == nullptr || !path.starts_with(kWellKnown)) {
+    return nullptr;
+  }
+  const std::string_view rest = path.substr(kWellKnown.size());
+  if (rest.empty() || path == m->well_known_path || rest == snap.settings->endpoint) {
+    return m;
+  }
+  return nullptr;
+}
+
+FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& m) {
+  ctx.reply = LocalReply{};
+  ctx.reply.json_rpc = false;
+  ctx.reply.reason = "resource_metadata";
+  if (ctx.head->method != "GET" && ctx.head->method != "HEAD") {
+    ctx.reply.status = 405;
+    ctx.reply.text = "method not allowed\n";
+    ctx.reply.extra_headers = "Allow: GET, HEAD\r\n";
+    ctx.reply.reason = "method_not_allowed";
+    return FilterStatus::kLocalReply;
+  }
+  ctx.reply.status = 200;
+  ctx.reply.text = m.document;
+  ctx.reply.content_type = "application/json";
+  // Public metadata a browser-based client reads across origins (RFC 9728 §3).
+  ctx.reply.extra_headers = "Access-Control-Allow-Origin: *\r\n";
+  return FilterStatus::kLocalReply;
+}
+
 // ---- stage 1: transport rules (Host, method/target form, path, Origin) ------------------
 // Decided from the head alone, before the MCP contract and before legacy passthrough can
 // admit anything: a Host outside mcp.allowed_hosts is 403 (DNS-rebinding protection);
@@ -155,6 +191,9 @@ FilterStatus transportStage(RequestContext& ctx) noexcept {
     return methodNotAllowed(ctx);
   }
   if (head.path != s.endpoint) {
+    if (const policy::ResourceMetadata* m = metadataFor(*ctx.snapshot, head.path)) {
+      return metadataReply(ctx, *m);
+    }
     ctx.reply = LocalReply{};
     ctx.reply.status = 404;
     ctx.reply.json_rpc = false;
@@ -358,6 +397,8 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
 }
 
 // ---- stage 4: identity (API key / JWT) --------------------------------------------------
+const std::vector<std::string> kNone;
+
 FilterStatus identityStage(RequestContext& ctx) noexcept {
   const policy::PolicySet& pol = *ctx.snapshot->policy;
   const char* why = "";
@@ -380,9 +421,9 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
     setReply(ctx, 401, mcp::code::kUnauthorized,
              std::string("Unauthorized: ") + (*why ? why : "credentials required"),
              invalid ? "auth_invalid" : "auth_missing");
-    ctx.reply.extra_headers = invalid ? "WWW-Authenticate: Bearer realm=\"mcp-gateway\", "
-                                        "error=\"invalid_token\"\r\n"
-                                      : "WWW-Authenticate: Bearer realm=\"mcp-gateway\"\r\n";
+    const policy::ResourceMetadata* m = pol.resourceMetadata();
+    ctx.reply.extra_headers = detail::bearerChallenge(pol, invalid ? "invalid_token" : nullptr,
+                                                      m != nullptr ? m->scopes_supported : kNone);
     return FilterStatus::kLocalReply;
   }
   return FilterStatus::kContinue;
@@ -397,6 +438,39 @@ FilterStatus policyStage(RequestContext& ctx) noexcept {
 }  // namespace
 
 namespace detail {
+
+std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
+                            const std::vector<std::string>& scopes) {
+  std::string h = "WWW-Authenticate: Bearer ";
+  const policy::ResourceMetadata* m = pol.resourceMetadata();
+  const size_t start = h.size();
+  auto param = [&](std::string_view name, std::string_view value) {
+    h += h.size() > start ? ", " : "";
+    h += name;
+    h += "=\"";
+    h += value;  // scopes and the URL were checked at load: no quote, backslash or control
+    h += '"';
+  };
+  if (m == nullptr) {
+    param("realm", "mcp-gateway");
+  }
+  if (error != nullptr) {
+    param("error", error);
+  }
+  if (!scopes.empty()) {
+    std::string joined;
+    for (const std::string& s : scopes) {
+      joined += joined.empty() ? "" : " ";
+      joined += s;
+    }
+    param("scope", joined);
+  }
+  if (m != nullptr) {
+    param("resource_metadata", m->url);
+  }
+  h += "\r\n";
+  return h;
+}
 
 // A value from the request, escaped and shortened for an error message.
 std::string quoted(std::string_view v) {
@@ -422,6 +496,29 @@ FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) n
   ctx.policy_rule = d.rule;
   if (!p.rules().empty() || !p.defaultAllow()) {
     ctx.verdicts.push_back(policy::Verdict{d.rule, d.reason, d.allow, false, false});
+  }
+  if (d.missing_scopes != nullptr) {
+    // RFC 6750 §3.1: a credential without the scope is 403 insufficient_scope; no
+    // credential at all is 401 with the scope to ask for.
+    const bool anonymous = !ctx.identity.authenticated;
+    setReply(ctx, anonymous ? 401 : 403,
+             anonymous ? mcp::code::kUnauthorized : mcp::code::kPolicyDenied,
+             anonymous ? "Unauthorized: this call needs a token with the required scopes"
+                       : "Forbidden: the token lacks a scope this call requires",
+             anonymous ? "auth_missing" : "insufficient_scope");
+    ctx.reply.extra_headers =
+        bearerChallenge(p, anonymous ? nullptr : "insufficient_scope", *d.missing_scopes);
+    std::string data = "{\"rule\":\"";
+    mcp::appendJsonEscaped(data, d.rule);
+    data += "\",\"scopes\":[";
+    for (size_t i = 0; i < d.missing_scopes->size(); ++i) {
+      data += i > 0 ? ",\"" : "\"";
+      mcp::appendJsonEscaped(data, (*d.missing_scopes)[i]);
+      data += '"';
+    }
+    data += "]}";
+    ctx.reply.data_json = std::move(data);
+    return FilterStatus::kLocalReply;
   }
   if (!d.allow) {
     std::string msg = "Forbidden: ";

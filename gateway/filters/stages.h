@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/filters/context.h"
 #include "gateway/filters/pipeline.h"
@@ -15,6 +16,11 @@ constexpr size_t kMaxEchoedValue = 64;
 
 // A value from the request, escaped and shortened for an error message.
 std::string quoted(std::string_view v);
+// The `WWW-Authenticate: Bearer ...` line of a 401 or insufficient-scope 403 (RFC 6750 §3,
+// RFC 9728 §5.1): `error` (may be null), the scopes to ask for, and resource_metadata when
+// identity.resource_metadata is set (else realm="mcp-gateway").
+std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
+                            const std::vector<std::string>& scopes);
 // The policy decision on `view` (403 with the rule's reason when denied).
 FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept;
 // Legacy inspection: route and policy on the body's view (legacy_stage.cc).

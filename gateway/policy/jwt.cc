@@ -3,6 +3,7 @@
 
 #include "gateway/policy/jwt.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -196,6 +197,18 @@ bool jwkToKey(simdjson::dom::object obj, Jwk& key, std::string& why) {
   }
   why = "unsupported kty (want oct, RSA or EC)";
   return false;
+}
+
+// Adds each space-separated scope of `list` not already in `out`.
+void appendScopes(std::string_view list, std::vector<std::string>& out) {
+  while (!list.empty()) {
+    size_t sp = list.find(' ');
+    std::string_view one = list.substr(0, sp);
+    if (!one.empty() && std::find(out.begin(), out.end(), one) == out.end()) {
+      out.emplace_back(one);
+    }
+    list = sp == std::string_view::npos ? std::string_view{} : list.substr(sp + 1);
+  }
 }
 
 std::string numberText(simdjson::dom::element e) {
@@ -493,6 +506,23 @@ AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t 
       }
       seen_sub = true;
       out.subject = std::string(s);
+    }
+    if (kv.key == "scope" || kv.key == "scp") {
+      // `scope`: one space-separated string (RFC 9068 §2.2.3); `scp`: the same, or an array
+      // of scope strings (as some identity providers issue it).
+      simdjson::dom::array arr;
+      if (kv.value.get_string().get(s) == simdjson::SUCCESS) {
+        appendScopes(s, out.scopes);
+      } else if (kv.key == "scp" && kv.value.get_array().get(arr) == simdjson::SUCCESS) {
+        for (simdjson::dom::element a : arr) {
+          if (a.get_string().get(s) != simdjson::SUCCESS) {
+            return invalid(reason, "malformed scp claim");
+          }
+          appendScopes(s, out.scopes);
+        }
+      } else {
+        return invalid(reason, "malformed scope claim");
+      }
     }
     if (kv.key == jwt.groups_claim) {
       simdjson::dom::array arr;

@@ -13,6 +13,7 @@
 
 #include "gateway/config/yaml_walker.h"
 #include "gateway/core/ascii.h"
+#include "gateway/mcp/jsonrpc.h"
 #include "gateway/policy/jwt.h"
 #include "gateway/policy/policy.h"
 
@@ -29,15 +30,17 @@ constexpr std::string_view kTopKeys[] = {"identity", "rules",      "default",   
                                          "redis",    "visibility", "tool_pinning"};
 constexpr std::string_view kPinningKeys[] = {"mode", "store", "new_tools"};
 constexpr std::string_view kPinningModes[] = {"off", "log", "block"};  // ToolPinning::Mode
-constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous",
-                                              "forward_credentials"};
-constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims"};
+constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous", "forward_credentials",
+                                              "resource_metadata"};
+constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims", "scopes"};
+constexpr std::string_view kMetadataKeys[] = {"resource", "authorization_servers",
+                                              "scopes_supported", "resource_name"};
 constexpr std::string_view kJwtKeys[] = {"issuer", "audiences", "keys_file", "skew",
                                          "groups_claim"};
 constexpr std::string_view kRuleKeys[] = {"name", "match", "unless", "action", "require", "mode"};
 constexpr std::string_view kMatchKeys[] = {"method",  "name",   "params",
                                            "subject", "groups", "claims"};
-constexpr std::string_view kRequireKeys[] = {"param", "equals_claim"};
+constexpr std::string_view kRequireKeys[] = {"param", "equals_claim", "scopes"};
 constexpr std::string_view kLimitKeys[] = {"name",  "match",   "key", "rate",
                                            "burst", "backend", "mode"};
 constexpr std::string_view kRedisKeys[] = {"address", "on_error", "timeout"};
@@ -105,14 +108,15 @@ class Loader : public config::Walker {
                                                "'backend: redis' needs a 'redis' section"});
       }
     }
+    checkAudiences();
     if (errorCount() != errors_before_) {
       return nullptr;
     }
-    set_->can_deny_ =
-        !set_->default_allow_ ||
-        std::any_of(set_->rules_.begin(), set_->rules_.end(), [](const Rule& r) {
-          return !r.audit && (r.action == Rule::Action::kDeny || r.require.has_value());
-        });
+    set_->can_deny_ = !set_->default_allow_ ||
+                      std::any_of(set_->rules_.begin(), set_->rules_.end(), [](const Rule& r) {
+                        return !r.audit && (r.action == Rule::Action::kDeny ||
+                                            r.require.has_value() || !r.require_scopes.empty());
+                      });
     set_->has_audit_ = std::any_of(set_->rules_.begin(), set_->rules_.end(),
                                    [](const Rule& r) { return r.audit; }) ||
                        std::any_of(set_->rate_limits_.begin(), set_->rate_limits_.end(),
@@ -126,7 +130,79 @@ class Loader : public config::Walker {
   size_t errors_before_;
   fs::path base_dir_;
   bool jwt_seen_ = false;
+  bool metadata_seen_ = false;
+  std::optional<std::pair<std::string, YAML::Mark>> jwt_audiences_missing_;  // file, mark
   std::vector<std::pair<std::string, YAML::Mark>> redis_limits_;
+
+  // A token must be issued for this gateway: with resource_metadata, its resource is the
+  // audience (the default when jwt names none) and must be one of jwt.audiences.
+  void checkAudiences() {
+    PolicySet::Jwt* jwt = set_->jwt_.get();
+    const ResourceMetadata* m = set_->resourceMetadata();
+    if (jwt == nullptr) {
+      return;
+    }
+    if (jwt->audiences.empty()) {
+      if (m != nullptr) {
+        jwt->audiences.push_back(m->resource);
+      } else if (jwt_audiences_missing_) {
+        const auto& [f, mark] = *jwt_audiences_missing_;
+        errors_.push_back(settings::Diagnostic{
+            f, mark.line + 1, mark.column + 1,
+            "'identity.jwt' needs 'audiences' (or identity.resource_metadata.resource)"});
+      }
+      return;
+    }
+    if (m != nullptr && std::find(jwt->audiences.begin(), jwt->audiences.end(), m->resource) ==
+                            jwt->audiences.end()) {
+      errors_.push_back(settings::Diagnostic{
+          m->file, m->line, 1,
+          "'identity.resource_metadata.resource' (" + m->resource +
+              ") is not one of identity.jwt.audiences: tokens must be issued for this gateway"});
+    }
+  }
+
+  // The well-known URI of the resource (RFC 9728 §3.1: inserted between the host and the
+  // path, a lone "/" path dropped) and the JSON document served there.
+  static void renderMetadata(ResourceMetadata& m) {
+    const size_t scheme_end = m.resource.find("://") + 3;
+    const size_t path_at = m.resource.find('/', scheme_end);
+    std::string origin = m.resource.substr(0, path_at);
+    std::string path = path_at == std::string::npos ? "" : m.resource.substr(path_at);
+    if (path == "/") {
+      path.clear();
+    }
+    m.well_known_path = "/.well-known/oauth-protected-resource" + path;
+    m.url = origin + m.well_known_path;
+    auto str = [](std::string& out, std::string_view v) {
+      out += '"';
+      mcp::appendJsonEscaped(out, v);
+      out += '"';
+    };
+    auto list = [&](std::string& out, const std::vector<std::string>& items) {
+      out += '[';
+      for (size_t i = 0; i < items.size(); ++i) {
+        out += i > 0 ? "," : "";
+        str(out, items[i]);
+      }
+      out += ']';
+    };
+    std::string& d = m.document;
+    d = "{\"resource\":";
+    str(d, m.resource);
+    d += ",\"authorization_servers\":";
+    list(d, m.authorization_servers);
+    if (!m.scopes_supported.empty()) {
+      d += ",\"scopes_supported\":";
+      list(d, m.scopes_supported);
+    }
+    d += ",\"bearer_methods_supported\":[\"header\"]";
+    if (!m.resource_name.empty()) {
+      d += ",\"resource_name\":";
+      str(d, m.resource_name);
+    }
+    d += "}";
+  }
 
   // Policy lists (groups, audiences, key parts) hold no empty strings.
   bool readList(const Entry& e, std::vector<std::string>& out) {
@@ -212,8 +288,125 @@ class Loader : public config::Walker {
         readChoice(e, "allow", "deny", set_->anonymous_);
       } else if (e.key == "forward_credentials") {
         readBool(e, set_->forward_credentials_);
+      } else if (e.key == "resource_metadata") {
+        if (metadata_seen_) {
+          error(e.key_node.Mark(),
+                "'identity.resource_metadata' is already set by an earlier policy file");
+          continue;
+        }
+        metadata_seen_ = true;
+        walkMetadata(e);
       }
     }
+  }
+
+  // Scope tokens (RFC 6749 §3.3): printable ASCII but space, `"` and `\`.
+  bool readScopes(const Entry& e, std::vector<std::string>& out) {
+    if (!readList(e, out)) {
+      return false;
+    }
+    for (const std::string& sc : out) {
+      bool bad = std::any_of(sc.begin(), sc.end(), [](char c) {
+        return c <= 0x20 || c >= 0x7f || c == '"' || c == '\\';
+      });
+      if (bad) {
+        error(valueMark(e), "'" + e.path + "': invalid scope '" + sc +
+                                "' (printable ASCII without spaces, quotes or backslashes)");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // An absolute URL as RFC 9728 wants a resource identifier or an issuer: https (http only
+  // on a loopback host, for development), a host, no fragment, no credentials.
+  bool checkUrl(const Entry& e, const std::string& url, bool allow_query) {
+    std::string why;
+    std::string_view rest;
+    if (url.starts_with("https://")) {
+      rest = std::string_view(url).substr(8);
+    } else if (url.starts_with("http://")) {
+      rest = std::string_view(url).substr(7);
+      std::string_view host = rest.substr(0, rest.find_first_of("/?#"));
+      if (host.starts_with("[::1]")) {
+        host = "::1";
+      } else {
+        host = host.substr(0, host.rfind(':'));
+      }
+      const bool v4_loopback =
+          host.starts_with("127.") && std::all_of(host.begin(), host.end(), [](char c) {
+            return c == '.' || (c >= '0' && c <= '9');
+          });
+      if (host != "localhost" && host != "::1" && !v4_loopback) {
+        why = "http is allowed only for a loopback host; use https";
+      }
+    } else {
+      why = "must be an absolute https:// URL";
+    }
+    std::string_view host = rest.substr(0, rest.find_first_of("/?#"));
+    if (why.empty() && host.empty()) {
+      why = "has no host";
+    } else if (why.empty() && host.find('@') != std::string_view::npos) {
+      why = "must not contain credentials";
+    } else if (why.empty() && url.find('#') != std::string::npos) {
+      why = "must not have a fragment";
+    } else if (why.empty() && !allow_query && url.find('?') != std::string::npos) {
+      why = "must not have a query";
+    } else if (why.empty() && std::any_of(url.begin(), url.end(), [](char c) {
+                 return c <= 0x20 || c >= 0x7f || c == '"' || c == '\\';
+               })) {
+      why = "contains a space, a quote or a character that is not printable ASCII";
+    }
+    if (!why.empty()) {
+      error(valueMark(e), "'" + e.path + "': '" + url + "' " + why);
+      return false;
+    }
+    return true;
+  }
+
+  // identity.resource_metadata (RFC 9728 §2): what GET /.well-known/oauth-protected-resource
+  // answers, rendered once here.
+  void walkMetadata(const Entry& me) {
+    ResourceMetadata m;
+    m.file = file();
+    m.line = me.key_node.Mark().line + 1;
+    bool ok = true;
+    std::vector<Entry> es = entries(me.value, me.key_node.Mark(), kMetadataKeys, me.path);
+    if (!me.value.IsMap()) {
+      return;
+    }
+    for (const Entry& e : es) {
+      if (e.key == "resource") {
+        ok = readNonEmptyString(e, m.resource) && checkUrl(e, m.resource, false) && ok;
+      } else if (e.key == "authorization_servers") {
+        if (!readList(e, m.authorization_servers)) {
+          ok = false;
+          continue;
+        }
+        for (const std::string& as : m.authorization_servers) {
+          ok = checkUrl(e, as, false) && ok;
+        }
+        if (m.authorization_servers.empty()) {
+          error(valueMark(e), "'" + e.path + "' must list at least one authorization server");
+          ok = false;
+        }
+      } else if (e.key == "scopes_supported") {
+        ok = readScopes(e, m.scopes_supported) && ok;
+      } else if (e.key == "resource_name") {
+        ok = readNonEmptyString(e, m.resource_name) && ok;
+      }
+    }
+    for (std::string_view required : {"resource", "authorization_servers"}) {
+      if (find(es, required) == nullptr) {
+        error(me.key_node.Mark(), "'" + me.path + "' needs '" + std::string(required) + "'");
+        ok = false;
+      }
+    }
+    if (!ok) {
+      return;
+    }
+    renderMetadata(m);
+    set_->resource_metadata_ = std::move(m);
   }
 
   void walkApiKey(const YAML::Node& n, const std::string& path) {
@@ -246,6 +439,8 @@ class Loader : public config::Walker {
         ok = readList(e, k.groups) && ok;
       } else if (e.key == "claims") {
         ok = readNameMap(e, kClaimNames, k.claims) && ok;
+      } else if (e.key == "scopes") {
+        ok = readScopes(e, k.scopes) && ok;
       }
     }
     if (n.IsMap() && (!has_subject || !has_key)) {
@@ -306,11 +501,15 @@ class Loader : public config::Walker {
         }
       }
     }
-    for (std::string_view required : {"issuer", "audiences", "keys_file"}) {
+    for (std::string_view required : {"issuer", "keys_file"}) {
       if (find(es, required) == nullptr) {
         error(je.key_node.Mark(), "'" + je.path + "' needs '" + std::string(required) + "'");
         ok = false;
       }
+    }
+    if (find(es, "audiences") == nullptr) {
+      // resource_metadata.resource stands in (finish()); without it this is an error there.
+      jwt_audiences_missing_.emplace(file(), je.key_node.Mark());
     }
     if (keys_entry != nullptr) {
       std::string rel;
@@ -410,8 +609,16 @@ class Loader : public config::Walker {
       } else if (e.key == "require") {
         std::string param;
         std::string claim;
+        bool scopes = false;
         for (const Entry& q : entries(e.value, e.key_node.Mark(), kRequireKeys, e.path)) {
-          if (!readNonEmptyString(q, q.key == "param" ? param : claim)) {
+          if (q.key == "scopes") {
+            scopes = true;
+            ok = readScopes(q, r.require_scopes) && ok;
+            if (q.value.IsSequence() && q.value.size() == 0) {
+              error(valueMark(q), "'" + q.path + "' must list at least one scope");
+              ok = false;
+            }
+          } else if (!readNonEmptyString(q, q.key == "param" ? param : claim)) {
             ok = false;
           } else if (q.key == "param" && !core::isToken(param)) {
             error(valueMark(q), "'" + q.path + "': invalid param name '" + param + "'");
@@ -421,9 +628,15 @@ class Loader : public config::Walker {
             ok = false;
           }
         }
+        if (scopes && param.empty() && claim.empty()) {
+          continue;  // scopes alone
+        }
         if (param.empty() || claim.empty()) {
           if (ok) {
-            error(e.key_node.Mark(), "'" + e.path + "' needs 'param' and 'equals_claim'");
+            error(e.key_node.Mark(),
+                  "'" + e.path + "' needs " +
+                      (param.empty() && claim.empty() ? "'scopes', or 'param' and 'equals_claim'"
+                                                      : "'param' and 'equals_claim'"));
           }
           ok = false;
         }

@@ -21,11 +21,16 @@ const std::string* Identity::claim(std::string_view name) const noexcept {
   return nullptr;
 }
 
+bool Identity::hasScope(std::string_view scope) const noexcept {
+  return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
+}
+
 void Identity::clear() noexcept {
   authenticated = false;
   subject.clear();
   groups.clear();
   claims.clear();
+  scopes.clear();
 }
 
 bool Match::matches(const RequestView& req, const Identity& id) const noexcept {
@@ -124,6 +129,7 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
   out.subject = found->subject;
   out.groups = found->groups;
   out.claims = found->claims;
+  out.scopes = found->scopes;
   return AuthResult::kAuthenticated;
 }
 
@@ -133,6 +139,14 @@ namespace {
 Decision ruleDecision(const Rule& r, const RequestView& req, const Identity& id) noexcept {
   Decision d;
   d.rule = r.name;
+  for (const std::string& s : r.require_scopes) {
+    if (!id.hasScope(s)) {
+      d.allow = false;
+      d.reason = "the credential lacks a required scope";
+      d.missing_scopes = &r.require_scopes;
+      return d;
+    }
+  }
   if (r.require) {
     const mcp::McpParam* p = req.mcp != nullptr ? req.mcp->findParam(r.require->first) : nullptr;
     const std::string* c = id.claim(r.require->second);
@@ -240,6 +254,9 @@ bool PolicySet::mayUse(std::string_view method, std::string_view name,
     bool allows = r.action == Rule::Action::kAllow;
     if (allows && r.require) {
       allows = id.claim(r.require->second) != nullptr;  // the param may equal it
+    }
+    for (const std::string& s : r.require_scopes) {
+      allows = allows && id.hasScope(s);
     }
     if (allows) {
       return true;  // some call reaches this allow (the maybe-denies before it avoided)

@@ -31,8 +31,12 @@ struct Identity {
   // decimal form, booleans as "true" / "false"); nested objects, arrays and null are skipped.
   // For API keys: the `claims` configured with the key.
   std::vector<std::pair<std::string, std::string>> claims;
+  // OAuth scopes the credential carries: a JWT's `scope` (space-separated, RFC 9068) or `scp`
+  // (array or string); an API key's `scopes`.
+  std::vector<std::string> scopes;
 
   const std::string* claim(std::string_view name) const noexcept;
+  bool hasScope(std::string_view scope) const noexcept;
   void clear() noexcept;
 };
 
@@ -71,6 +75,10 @@ struct Rule {
   // `require: { param: P, equals_claim: C }`: the decoded Mcp-Param-P must be present and
   // byte-equal to the caller's claim C, else the request is denied by this rule.
   std::optional<std::pair<std::string, std::string>> require;
+  // `require: { scopes: [...] }`: the caller's credential must carry every one of these
+  // scopes, else the request is denied by this rule as insufficient_scope (403 with an
+  // RFC 6750 challenge; 401 for a caller with no credential).
+  std::vector<std::string> require_scopes;
   // `mode: audit`: decided and recorded (Decision::audit), never enforced — decide() reads
   // the rules as if this one were absent, and so does mayUse().
   bool audit = false;
@@ -111,6 +119,23 @@ struct Decision {
   bool allow = true;
   std::string_view rule = "default";  // the deciding rule's name; "default" when none matched
   const char* reason = "";            // static text, e.g. "denied by rule"
+  // Denied because the credential lacks a scope of the rule's require.scopes (they point
+  // into the PolicySet): the reply is an insufficient_scope challenge, not a plain 403.
+  const std::vector<std::string>* missing_scopes = nullptr;
+};
+
+// `identity.resource_metadata` (RFC 9728): the OAuth protected resource metadata the gateway
+// publishes for its MCP endpoint, and the challenge that points to it.
+struct ResourceMetadata {
+  std::string resource;  // the gateway's canonical resource URI (https, no fragment)
+  std::vector<std::string> authorization_servers;
+  std::vector<std::string> scopes_supported;
+  std::string resource_name;    // optional
+  std::string document;         // the JSON document, rendered at load
+  std::string url;              // where the document is: the well-known URI of `resource`
+  std::string well_known_path;  // its path: /.well-known/oauth-protected-resource{/path}
+  std::string file;
+  int line = 0;
 };
 
 // One rule's or rate limit's decision kept for the access log and /metrics
@@ -178,6 +203,10 @@ class PolicySet {
   const std::vector<RateLimitSpec>& rateLimits() const noexcept { return rate_limits_; }
   const RedisSettings& redis() const noexcept { return redis_; }
   const ToolPinning& toolPinning() const noexcept { return pinning_; }
+  // identity.resource_metadata, or null.
+  const ResourceMetadata* resourceMetadata() const noexcept {
+    return resource_metadata_ ? &*resource_metadata_ : nullptr;
+  }
   bool requiresAuth() const noexcept { return !anonymous_; }  // anonymous: deny
   bool forwardCredentials() const noexcept { return forward_credentials_; }
   bool defaultAllow() const noexcept { return default_allow_; }
@@ -196,6 +225,7 @@ class PolicySet {
     unsigned char digest[32];  // SHA-256 of the key
     std::vector<std::string> groups;
     std::vector<std::pair<std::string, std::string>> claims;
+    std::vector<std::string> scopes;
   };
 
  private:
@@ -214,6 +244,7 @@ class PolicySet {
   std::vector<RateLimitSpec> rate_limits_;
   RedisSettings redis_;
   ToolPinning pinning_;  // from the last file that sets it
+  std::optional<ResourceMetadata> resource_metadata_;
 };
 
 }  // namespace gw::policy

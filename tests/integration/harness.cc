@@ -147,6 +147,47 @@ std::string sha256Hex(std::string_view s) {
   return out;
 }
 
+std::string base64Url(std::string_view in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                 (static_cast<unsigned char>(in[i + 1]) << 8) |
+                 static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (in.size() - i == 1) {
+    unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+  } else if (in.size() - i == 2) {
+    unsigned v =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+  }
+  return out;
+}
+
+std::string hs256Token(const std::string& secret, const std::string& kid,
+                       const std::string& claims_json) {
+  std::string signing_input = base64Url(R"({"alg":"HS256","kid":")" + kid + R"(","typ":"JWT"})") +
+                              "." + base64Url(claims_json);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(signing_input.data()), signing_input.size(), mac,
+       &mac_len);
+  return signing_input + "." +
+         base64Url(std::string_view(reinterpret_cast<const char*>(mac), mac_len));
+}
+
 std::string gatewaySessionToken(const std::string& upstream, const std::string& endpoint,
                                 const std::string& secret) {
   std::string key = secret.empty() ? "mcp-gateway session token key v1" : secret;

@@ -37,6 +37,11 @@ std::string readFile(const std::string& path);
 bool writeFile(const std::string& path, std::string_view text);
 // Lower-case hex SHA-256 of s (API keys are configured by their digest).
 std::string sha256Hex(std::string_view s);
+// RFC 4648 §5 base64url, no padding.
+std::string base64Url(std::string_view in);
+// A compact JWS, HS256 with `secret`, header {"alg":"HS256","kid":kid,"typ":"JWT"}.
+std::string hs256Token(const std::string& secret, const std::string& kid,
+                       const std::string& claims_json);
 // The endpoint token a gateway puts in front of a legacy Mcp-Session-Id it hands out
 // (`<token>.<server id>`), computed here independently of the gateway (same derivation as
 // gateway/mcp/session.h): base64url(HMAC-SHA-256(key, "mcp-session/v1" NUL upstream NUL

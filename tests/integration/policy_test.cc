@@ -5,9 +5,6 @@
 // written into the test's TempDir and named from the gateway YAML by absolute path; every
 // rejection is also checked not to have reached the RawUpstream.
 
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
-
 #include <catch.hpp>
 
 #include <algorithm>
@@ -33,49 +30,6 @@ namespace {
 
 constexpr char kKey[] = "policy-test-key-alice";
 constexpr char kOkBody[] = R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})";
-
-// RFC 4648 §5, no padding.
-std::string base64Url(std::string_view in) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                 (static_cast<unsigned char>(in[i + 1]) << 8) |
-                 static_cast<unsigned char>(in[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (in.size() - i == 1) {
-    unsigned v = static_cast<unsigned char>(in[i]) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-  } else if (in.size() - i == 2) {
-    unsigned v =
-        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-  }
-  return out;
-}
-
-// A compact JWS, HS256 with `secret`, header {"alg":"HS256","kid":kid,"typ":"JWT"}.
-std::string hs256Token(const std::string& secret, const std::string& kid,
-                       const std::string& claims_json) {
-  std::string signing_input = base64Url(R"({"alg":"HS256","kid":")" + kid + R"(","typ":"JWT"})") +
-                              "." + base64Url(claims_json);
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(signing_input.data()), signing_input.size(), mac,
-       &mac_len);
-  return signing_input + "." +
-         base64Url(std::string_view(reinterpret_cast<const char*>(mac), mac_len));
-}
 
 long long unixNow() {
   return static_cast<long long>(std::time(nullptr));

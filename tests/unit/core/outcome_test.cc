@@ -25,6 +25,7 @@ TEST_CASE("outcome: one table, unique names, round trip by name", "[core][outcom
   }
   CHECK_FALSE(gw::core::outcomeFailed(Outcome::kNone));
   CHECK_FALSE(gw::core::outcomeFailed(Outcome::kComplete));
+  CHECK_FALSE(gw::core::outcomeFailed(Outcome::kResourceMetadata));  // a 200 the gateway made
   CHECK(gw::core::outcomeFailed(Outcome::kClientClosed));
   CHECK(gw::core::outcomeInfo(Outcome::kRateLimited).status == 429);
   CHECK(gw::core::outcomeName(Outcome::kUpstreamReset) == "upstream_reset");

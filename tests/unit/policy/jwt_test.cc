@@ -364,5 +364,88 @@ TEST_CASE("jwks: bad key sets are load errors at the keys_file value") {
   }
 }
 
+TEST_CASE("jwt: scope and scp become the caller's scopes", "[policy][oauth]") {
+  TempDir dir;
+  auto set = loadPolicy(dir);
+  struct Case {
+    const char* what;
+    std::string extra;
+    std::vector<std::string> scopes;
+  };
+  const Case cases[] = {
+      {"none", "", {}},
+      {"scope, space-separated", R"(,"scope":"mcp:tools  mcp:admin ")", {"mcp:tools", "mcp:admin"}},
+      {"scp array", R"(,"scp":["a","b c"])", {"a", "b", "c"}},
+      {"scp string", R"(,"scp":"a b")", {"a", "b"}},
+      {"both, once each", R"(,"scope":"a b","scp":["b","c"])", {"a", "b", "c"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    Identity id;
+    const char* reason = "";
+    REQUIRE(auth(*set, token("HS256", "hs", claims(c.extra)), id, &reason) ==
+            AuthResult::kAuthenticated);
+    CHECK(id.scopes == c.scopes);
+  }
+  for (const char* bad :
+       {R"(,"scope":["a"])", R"(,"scope":3)", R"(,"scp":[1])", R"(,"scp":null)"}) {
+    INFO(bad);
+    Identity id;
+    const char* reason = "";
+    CHECK(auth(*set, token("HS256", "hs", claims(bad)), id, &reason) == AuthResult::kInvalid);
+    CHECK_FALSE(id.authenticated);
+    CHECK(std::string(reason).find("malformed sc") == 0);
+  }
+}
+
+TEST_CASE("jwt: with resource_metadata the resource is the audience tokens must carry",
+          "[policy][oauth]") {
+  TempDir dir;
+  dir.write("jwks.json", keys().jwks());
+  const std::string rm =
+      "  resource_metadata:\n"
+      "    resource: https://gw.example.com/mcp\n"
+      "    authorization_servers: [https://idp.example.com]\n";
+  const std::string jwt_head =
+      "identity:\n"
+      "  jwt:\n"
+      "    issuer: https://issuer.example\n"
+      "    keys_file: jwks.json\n";
+  std::vector<settings::Diagnostic> errors;
+  // No audiences: the resource is the one audience.
+  auto set = PolicySet::load({dir.write("a.yaml", jwt_head + rm)}, errors);
+  REQUIRE(set != nullptr);
+  CHECK(set->jwt()->audiences == std::vector<std::string>{"https://gw.example.com/mcp"});
+  auto payload = [](const std::string& aud) {
+    return R"({"iss":"https://issuer.example","aud":)" + aud + R"(,"sub":"x","exp":)" +
+           std::to_string(kNow + 60) + "}";
+  };
+  Identity id;
+  const char* reason = "";
+  CHECK(auth(*set, token("HS256", "hs", payload(R"("https://gw.example.com/mcp")")), id, &reason) ==
+        AuthResult::kAuthenticated);
+  CHECK(auth(*set, token("HS256", "hs", payload(R"(["x","https://gw.example.com/mcp"])")), id,
+             &reason) == AuthResult::kAuthenticated);
+  for (const char* aud : {R"("https://upstream.example.com/mcp")", R"("https://gw.example.com")",
+                          R"("https://gw.example.com/mcp/")", R"("mcp-gateway")", "[]"}) {
+    INFO(aud);
+    CHECK(auth(*set, token("HS256", "hs", payload(aud)), id, &reason) == AuthResult::kInvalid);
+    CHECK(std::string(reason) == "wrong audience");
+  }
+  // Audiences that leave the resource out: the gateway would accept tokens not meant for it.
+  errors.clear();
+  CHECK(PolicySet::load({dir.write("b.yaml", jwt_head + "    audiences: [mcp-gateway]\n" + rm)},
+                        errors) == nullptr);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message.find("is not one of identity.jwt.audiences") != std::string::npos);
+  CHECK(errors[0].line == 6);
+  // Neither audiences nor a resource.
+  errors.clear();
+  CHECK(PolicySet::load({dir.write("c.yaml", jwt_head)}, errors) == nullptr);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message.find("needs 'audiences'") != std::string::npos);
+  CHECK(errors[0].line == 2);
+}
+
 }  // namespace
 }  // namespace gw::policy
