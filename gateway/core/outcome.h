@@ -61,6 +61,7 @@ namespace gw::core {
   X(kResponseTimeout, "response_timeout", 504)                                                \
   X(kUpstreamReset, "upstream_reset", 502)                                                    \
   X(kUpstreamMalformed, "upstream_malformed", 502)                                            \
+  X(kUpstreamTls, "upstream_tls", 502)                                                        \
   X(kUpstreamBadChunk, "upstream_bad_chunk", 0)                                               \
   X(kMaxDuration, "max_duration", 0)                                                          \
   X(kStreamIdleTimeout, "stream_idle_timeout", 0)                                             \

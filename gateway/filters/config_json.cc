@@ -149,6 +149,14 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
         break;
     }
     j.key("session_secret").strOrNull(!u.session_secret.empty(), kRedacted);
+    j.key("tls");
+    if (u.tls) {
+      j.open('{').key("ca").str(u.tls->ca.empty() ? "system" : u.tls->ca);
+      j.key("server_name").strOrNull(!u.tls->server_name.empty(), u.tls->server_name);
+      j.key("cert").strOrNull(!u.tls->cert.empty(), u.tls->cert).close('}');
+    } else {
+      j.raw("null");
+    }
     j.close('}');
   }
   j.close(']');

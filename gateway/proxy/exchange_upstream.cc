@@ -12,6 +12,8 @@
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
 
+#include <spdlog/spdlog.h>
+
 namespace gw::proxy {
 
 // Every stage and limit passed: the request goes to the route's upstream.
@@ -286,7 +288,12 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
   sendLocalReply();
 }
 
-void Exchange::onUpstreamError(upstream::Http1Upstream&, upstream::UpstreamError e) {
+void Exchange::onUpstreamError(upstream::Http1Upstream& u, upstream::UpstreamError e) {
+  if (e == upstream::UpstreamError::kTls) {
+    spdlog::warn("upstream '{}' endpoint {}: TLS handshake failed: {}",
+                 s_->upstreams[up_index_].name,
+                 u.endpoint() != nullptr ? u.endpoint()->text : std::string("?"), u.tlsError());
+  }
   upstreamError(e);
 }
 
@@ -322,6 +329,11 @@ void Exchange::upstreamError(upstream::UpstreamError e) {
     case UpstreamError::kMalformed:
       upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                      "Bad Gateway: malformed upstream response", Outcome::kUpstreamMalformed);
+      return;
+    case UpstreamError::kTls:
+      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                     "Bad Gateway: the TLS handshake with the upstream failed",
+                     Outcome::kUpstreamTls);
       return;
     case UpstreamError::kReset:
     case UpstreamError::kBadChunk:

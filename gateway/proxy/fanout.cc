@@ -51,6 +51,8 @@ std::string_view errorName(upstream::UpstreamError e) {
     case UpstreamError::kMaxDuration:
     case UpstreamError::kStreamIdle:
       return "timeout";
+    case UpstreamError::kTls:
+      return "tls";
   }
   return "error";
 }

@@ -11,6 +11,7 @@
 #include "gateway/http/host.h"
 #include "gateway/mcp/session.h"
 #include "gateway/settings/loader.h"
+#include "gateway/tls/tls.h"
 
 namespace gw::settings {
 
@@ -26,7 +27,9 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "balance",
                                               "max_idle_connections",
                                               "host_header",
-                                              "session_secret"};
+                                              "session_secret",
+                                              "tls"};
+constexpr std::string_view kTlsKeys[] = {"ca", "server_name", "cert", "key"};
 constexpr std::string_view kRouteKeys[] = {"name",  "match",  "upstream",    "upstreams",
                                            "names", "legacy", "verify_body", "forward_credentials"};
 constexpr std::string_view kNames[] = {"keep", "prefix"};
@@ -107,6 +110,8 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
         readHostHeader(e, u);
       } else if (e.key == "session_secret") {
         readNonEmptyString(e, u.session_secret);
+      } else if (e.key == "tls") {
+        walkUpstreamTls(e, u);
       }
     }
     for (const Address& a : u.endpoints) {
@@ -122,6 +127,54 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
       s.upstreams.push_back(std::move(u));
     }
   }
+}
+
+// upstreams[].tls: { ca, server_name, cert, key } — files relative to this config; the client
+// context is built here, so a missing file, a bad CA or a key that does not fit its
+// certificate is a load error (and a reload that brings one keeps the running snapshot).
+void Loader::walkUpstreamTls(const Entry& te, Upstream& u) {
+  UpstreamTls t;
+  bool ok = true;
+  const Entry* cert = nullptr;
+  std::vector<Entry> es;  // `cert` points into it
+  if (!te.value.IsNull()) {
+    es = entries(te.value, te.key_node.Mark(), kTlsKeys, te.path);
+    for (const Entry& e : es) {
+      if (e.key == "server_name") {
+        http::HostPort hp;
+        ok = readNonEmptyString(e, t.server_name) && ok;
+        if (ok && (!http::parseHostPort(t.server_name, hp) || !hp.port.empty() ||
+                   hp.host.front() == '[')) {
+          error(valueMark(e), "'" + e.path + "': '" + t.server_name +
+                                  "' is not a host name or IPv4 address (no port)");
+          ok = false;
+        }
+        continue;
+      }
+      std::string& dst = e.key == "ca" ? t.ca : e.key == "cert" ? t.cert : t.key;
+      cert = e.key == "cert" ? &e : cert;
+      if (readNonEmptyString(e, dst)) {
+        dst = resolve(dst);
+      } else {
+        ok = false;
+      }
+    }
+  }
+  if (!ok) {
+    return;
+  }
+  if (hermeticLoad()) {
+    u.tls = std::move(t);  // files not read (hermetic test load)
+    return;
+  }
+  std::string why;
+  t.ctx = tls::makeClientContext(t.ca, t.cert, t.key, why);
+  if (!t.ctx) {
+    error(cert != nullptr ? cert->key_node.Mark() : te.key_node.Mark(),
+          "'" + te.path + "': " + why);
+    return;
+  }
+  u.tls = std::move(t);
 }
 
 // upstreams[].host_header: `endpoint`, `client`, or a literal host[:port] (RFC 9110 §7.2).

@@ -17,6 +17,8 @@
 #include "gateway/config/values.h"
 #include "gateway/core/cidr.h"
 
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX (gateway/tls/tls.h)
+
 namespace gw::settings {
 
 // The value grammars, diagnostics and file reader live in config/ (shared with policy/).
@@ -67,6 +69,16 @@ enum class HostHeader : uint8_t {
   kLiteral,   // Upstream::host_literal
 };
 
+// upstreams[].tls: HTTPS to this upstream. The OpenSSL client context is built at load and
+// shared by every worker holding this snapshot.
+struct UpstreamTls {
+  std::string ca;           // absolute path; "" = the system store
+  std::string server_name;  // SNI and the name verified; "" = each endpoint's host
+  std::string cert;         // client certificate chain (with key), absolute; "" = none
+  std::string key;
+  std::shared_ptr<ssl_ctx_st> ctx;
+};
+
 struct Upstream {
   std::string name;
   std::vector<Address> endpoints;
@@ -83,6 +95,7 @@ struct Upstream {
   // depends only on the upstream name and the endpoint address).
   std::string session_secret;
   std::vector<std::string> session_tokens;  // one per endpoint (mcp::sessionToken), at load
+  std::optional<UpstreamTls> tls;           // present: HTTPS
 };
 
 // A route's match; every present key must match (AND). Values are globs where `*` matches

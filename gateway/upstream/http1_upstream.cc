@@ -3,10 +3,14 @@
 #include "gateway/upstream/http1_upstream.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 
 #include "gateway/core/ascii.h"
+#include "gateway/tls/tls.h"
 #include "gateway/upstream/deadlines.h"
 
 namespace gw::upstream {
@@ -46,6 +50,8 @@ core::Outcome outcomeOf(UpstreamError e) noexcept {
       return core::Outcome::kMaxDuration;
     case UpstreamError::kStreamIdle:
       return core::Outcome::kStreamIdleTimeout;
+    case UpstreamError::kTls:
+      return core::Outcome::kUpstreamTls;
   }
   return core::Outcome::kOther;
 }
@@ -279,6 +285,11 @@ event::Sent Http1Upstream::sendNow() noexcept {
   if (evbuffer_get_length(out) == 0) {
     return event::Sent::kNothing;
   }
+  if (lease_.tls) {
+    // Only OpenSSL can write it: the bufferevent's write event does, and onWrite follows.
+    bufferevent_enable(bev, EV_WRITE);
+    return event::Sent::kPartial;
+  }
   // Written from this stack: when the socket takes it all (the usual case) there is no poll
   // round trip and no epoll_ctl. What it does not take, and any error, is left to the
   // bufferevent's write event. A socket bufferevent keeps its output's front frozen;
@@ -318,7 +329,7 @@ void Http1Upstream::onWrite(bufferevent* ub, void* arg) {
   }
 }
 
-void Http1Upstream::onEvent(bufferevent*, short what, void* arg) {
+void Http1Upstream::onEvent(bufferevent* bev, short what, void* arg) {
   auto* u = static_cast<Http1Upstream*>(arg);
   if (what & BEV_EVENT_CONNECTED) {
     u->connected_ = true;
@@ -344,6 +355,20 @@ void Http1Upstream::onEvent(bufferevent*, short what, void* arg) {
     return;
   }
   if (!u->connected_) {
+    if (u->lease_.tls) {
+      // The TCP connect may have failed (refused: retried below) or the handshake: a
+      // certificate that does not verify, no common protocol... That is no endpoint's
+      // passing trouble, so it is not retried elsewhere.
+      const unsigned long queued = bufferevent_get_openssl_error(bev);
+      SSL* ssl = bufferevent_openssl_get_ssl(bev);
+      if (queued != 0 || (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK)) {
+        u->tls_error_ = tls::handshakeError(ssl, queued);
+        while (bufferevent_get_openssl_error(bev) != 0) {
+        }
+        u->fail(UpstreamError::kTls);
+        return;
+      }
+    }
     if (u->retryConnect()) {
       return;
     }

@@ -43,6 +43,7 @@ enum class UpstreamError : uint8_t {
   kBadChunk,            // malformed chunked framing in the body
   kMaxDuration,         // the answer outlived max_duration
   kStreamIdle,          // no upstream byte for stream_idle_timeout
+  kTls,                 // the TLS handshake failed (tlsError() says why)
 };
 
 // The request outcome an error stands for (log, metrics).
@@ -115,6 +116,8 @@ class Http1Upstream {
   bool pinned() const noexcept { return lease_.pinned; }
   size_t endpointIndex() const noexcept { return lease_.index; }
   const Endpoint* endpoint() const noexcept { return endpoint_; }
+  // Why the last TLS handshake failed (after UpstreamError::kTls).
+  const std::string& tlsError() const noexcept { return tls_error_; }
   const http::ResponseHead& response() const noexcept { return resp_; }
   core::Nanos attemptDuration() const noexcept { return clock_->now() - attempt_started_; }
 
@@ -158,6 +161,7 @@ class Http1Upstream {
   Lease lease_;
   const Endpoint* endpoint_ = nullptr;  // the last endpoint tried (for the access log)
   std::string head_buf_;                // the head as written (a retry rewrites it)
+  std::string tls_error_;
   size_t head_len_ = 0;
   core::Nanos started_{};
   core::Nanos head_deadline_{};

@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include <event2/bufferevent_ssl.h>
+
+#include "gateway/tls/tls.h"
 #include "gateway/upstream/direct_read.h"
 
 namespace gw::upstream {
@@ -45,19 +48,28 @@ Pools::~Pools() {
   closeIdle();
 }
 
-Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstream_name) {
+Pools::Pool& Pools::poolFor(const settings::Address& a, const settings::Upstream& up) {
   // Keyed by the resolved address too: a reload that resolves a name to a new address gets
-  // a new pool rather than the old one's connections.
-  std::string key = upstream_name;
+  // a new pool rather than the old one's connections. Likewise a reload's new TLS context.
+  ssl_ctx_st* ctx = up.tls ? up.tls->ctx.get() : nullptr;
+  std::string key = up.name;
   key += '|';
   key += a.text;
   key += '|';
   key += a.ip;
+  if (ctx != nullptr) {
+    key += "|tls@";
+    key += std::to_string(reinterpret_cast<uintptr_t>(ctx));
+  }
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     auto p = std::make_unique<Pool>();
     p->source = a.text;
     p->ip = a.ip;
+    if (ctx != nullptr) {
+      p->tls = up.tls->ctx;
+      p->tls_name = up.tls->server_name.empty() ? a.host : up.tls->server_name;
+    }
     resolveEndpoint(a, p->endpoint);
     it = pools_.emplace(std::move(key), std::move(p)).first;
   }
@@ -67,13 +79,15 @@ Pools::Pool& Pools::poolFor(const settings::Address& a, const std::string& upstr
 Pools::Cluster& Pools::clusterFor(const settings::Upstream& up) {
   Cluster& c = clusters_[up.name];
   bool same = c.pools.size() == up.endpoints.size();
+  const ssl_ctx_st* ctx = up.tls ? up.tls->ctx.get() : nullptr;
   for (size_t i = 0; same && i < c.pools.size(); ++i) {
-    same = c.pools[i]->source == up.endpoints[i].text && c.pools[i]->ip == up.endpoints[i].ip;
+    same = c.pools[i]->source == up.endpoints[i].text && c.pools[i]->ip == up.endpoints[i].ip &&
+           c.pools[i]->tls.get() == ctx;
   }
-  if (!same) {  // first use, or a reload changed the endpoints
+  if (!same) {  // first use, or a reload changed the endpoints or the TLS context
     c.pools.clear();
     for (const auto& a : up.endpoints) {
-      c.pools.push_back(&poolFor(a, up.name));
+      c.pools.push_back(&poolFor(a, up));
     }
   }
   return c;
@@ -120,6 +134,7 @@ Lease Pools::leaseFrom(Pool& pool, size_t index) {
   lease.endpoint = &pool.endpoint;
   lease.pool = &pool;
   lease.index = index;
+  lease.tls = pool.tls != nullptr;
   if (!pool.idle.empty()) {
     Idle& idle = *pool.idle.back();
     --idle_total_;
@@ -133,7 +148,24 @@ Lease Pools::leaseFrom(Pool& pool, size_t index) {
     lease.error = EINVAL;
     return lease;
   }
-  lease.bev.reset(bufferevent_socket_new(base_, -1, BEV_OPT_CLOSE_ON_FREE));
+  if (pool.tls) {
+    // The handshake runs inside libevent's OpenSSL bufferevent; BEV_EVENT_CONNECTED comes
+    // once it completed and the certificate was verified for tls_name.
+    SSL* ssl = SSL_new(pool.tls.get());
+    if (ssl == nullptr || !tls::prepareClient(ssl, pool.tls_name)) {
+      SSL_free(ssl);
+      lease.error = ENOMEM;
+      return lease;
+    }
+    lease.bev.reset(bufferevent_openssl_socket_new(base_, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                   BEV_OPT_CLOSE_ON_FREE));
+    if (lease.bev) {
+      // A server that closes without close_notify ends a close-delimited body, not an error.
+      bufferevent_openssl_set_allow_dirty_shutdown(lease.bev.get(), 1);
+    }
+  } else {
+    lease.bev.reset(bufferevent_socket_new(base_, -1, BEV_OPT_CLOSE_ON_FREE));
+  }
   if (!lease.bev) {
     lease.error = ENOMEM;
     return lease;
@@ -145,7 +177,9 @@ Lease Pools::leaseFrom(Pool& pool, size_t index) {
     return lease;
   }
   setNoDelay(bufferevent_getfd(lease.bev.get()));
-  useDirectReads(lease.bev.get());
+  if (!pool.tls) {
+    useDirectReads(lease.bev.get());
+  }
   return lease;
 }
 

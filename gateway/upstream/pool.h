@@ -40,7 +40,8 @@ struct Lease {
   size_t index = 0;      // the endpoint's index in settings::Upstream::endpoints
   bool pinned = false;   // acquired for one endpoint (a session's): never moved to another
   bool reused = false;
-  int error = 0;  // errno when no connection could even be started
+  bool tls = false;  // an OpenSSL bufferevent: written and read only through libevent
+  int error = 0;     // errno when no connection could even be started
 };
 
 class Pools {
@@ -85,6 +86,8 @@ class Pools {
     std::chrono::steady_clock::time_point failed_until{};
     std::string source;                     // the address as configured
     std::string ip;                         // what `source` resolved to at load
+    std::shared_ptr<ssl_ctx_st> tls;        // upstreams[].tls's context, or null
+    std::string tls_name;                   // the name sent as SNI and verified
     std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
   };
   struct Cluster {
@@ -92,7 +95,7 @@ class Pools {
     size_t next = 0;
   };
 
-  Pool& poolFor(const settings::Address& a, const std::string& upstream_name);
+  Pool& poolFor(const settings::Address& a, const settings::Upstream& up);
   Cluster& clusterFor(const settings::Upstream& up);
   Lease leaseFrom(Pool& pool, size_t index);
   void dropIdle(Idle* idle);

@@ -188,6 +188,49 @@ std::string hs256Token(const std::string& secret, const std::string& kid,
          base64Url(std::string_view(reinterpret_cast<const char*>(mac), mac_len));
 }
 
+namespace {
+
+void runOpenssl(const std::string& dir, const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), "openssl");
+  Process p(std::move(args), dir, "openssl-" + name);
+  const std::optional<int> code = p.wait(Ms(20000));
+  if (!code || *code != 0) {
+    p.terminate();
+    throw std::runtime_error("openssl failed making " + name + ": " + p.stderrText());
+  }
+}
+
+}  // namespace
+
+TestCert makeTestCa(const std::string& dir, const std::string& name, const std::string& cn) {
+  TestCert c{dir + "/" + name + ".pem", dir + "/" + name + ".key"};
+  runOpenssl(dir, name,
+             {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+              "-keyout", c.key, "-out", c.cert, "-days", "1", "-subj", "/CN=" + cn});
+  return c;
+}
+
+TestCert makeTestCert(const std::string& dir, const std::string& name, const TestCert& ca,
+                      const std::string& cn, const std::string& san) {
+  TestCert c{dir + "/" + name + ".pem", dir + "/" + name + ".key"};
+  const std::string csr = dir + "/" + name + ".csr";
+  const std::string ext = dir + "/" + name + ".ext";
+  std::string extensions = "basicConstraints=CA:FALSE\n";
+  if (!san.empty()) {
+    extensions += "subjectAltName=" + san + "\n";
+  }
+  if (!writeFile(ext, extensions)) {
+    throw std::runtime_error("cannot write " + ext);
+  }
+  runOpenssl(dir, name + "-req",
+             {"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+              "-keyout", c.key, "-out", csr, "-subj", "/CN=" + cn});
+  runOpenssl(dir, name + "-sign",
+             {"x509", "-req", "-in", csr, "-CA", ca.cert, "-CAkey", ca.key, "-CAcreateserial",
+              "-out", c.cert, "-days", "1", "-extfile", ext});
+  return c;
+}
+
 std::string gatewaySessionToken(const std::string& upstream, const std::string& endpoint,
                                 const std::string& secret) {
   std::string key = secret.empty() ? "mcp-gateway session token key v1" : secret;

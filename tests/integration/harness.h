@@ -37,6 +37,20 @@ std::string readFile(const std::string& path);
 bool writeFile(const std::string& path, std::string_view text);
 // Lower-case hex SHA-256 of s (API keys are configured by their digest).
 std::string sha256Hex(std::string_view s);
+// Test certificates, made at test time with the openssl CLI (no key is ever committed): P-256
+// keys, one day of validity. Files <name>.pem and <name>.key in `dir`; throws when openssl
+// fails.
+struct TestCert {
+  std::string cert;  // path of the PEM certificate
+  std::string key;   // path of the PEM private key
+};
+// A self-signed CA whose subject CN is `cn`.
+TestCert makeTestCa(const std::string& dir, const std::string& name, const std::string& cn);
+// A leaf for CN `cn` with subjectAltName `san` (e.g. "DNS:localhost,IP:127.0.0.1"; "" for
+// none), signed by `ca`.
+TestCert makeTestCert(const std::string& dir, const std::string& name, const TestCert& ca,
+                      const std::string& cn, const std::string& san);
+
 // RFC 4648 §5 base64url, no padding.
 std::string base64Url(std::string_view in);
 // A compact JWS, HS256 with `secret`, header {"alg":"HS256","kid":kid,"typ":"JWT"}.
