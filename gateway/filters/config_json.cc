@@ -149,6 +149,11 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
         break;
     }
     j.key("session_secret").strOrNull(!u.session_secret.empty(), kRedacted);
+    j.key("headers").open('{');  // names only: values are credentials
+    for (const auto& h : u.headers) {
+      j.key(h.first).str(kRedacted);
+    }
+    j.close('}');
     j.close('}');
   }
   j.close(']');

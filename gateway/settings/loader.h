@@ -52,6 +52,7 @@ class Loader : public config::Walker {
   // routes.cc
   void walkUpstreams(const Entry& ue, Settings& s);
   void readHostHeader(const Entry& e, Upstream& u);
+  void readUpstreamHeaders(const Entry& e, Upstream& u);
   void walkMatch(const Entry& me, RouteMatch& m);
   void readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
   void walkRoutes(const Entry& re, Settings& s);

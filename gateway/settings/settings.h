@@ -83,6 +83,11 @@ struct Upstream {
   // depends only on the upstream name and the endpoint address).
   std::string session_secret;
   std::vector<std::string> session_tokens;  // one per endpoint (mcp::sessionToken), at load
+  // upstreams[].headers: set on every request to this upstream (a request field of the same
+  // name, in any case, is not forwarded). Names as written (HTTP tokens, unique ignoring case,
+  // no hop-by-hop, framing or Mcp-* name); values with ${VAR} expanded from the environment at
+  // load, free of control characters but HTAB. Values are secrets: never logged or shown.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // A route's match; every present key must match (AND). Values are globs where `*` matches
