@@ -94,6 +94,12 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
     }
     j.close('}');
   }
+  j.key("admin_auth");  // the token file, never the token
+  if (s.admin_auth) {
+    j.open('{').key("token_file").str(s.admin_auth->token_file).close('}');
+  } else {
+    j.null();
+  }
   const auto& l = s.limits;
   j.key("limits").open('{');
   j.key("max_connections").num(l.max_connections);

@@ -5,6 +5,7 @@
 // Workers hold a std::shared_ptr<const Settings>; each request keeps the snapshot it started
 // with. Nothing on the request path re-reads YAML.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -130,6 +131,21 @@ struct Federation {
   uint64_t max_items = 10000;                       // per upstream and list method
 };
 
+// admin_auth: the Bearer token every admin path but /healthz and /readyz asks for.
+struct AdminAuth {
+  std::string token_file;  // absolute; read at every load
+  // The file's content without trailing whitespace: RFC 6750 b64token characters, at least
+  // kMinAdminTokenBytes. A secret: never logged or shown (/config shows token_file only).
+  std::string token;
+  std::array<unsigned char, 32> token_sha256{};  // SHA-256 of `token`, compared per request
+};
+inline constexpr size_t kMinAdminTokenBytes = 16;
+inline constexpr size_t kMaxAdminTokenBytes = 4096;
+
+// Whether `ip` (numeric, as Address::ip) is a loopback address: 127.0.0.0/8, ::1 or
+// ::ffff:127.0.0.0/104. An admin listener anywhere else needs admin_auth.
+bool isLoopback(std::string_view ip) noexcept;
+
 struct AccessLog {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
 };
@@ -139,6 +155,7 @@ struct Settings {
   std::string endpoint = "/mcp";
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
+  std::optional<AdminAuth> admin_auth;  // none: the admin listener must be on loopback
   Limits limits;
   Mcp mcp;
   std::vector<Upstream> upstreams;
