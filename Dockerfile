@@ -4,10 +4,13 @@
 # config (deploy/gateway.yaml). About 13 MB; README.md ("Docker sidecar") says what weighs
 # what. There is no shell, package manager or coreutils inside (the HEALTHCHECK is the
 # binary's own `healthcheck` command): debug from outside (`docker cp`, the admin endpoints)
-# or build FROM ${BASE} instead.
+# or build FROM ${BASE} instead. No secret is baked in: the default config's admin listener
+# (0.0.0.0:9901) needs its token mounted at /run/secrets/admin_token.
 #
 #   docker build -t mcp-gateway .                 (or: podman build --format docker ...)
-#   docker run -p 8080:8080 -p 9901:9901 mcp-gateway
+#   openssl rand -hex 32 > admin.token
+#   docker run -p 8080:8080 -p 9901:9901 \
+#     -v "$PWD/admin.token:/run/secrets/admin_token:ro" mcp-gateway
 #
 # BASE is debian:bookworm-slim; deploy/check-image.sh passes a locally made equivalent when
 # that image cannot be pulled.

@@ -6,10 +6,14 @@
 #      the binary needs resolves inside the image;
 #   2. `mcp-gateway version` and `mcp-gateway check` run in the image's root filesystem
 #      (chroot, as the image's unprivileged user), the latter on the default config and on
-#      the one in deploy/k8s.yaml's ConfigMap;
+#      the one in deploy/k8s.yaml's ConfigMap: both need an admin token file, which is not in
+#      the image; one made at run time is bind-mounted read-only where each expects it (as a
+#      Compose secret and a Kubernetes Secret would be), after checking that the default
+#      config without it does not load;
 #   3. the gateway started from that root filesystem, on 127.0.0.1 ports picked at run time,
-#      answers /healthz and /readyz, and the image's own HEALTHCHECK command passes against it
-#      (and fails against a closed port);
+#      with admin_auth on that token, answers /healthz and /readyz without a token, /metrics
+#      with 401 without it and 200 with it, and the image's own HEALTHCHECK command passes
+#      against it (and fails against a closed port);
 #   4. the sidecar as deploy/docker-compose.yaml and deploy/k8s.yaml run it: the demo MCP
 #      server image (deploy/demo-server.Dockerfile) is built too, its server started from its
 #      root filesystem listens on 127.0.0.1 only, and an MCP tools/call sent to the gateway
@@ -56,6 +60,7 @@ die() {
 
 # --- cleanup ----------------------------------------------------------------------------------
 tmp=""
+binds=()  # read-only bind mounts of the admin token into an image's root filesystem
 ctrs=()  # containers created (never started) to mount images
 pids=()  # processes started from the images' root filesystems, each led by `timeout`
 rootfs_tmp=""
@@ -68,13 +73,16 @@ unmount_under() {  # every mount at or below $1, deepest first
 }
 cleanup() {
   local rc=$?
-  local p c
+  local p c b
   for p in "${pids[@]}"; do
     if kill -0 "${p}" 2> /dev/null; then
       # `timeout` leads its own process group: this reaches the process it runs too.
       kill -KILL -- "-${p}" 2> /dev/null || kill -KILL "${p}" 2> /dev/null || true
       wait "${p}" 2> /dev/null || true
     fi
+  done
+  for b in "${binds[@]}"; do
+    umount -l "${b}" 2> /dev/null || true
   done
   for c in "${ctrs[@]}"; do
     podman umount "${c}" > /dev/null 2>&1 || true
@@ -285,9 +293,33 @@ out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-ga
   die "mcp-gateway version failed in the chroot"
 [[ "${out}" == mcp-gateway* ]] || die "unexpected version output: ${out}"
 pass "chroot: ${out}"
+# The default config binds admin off loopback, so it names a token file that the image does
+# not hold: without one mounted, it must not load (and must say why).
+if out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-gateway \
+  check -c /etc/mcp-gateway/gateway.yaml 2>&1); then
+  die "the default config loads without an admin token mounted: ${out}"
+fi
+[[ "${out}" == *"admin token file '/run/secrets/admin_token' does not exist"* ]] ||
+  die "the default config without a token fails, but not for the token: ${out}"
+pass "chroot: the default config without a mounted admin token is refused: ${out%%$'\n'*}"
+# A token made now (never in the image or the repo), bind-mounted read-only where the default
+# config (a Compose secret) and the k8s ConfigMap (a Secret volume) expect it.
+od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "${tmp}/admin_token"
+chmod 444 "${tmp}/admin_token"
+printf 'Authorization: Bearer %s\n' "$(cat "${tmp}/admin_token")" > "${tmp}/admin_auth_header"
+mount_token() {  # mount_token PATH: the token at PATH inside the image's root filesystem
+  local target="${mnt}$1"
+  mkdir -p "$(dirname "${target}")"
+  : > "${target}"
+  mount --bind "${tmp}/admin_token" "${target}"
+  binds+=("${target}")
+  mount -o remount,bind,ro "${target}"
+}
+mount_token /run/secrets/admin_token
+mount_token /run/secrets/mcp-gateway/admin_token
 out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-gateway \
   check -c /etc/mcp-gateway/gateway.yaml 2>&1) || die "the default config does not check: ${out}"
-pass "chroot: ${out}"
+pass "chroot: ${out} (admin token mounted at /run/secrets/admin_token)"
 # The config deploy/k8s.yaml's ConfigMap holds (indented 4 under `gateway.yaml: |`).
 awk '/^  gateway.yaml: [|]$/ { on = 1; next } on && /^(---|[^ ])/ { on = 0 }
      on { sub(/^    /, ""); print }' "${root}/deploy/k8s.yaml" > "${mnt}/tmp/k8s.yaml"
@@ -318,6 +350,7 @@ free_port closed
 cat > "${mnt}/tmp/check.yaml" << EOF
 listen: 127.0.0.1:${port}
 admin: 127.0.0.1:${admin}
+admin_auth: { token_file: /run/secrets/admin_token }
 workers: 1
 upstreams:
   - name: none
@@ -359,6 +392,16 @@ pass "/healthz: 200 $(head -c 40 "${tmp}/check.ready")"
 code=$(curl -sS --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:${admin}/readyz")
 [[ "${code}" == 200 ]] || die "/readyz answered ${code}"
 pass "/readyz: 200"
+code=$(curl -sS --max-time 2 -o "${tmp}/metrics.401" -w '%{http_code}' \
+  "http://127.0.0.1:${admin}/metrics")
+[[ "${code}" == 401 ]] || die "/metrics without the admin token answered ${code} (expected 401)"
+pass "/metrics without the admin token: 401 $(head -c 60 "${tmp}/metrics.401")"
+code=$(curl -sS --max-time 2 -o "${tmp}/metrics" -w '%{http_code}' \
+  -H "@${tmp}/admin_auth_header" "http://127.0.0.1:${admin}/metrics")
+[[ "${code}" == 200 ]] || die "/metrics with the admin token answered ${code} (expected 200)"
+grep -q '^mcp_gateway_admin_auth_failures_total{reason="missing"} 1' "${tmp}/metrics" ||
+  die "/metrics does not count the refused request"
+pass "/metrics with the admin token: 200"
 code=$(curl -sS --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:${port}/nope")
 [[ "${code}" == 404 ]] || die "the data listener answered ${code} for /nope (expected 404)"
 pass "data listener: 404 for an unknown path"

@@ -4,10 +4,13 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include <cstring>
 #include <string>
 
+#include "gateway/admin/auth.h"
+#include "gateway/core/ascii.h"
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/explain.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -81,6 +84,40 @@ std::string errorJson(std::string_view message) {
   return out;
 }
 
+// admin_auth: the request's Authorization fields, checked against the snapshot's token. False
+// after answering 401 (the challenge says invalid_token when a token was given and wrong).
+bool authorized(evhttp_request* req, std::string_view path, const settings::Settings* s,
+                metrics::Registry& metrics) {
+  if (s == nullptr || !s->admin_auth || isOpenAdminPath(path)) {
+    return true;
+  }
+  size_t count = 0;
+  std::string_view first;
+  const evkeyvalq* in = evhttp_request_get_input_headers(req);
+  for (const evkeyval* h = in->tqh_first; h != nullptr; h = h->next.tqe_next) {
+    if (core::iequals(h->key, "authorization")) {
+      if (count++ == 0) {
+        first = h->value;
+      }
+    }
+  }
+  const AdminAuthResult r = checkAdminAuth(s->admin_auth, path, count, first);
+  if (r == AdminAuthResult::kOpen || r == AdminAuthResult::kAccepted) {
+    return true;
+  }
+  const bool invalid = r == AdminAuthResult::kInvalid;
+  metrics.adminAuthFailed(invalid);
+  evkeyvalq* out = evhttp_request_get_output_headers(req);
+  evhttp_add_header(out, "WWW-Authenticate",
+                    invalid ? "Bearer realm=\"mcp-gateway-admin\", error=\"invalid_token\""
+                            : "Bearer realm=\"mcp-gateway-admin\"");
+  evhttp_add_header(out, "Cache-Control", "no-store");
+  reply(req, 401, "Unauthorized", kJson,
+        errorJson(invalid ? "invalid admin token"
+                          : "admin token required (Authorization: Bearer <token>)"));
+  return false;
+}
+
 // /explain inputs from the query string (GET) or a JSON object (POST).
 bool explainInput(evhttp_request* req, filters::ExplainInput& in, std::string& error) {
   if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
@@ -122,13 +159,17 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
   const proxy::Shared& shared = self->shared_;
   const char* path_c = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
   std::string_view path = path_c != nullptr ? path_c : "/";
+  // The snapshot of now: a reload that changes admin_auth applies to the next request.
+  auto snap = shared.snapshot.load();
+  if (!authorized(req, path, snap ? snap->settings.get() : nullptr, self->shared_.metrics)) {
+    return;
+  }
   bool post = evhttp_request_get_command(req) == EVHTTP_REQ_POST;
   if (post && path != "/explain") {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
     reply(req, 405, "Method Not Allowed", kText, "method not allowed\n");
     return;
   }
-  auto snap = shared.snapshot.load();
   if (path == "/healthz") {
     reply(req, 200, "OK", kText, "ok\n");
   } else if (path == "/readyz") {

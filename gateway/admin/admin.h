@@ -1,6 +1,8 @@
 #pragma once
 // admin/: the read-only operator endpoints of a running gateway, served off the data path.
-// The admin listener (loopback by default): /healthz, /readyz, /metrics, /config, /explain.
+// The admin listener (loopback by default): /healthz, /readyz, /metrics, /config, /explain,
+// /pins, /federation; with admin_auth, all but /healthz and /readyz need the Bearer token
+// (auth.h).
 // It runs on its own thread and event_base with libevent's evhttp (acceptable off the data
 // path) and only reads what proxy::Shared publishes: the snapshot, the atomics, the metrics
 // registry and (peeking, never spending) the local rate-limit buckets.

@@ -54,8 +54,9 @@ bool readWholeFile(const std::string& path, std::string& out, std::string& reaso
 
 // Test hook for the loader fuzz targets (tests/fuzz/config_fuzz.cc, policy_fuzz.cc): while
 // on, settings::loadString and PolicySet::loadString resolve no host name (no getaddrinfo,
-// so no DNS) and stat or read no file a document names (`policies`, `jwt.keys_file`); each
-// such entry is an error saying so. Off by default; the gateway never turns it on.
+// so no DNS) and stat or read no file a document names (`policies`, `jwt.keys_file`,
+// `admin_auth.token_file`); each such entry is an error saying so. Off by default; the
+// gateway never turns it on.
 void setHermeticLoadForTesting(bool on) noexcept;
 bool hermeticLoad() noexcept;
 

@@ -315,7 +315,8 @@ bool Walker::readStringList(const Entry& e, std::vector<std::string>& out,
 }
 
 bool Walker::readNameMap(const Entry& e, const NameRule& rule,
-                         std::vector<std::pair<std::string, std::string>>& out) {
+                         std::vector<std::pair<std::string, std::string>>& out,
+                         std::vector<YAML::Node>* values) {
   if (!e.value.IsMap()) {
     error(valueMark(e), "'" + e.path + "' must be a mapping of " + rule.mapping);
     return false;
@@ -359,6 +360,9 @@ bool Walker::readNameMap(const Entry& e, const NameRule& rule,
     }
     out.emplace_back(name, v.Scalar());
     marks.push_back(k.Mark());
+    if (values != nullptr) {
+      values->push_back(v);
+    }
   }
   return ok;
 }

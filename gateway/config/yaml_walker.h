@@ -102,9 +102,11 @@ class Walker {
   bool readStringList(const Entry& e, std::vector<std::string>& out,
                       std::vector<YAML::Node>* nodes = nullptr, bool non_empty = false);
   // `{ Name: "value", ... }`: each name checked by `rule`, a name given twice reported (at
-  // the second, with the line of the first), each value a scalar. `out` gets the valid pairs.
+  // the second, with the line of the first), each value a scalar. `out` gets the valid pairs;
+  // `values`, when given, each valid pair's value node beside them (for later messages).
   bool readNameMap(const Entry& e, const NameRule& rule,
-                   std::vector<std::pair<std::string, std::string>>& out);
+                   std::vector<std::pair<std::string, std::string>>& out,
+                   std::vector<YAML::Node>* values = nullptr);
 
   // An address (IPv4:port, [IPv6]:port or hostname:port). A host name is resolved here, once
   // (resolveHost; refused under hermetic test loads): `out.ip` is always numeric afterwards,

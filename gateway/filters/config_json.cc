@@ -94,6 +94,12 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
     }
     j.close('}');
   }
+  j.key("admin_auth");  // the token file, never the token
+  if (s.admin_auth) {
+    j.open('{').key("token_file").str(s.admin_auth->token_file).close('}');
+  } else {
+    j.null();
+  }
   const auto& l = s.limits;
   j.key("limits").open('{');
   j.key("max_connections").num(l.max_connections);
@@ -157,6 +163,11 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
     } else {
       j.raw("null");
     }
+    j.key("headers").open('{');  // names only: values are credentials
+    for (const auto& h : u.headers) {
+      j.key(h.first).str(kRedacted);
+    }
+    j.close('}');
     j.close('}');
   }
   j.close(']');

@@ -1,6 +1,9 @@
 #include "gateway/http/serialize.h"
 
+#include <algorithm>
 #include <charconv>
+
+#include "gateway/core/ascii.h"
 
 namespace gw::http {
 
@@ -81,6 +84,20 @@ void appendField(std::string& out, std::string_view name, uint64_t value) {
 void appendFields(std::string& out, std::span<const Field> fields) {
   for (const Field& f : fields) {
     appendField(out, f.name, f.value);
+  }
+}
+
+void appendFieldsSetting(std::string& out, std::span<const Field> fields,
+                         std::span<const std::pair<std::string, std::string>> set) {
+  for (const Field& f : fields) {
+    const bool replaced = std::any_of(
+        set.begin(), set.end(), [&](const auto& s) { return core::iequals(f.name, s.first); });
+    if (!replaced) {
+      appendField(out, f.name, f.value);
+    }
+  }
+  for (const auto& [name, value] : set) {
+    appendField(out, name, value);
   }
 }
 

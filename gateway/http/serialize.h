@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gw::http {
 
@@ -26,6 +27,10 @@ void appendRequestLine(std::string& out, std::string_view method, std::string_vi
 void appendStatusLine(std::string& out, int status, std::string_view reason);
 // "name: value\r\n" for each field.
 void appendFields(std::string& out, std::span<const Field> fields);
+// "name: value\r\n" for each field whose name is not one of `set`'s (ASCII case-insensitive),
+// then for each of `set` (upstreams[].headers: set, not added).
+void appendFieldsSetting(std::string& out, std::span<const Field> fields,
+                         std::span<const std::pair<std::string, std::string>> set);
 void appendField(std::string& out, std::string_view name, std::string_view value);
 void appendField(std::string& out, std::string_view name, uint64_t value);
 void appendNumber(std::string& out, uint64_t v);

@@ -297,6 +297,16 @@ std::string Registry::scrape(const Gauges& g) const {
     reload_family.metric.push_back(std::move(cm));
   }
   fams.push_back(std::move(reload_family));
+  auto admin_family =
+      family("mcp_gateway_admin_auth_failures_total",
+             "Admin requests refused with 401 (admin_auth), by reason", MetricType::Counter);
+  for (bool invalid : {false, true}) {
+    prometheus::ClientMetric cm;
+    cm.label = {{"reason", invalid ? "invalid" : "missing"}};
+    cm.counter.value = static_cast<double>(adminAuthFailures(invalid));
+    admin_family.metric.push_back(std::move(cm));
+  }
+  fams.push_back(std::move(admin_family));
   return prometheus::TextSerializer().Serialize(fams);
 }
 

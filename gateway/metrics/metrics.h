@@ -159,6 +159,13 @@ class Registry {
 
   void reloaded(bool ok) noexcept { (ok ? reload_ok_ : reload_failed_).fetch_add(1); }
   uint64_t reloads(bool ok) const noexcept { return (ok ? reload_ok_ : reload_failed_).load(); }
+  // An admin request refused with 401 (admin_auth): no Bearer token, or a wrong one.
+  void adminAuthFailed(bool invalid) noexcept {
+    (invalid ? admin_auth_invalid_ : admin_auth_missing_).fetch_add(1);
+  }
+  uint64_t adminAuthFailures(bool invalid) const noexcept {
+    return (invalid ? admin_auth_invalid_ : admin_auth_missing_).load();
+  }
 
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.
   std::string scrape(const Gauges& g) const;
@@ -169,6 +176,8 @@ class Registry {
   ToolNames tools_;
   std::atomic<uint64_t> reload_ok_{0};
   std::atomic<uint64_t> reload_failed_{0};
+  std::atomic<uint64_t> admin_auth_missing_{0};
+  std::atomic<uint64_t> admin_auth_invalid_{0};
 };
 
 }  // namespace gw::metrics

@@ -275,6 +275,15 @@ void Server::reload() {
   }
   const settings::Settings& was = *old->settings;
   const settings::Settings& now = *next->settings;
+  if (admin_exposed_ && !now.admin_auth) {
+    spdlog::error(
+        "reload: {}: admin stays on {} (not loopback) until a restart; it cannot lose "
+        "admin_auth before then",
+        now.source_file, shared_.bound.admin.value_or("?"));
+    spdlog::error("reload failed; keeping the running configuration");
+    shared_.metrics.reloaded(false);
+    return;
+  }
   // Bound once at start: a change is reported, and the running value stays.
   auto restartOnly = [](const char* key, const std::string& running, const std::string& wanted) {
     if (running != wanted) {
@@ -302,8 +311,8 @@ void Server::reload() {
   watchFiles();
 }
 
-// (Re)arms the file watcher on the running snapshot's config and policy files; a no-op
-// when `watch_files` is off.
+// (Re)arms the file watcher on the running snapshot's config, policy, pins store and admin
+// token files; a no-op when `watch_files` is off.
 void Server::watchFiles() {
   auto s = shared_.snapshot.load()->settings;
   if (main_base_ == nullptr) {
@@ -337,6 +346,9 @@ void Server::watchFiles() {
   files.insert(files.end(), s->policy_files.begin(), s->policy_files.end());
   if (const auto& pins = shared_.snapshot.load()->pins) {
     files.push_back(pins->path());  // `mcp-gateway pins approve` rewrites it
+  }
+  if (s->admin_auth) {
+    files.push_back(s->admin_auth->token_file);  // a rotated token (a Secret's update) applies
   }
   std::string error;
   if (!watcher_->watch(files, error)) {
@@ -423,6 +435,7 @@ int Server::run() {
   shared_.bound.workers = s.workers;
   if (s.admin) {
     shared_.bound.admin = s.admin->text;
+    admin_exposed_ = !settings::isLoopback(s.admin->ip);
   }
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
   // The admin listener first: once the data port accepts, /healthz and /readyz answer too

@@ -43,6 +43,9 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
   event_base* main_base_ = nullptr;
   std::unique_ptr<FileWatcher> watcher_;
+  // The admin listener was bound to a non-loopback address at start: until a restart, a
+  // reload must keep admin_auth (whatever the file now says about `admin`).
+  bool admin_exposed_ = false;
   std::chrono::steady_clock::time_point drain_deadline_{};
   bool drain_started_ = false;
   std::chrono::steady_clock::time_point drain_started_at_{};

@@ -1,7 +1,7 @@
 #pragma once
 // settings/: the gateway.yaml schema, walked with config::Walker. Internal to settings/ (the
-// API is settings.h): loader.cc walks the top level, limits, mcp and policies and holds the
-// entry points; routes.cc walks upstreams and routes and checks what refers to what.
+// API is settings.h): loader.cc walks the top level, admin_auth, limits, mcp and policies and
+// holds the entry points; routes.cc walks upstreams and routes and checks what refers to what.
 
 #include <yaml-cpp/yaml.h>
 
@@ -42,6 +42,8 @@ class Loader : public config::Walker {
   bool readPath(const Entry& e, std::string& out);
   std::string resolve(const std::string& p) const;
   void walkTop(const YAML::Node& root, Settings& s);
+  void walkAdminAuth(const Entry& ae, Settings& s);
+  bool readAdminToken(const Entry& e, AdminAuth& out);
   void walkFederation(const Entry& fe, Federation& f);
   void walkLimits(const Entry& le, Limits& l);
   void walkMcp(const Entry& me, Mcp& m);
@@ -53,6 +55,7 @@ class Loader : public config::Walker {
   void walkUpstreams(const Entry& ue, Settings& s);
   void readHostHeader(const Entry& e, Upstream& u);
   void walkUpstreamTls(const Entry& te, Upstream& u);
+  void readUpstreamHeaders(const Entry& e, Upstream& u);
   void walkMatch(const Entry& me, RouteMatch& m);
   void readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
   void walkRoutes(const Entry& re, Settings& s);

@@ -2,6 +2,7 @@
 // (a route names a known upstream; one default route, and last). See loader.h.
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,13 +29,100 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "max_idle_connections",
                                               "host_header",
                                               "session_secret",
-                                              "tls"};
+                                              "tls",
+                                              "headers"};
 constexpr std::string_view kTlsKeys[] = {"ca", "server_name", "cert", "key"};
 constexpr std::string_view kRouteKeys[] = {"name",  "match",  "upstream",    "upstreams",
                                            "names", "legacy", "verify_body", "forward_credentials"};
 constexpr std::string_view kNames[] = {"keep", "prefix"};
 constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
 constexpr std::string_view kBalances[] = {"round_robin", "first_healthy"};
+
+// Request fields upstreams[].headers cannot set: hop-by-hop and framing fields (the gateway
+// writes the framing and Host itself, per connection), and Expect (the gateway answers 100).
+// Mcp-* (MCP-Protocol-Version among them) are checked apart: they are the client's request.
+constexpr std::string_view kUnsettable[] = {
+    "connection", "keep-alive", "transfer-encoding", "content-length",   "host",
+    "te",         "trailer",    "upgrade",           "proxy-connection", "expect"};
+
+std::string checkHeaderName(const std::string& path, const std::string& name) {
+  if (!core::isToken(name)) {
+    return "'" + path + "': '" + name +
+           "' is not a header name (an HTTP token: letters, digits, '-', ...)";
+  }
+  if (core::istartsWith(name, "mcp-")) {
+    return "'" + path + "': '" + name +
+           "' cannot be set: Mcp-* and MCP-Protocol-Version fields describe the client's request";
+  }
+  for (std::string_view n : kUnsettable) {
+    if (core::iequals(name, n)) {
+      std::string msg = "'" + path + "': '" + name +
+                        "' cannot be set: it is a hop-by-hop or framing field the gateway writes "
+                        "itself";
+      if (n == "host") {
+        msg += " (use 'host_header')";
+      }
+      return msg;
+    }
+  }
+  return {};
+}
+
+bool isVarStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+
+bool isVarChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+// `text` with each ${NAME} replaced by the environment's value and each $$ by one $. False
+// with `why` (which names a variable, never a value) on a lone '$', a malformed ${...}, or a
+// variable that is unset or empty. `vars` gets the names expanded, for later messages.
+bool expandEnv(std::string_view text, std::string& out, std::string& why,
+               std::vector<std::string>& vars) {
+  out.clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c != '$') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (i + 1 >= text.size() || text[i + 1] != '{') {
+      why = "a '$' must start ${VAR} (write $$ for a literal '$')";
+      return false;
+    }
+    const size_t close = text.find('}', i + 2);
+    if (close == std::string_view::npos) {
+      why = "'${' without a closing '}'";
+      return false;
+    }
+    const std::string name(text.substr(i + 2, close - i - 2));
+    if (name.empty() || !isVarStart(name[0]) || !std::all_of(name.begin(), name.end(), isVarChar)) {
+      why = "'${" + name +
+            "}' is not a variable name (letters, digits and '_', not starting with a digit)";
+      return false;
+    }
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) {
+      why = "environment variable '" + name + "' is not set";
+      return false;
+    }
+    if (*value == '\0') {
+      why = "environment variable '" + name + "' is empty";
+      return false;
+    }
+    out += value;
+    vars.push_back(name);
+    i = close;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -112,6 +200,8 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
         readNonEmptyString(e, u.session_secret);
       } else if (e.key == "tls") {
         walkUpstreamTls(e, u);
+      } else if (e.key == "headers") {
+        readUpstreamHeaders(e, u);
       }
     }
     for (const Address& a : u.endpoints) {
@@ -194,6 +284,50 @@ void Loader::readHostHeader(const Entry& e, Upstream& u) {
   } else {
     error(valueMark(e),
           "'" + e.path + "' must be endpoint, client or a host[:port], not '" + v + "'");
+  }
+}
+
+// upstreams[].headers: `{ Name: "value with ${VAR}", ... }`. Messages name variables, never
+// a value (they may hold secrets).
+void Loader::readUpstreamHeaders(const Entry& e, Upstream& u) {
+  static constexpr config::NameRule kRule{"header names to values", &checkHeaderName, true};
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<YAML::Node> values;
+  readNameMap(e, kRule, pairs, &values);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto& [name, text] = pairs[i];
+    const std::string path = e.path + "." + name;
+    std::string value;
+    std::string why;
+    std::vector<std::string> vars;
+    if (!expandEnv(text, value, why, vars)) {
+      error(values[i].Mark(), "'" + path + "': " + why);
+      continue;
+    }
+    const auto bad = std::find_if(value.begin(), value.end(), [](char c) {
+      const auto b = static_cast<unsigned char>(c);
+      return (b < 0x20 && b != '\t') || b == 0x7f;
+    });
+    if (bad != value.end()) {
+      const auto b = static_cast<unsigned char>(*bad);
+      const char* what = b == '\r'   ? "CR"
+                         : b == '\n' ? "LF"
+                         : b == 0    ? "NUL"
+                                     : "a control character";
+      std::string from;
+      for (const std::string& v : vars) {
+        from += (from.empty() ? " (after expanding ${" : ", ${") + v + "}";
+      }
+      if (!from.empty()) {
+        from += ")";
+      }
+      error(values[i].Mark(),
+            "'" + path + "': the value" + from + " contains " + what +
+                "; a header value cannot hold CR, LF, NUL or other control characters" +
+                (vars.empty() ? "" : " (a value read from a file with its trailing newline?)"));
+      continue;
+    }
+    u.headers.emplace_back(std::move(name), std::move(value));
   }
 }
 

@@ -5,6 +5,7 @@
 // Workers hold a std::shared_ptr<const Settings>; each request keeps the snapshot it started
 // with. Nothing on the request path re-reads YAML.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -96,6 +97,11 @@ struct Upstream {
   std::string session_secret;
   std::vector<std::string> session_tokens;  // one per endpoint (mcp::sessionToken), at load
   std::optional<UpstreamTls> tls;           // present: HTTPS
+  // upstreams[].headers: set on every request to this upstream (a request field of the same
+  // name, in any case, is not forwarded). Names as written (HTTP tokens, unique ignoring case,
+  // no hop-by-hop, framing or Mcp-* name); values with ${VAR} expanded from the environment at
+  // load, free of control characters but HTAB. Values are secrets: never logged or shown.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // A route's match; every present key must match (AND). Values are globs where `*` matches
@@ -138,6 +144,21 @@ struct Federation {
   uint64_t max_items = 10000;                       // per upstream and list method
 };
 
+// admin_auth: the Bearer token every admin path but /healthz and /readyz asks for.
+struct AdminAuth {
+  std::string token_file;  // absolute; read at every load
+  // The file's content without trailing whitespace: RFC 6750 b64token characters, at least
+  // kMinAdminTokenBytes. A secret: never logged or shown (/config shows token_file only).
+  std::string token;
+  std::array<unsigned char, 32> token_sha256{};  // SHA-256 of `token`, compared per request
+};
+inline constexpr size_t kMinAdminTokenBytes = 16;
+inline constexpr size_t kMaxAdminTokenBytes = 4096;
+
+// Whether `ip` (numeric, as Address::ip) is a loopback address: 127.0.0.0/8, ::1 or
+// ::ffff:127.0.0.0/104. An admin listener anywhere else needs admin_auth.
+bool isLoopback(std::string_view ip) noexcept;
+
 struct AccessLog {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
 };
@@ -147,6 +168,7 @@ struct Settings {
   std::string endpoint = "/mcp";
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
+  std::optional<AdminAuth> admin_auth;  // none: the admin listener must be on loopback
   Limits limits;
   Mcp mcp;
   std::vector<Upstream> upstreams;

@@ -128,7 +128,13 @@ void Http1Upstream::writeHead(evbuffer* out) {
   std::string& h = head_buf_;
   h.clear();
   http::appendRequestLine(h, head_->method, up_->path, head_->query);
-  http::appendFields(h, head_->fields);
+  if (up_->headers.empty()) {
+    http::appendFields(h, head_->fields);
+  } else {
+    // upstreams[].headers replace the request's fields of the same names (Authorization
+    // forwarded by forward_credentials included), on every request to this upstream.
+    http::appendFieldsSetting(h, head_->fields, up_->headers);
+  }
   appendHost(h);
   if (head_->content_length > 0 || head_->length_field) {
     http::appendField(h, "Content-Length", head_->content_length);

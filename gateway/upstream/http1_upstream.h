@@ -1,10 +1,11 @@
 #pragma once
 // One request to an upstream over HTTP/1.1: a connection leased from the worker's pool (or a
 // new one, with the refused-connect retry on the next endpoint), the head written from
-// name/value pairs, the request body the owner appends, the response head parsed (interim
-// 1xx answers skipped), the body de-framed (Content-Length, chunked, or until close) and
-// handed to the owner, the connect/response/stream-idle/max-duration timeouts, and the
-// connection given back to the pool only after a clean, complete exchange.
+// name/value pairs and the upstream's configured `headers`, the request body the owner
+// appends, the response head parsed (interim 1xx answers skipped), the body de-framed
+// (Content-Length, chunked, or until close) and handed to the owner, the
+// connect/response/stream-idle/max-duration timeouts, and the connection given back to the
+// pool only after a clean, complete exchange.
 //
 // The owner (proxy::Exchange) hears about it through UpstreamCallbacks. An exchange may own
 // one or several of these; each is reusable (start() after release()). Every callback is the
@@ -78,9 +79,11 @@ class UpstreamCallbacks {
 // (added here, for the endpoint actually used).
 struct UpstreamRequestHead {
   std::string_view method;
-  std::string_view query;           // "?…" or empty; the path is upstreams[].path
-  std::vector<http::Field> fields;  // forwarded as given (views the owner keeps alive)
-  bool client_host = false;         // fields carry the client's Host (host_header: client)
+  std::string_view query;  // "?…" or empty; the path is upstreams[].path
+  // Forwarded as given (views the owner keeps alive), except a field upstreams[].headers
+  // names: the configured value is sent instead.
+  std::vector<http::Field> fields;
+  bool client_host = false;  // fields carry the client's Host (host_header: client)
   uint64_t content_length = 0;
   bool length_field = false;  // write Content-Length even when 0
   int pinned_endpoint = -1;   // a session's endpoint, or -1: the balancer picks

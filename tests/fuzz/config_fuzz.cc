@@ -3,7 +3,9 @@
 // and policy files are not looked at; IP literals, every value grammar, routes, limits and
 // the diagnostics are. Invariants: a snapshot or errors, never both; every diagnostic has a
 // message and sane position; a snapshot's routes all point at an upstream it has, every
-// endpoint has a numeric address.
+// endpoint has a numeric address, every upstreams[].headers name is a token and no value
+// holds CR, LF or NUL; a non-loopback admin comes only with admin_auth (never, hermetic: the
+// token file is not read).
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/core/ascii.h"
 #include "gateway/settings/settings.h"
 
 namespace {
@@ -49,7 +52,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const gw::settings::Address& a : u.endpoints) {
         check(!a.ip.empty());
       }
+      for (const auto& [name, value] : u.headers) {
+        check(gw::core::isToken(name));
+        check(value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos);
+      }
     }
+    check(!s.admin_auth);  // hermetic: the token file is never read
+    check(!s.admin || gw::settings::isLoopback(s.admin->ip));
     check(s.trusted_proxies.size() == s.trusted_proxies_text.size());
     check(s.policy_files.empty());  // hermetic: never looked at
   }

@@ -595,7 +595,8 @@ Gateway::Gateway(const GatewayConfig& cfg) {
   start({gatewayBinary(), "run", "-c", file});
 }
 
-Gateway::Gateway(std::string yaml_template, const std::map<std::string, std::string>& vars) {
+Gateway::Gateway(std::string yaml_template, const std::map<std::string, std::string>& vars,
+                 std::vector<std::string> env) {
   port_ = freePort();
   access_log_ = dir_.file("access.log");
   config_text_ = expand(expand(std::move(yaml_template),
@@ -603,11 +604,11 @@ Gateway::Gateway(std::string yaml_template, const std::map<std::string, std::str
                         vars);
   std::string file = dir_.file("gateway.yaml");
   writeFile(file, config_text_);
-  start({gatewayBinary(), "run", "-c", file});
+  start({gatewayBinary(), "run", "-c", file}, std::move(env));
 }
 
-void Gateway::start(const std::vector<std::string>& argv) {
-  process_ = std::make_unique<Process>(argv, dir_.path(), "gateway");
+void Gateway::start(const std::vector<std::string>& argv, std::vector<std::string> env) {
+  process_ = std::make_unique<Process>(argv, dir_.path(), "gateway", std::move(env));
   auto deadline = Clock::now() + Ms(5000);
   while (Clock::now() < deadline) {
     if (canConnect(port_)) {

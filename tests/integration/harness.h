@@ -165,8 +165,11 @@ std::string gatewayYaml(const GatewayConfig& cfg);
 class Gateway {
  public:
   explicit Gateway(const GatewayConfig& cfg);
-  // Raw YAML; ${PORT} and ${ACCESS_LOG} are filled in, then `vars`.
-  explicit Gateway(std::string yaml_template, const std::map<std::string, std::string>& vars = {});
+  // Raw YAML; ${PORT} and ${ACCESS_LOG} are filled in, then `vars` (a `${NAME}` not in them
+  // is left for the gateway: upstreams[].headers expand it from the environment). `env`
+  // entries ("K=V") are added to the gateway's environment.
+  explicit Gateway(std::string yaml_template, const std::map<std::string, std::string>& vars = {},
+                   std::vector<std::string> env = {});
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
@@ -181,7 +184,7 @@ class Gateway {
   std::string configPath() const { return dir_.file("gateway.yaml"); }
 
  private:
-  void start(const std::vector<std::string>& argv);
+  void start(const std::vector<std::string>& argv, std::vector<std::string> env = {});
 
   TempDir dir_;
   uint16_t port_ = 0;
