@@ -160,10 +160,19 @@ FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& 
   ctx.reply = LocalReply{};
   ctx.reply.json_rpc = false;
   ctx.reply.reason = "resource_metadata";
+  if (ctx.head->method == "OPTIONS") {
+    // A browser-based client's CORS preflight (SDKs send MCP-Protocol-Version with it).
+    ctx.reply.status = 200;
+    ctx.reply.extra_headers =
+        "Allow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: *\r\n"
+        "Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\n"
+        "Access-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n";
+    return FilterStatus::kLocalReply;
+  }
   if (ctx.head->method != "GET" && ctx.head->method != "HEAD") {
     ctx.reply.status = 405;
     ctx.reply.text = "method not allowed\n";
-    ctx.reply.extra_headers = "Allow: GET, HEAD\r\n";
+    ctx.reply.extra_headers = "Allow: GET, HEAD, OPTIONS\r\n";
     ctx.reply.reason = "method_not_allowed";
     return FilterStatus::kLocalReply;
   }

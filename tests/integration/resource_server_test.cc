@@ -126,7 +126,20 @@ TEST_CASE("oauth: the protected resource metadata is served at its well-known UR
   }
   Response post = fetch(gw.port(), get("/.well-known/oauth-protected-resource/mcp", "POST"));
   CHECK(post.status == 405);
-  CHECK(post.header("Allow").value_or("") == "GET, HEAD");
+  CHECK(post.header("Allow").value_or("") == "GET, HEAD, OPTIONS");
+  Response preflight =
+      fetch(gw.port(),
+            "OPTIONS /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Origin: https://app.example.com\r\nAccess-Control-Request-Method: GET\r\n"
+            "Access-Control-Request-Headers: mcp-protocol-version\r\n\r\n");
+  CHECK(preflight.status == 200);
+  CHECK(preflight.header("Access-Control-Allow-Origin").value_or("") == "*");
+  CHECK(preflight.header("Access-Control-Allow-Headers").value_or("") == "*");
+  Response cross = fetch(gw.port(),
+                         "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: "
+                         "127.0.0.1\r\nOrigin: https://app.example.com\r\n\r\n");
+  CHECK(cross.status == 200);  // the metadata is public: mcp.allowed_origins guards the endpoint
+  CHECK(cross.header("Access-Control-Allow-Origin").value_or("") == "*");
   for (const char* target :
        {"/.well-known/oauth-protected-resource/other", "/.well-known/oauth-protected-resourcex",
         "/.well-known/oauth-protected-resource/mcp/", "/.well-known/oauth-authorization-server"}) {
