@@ -259,8 +259,16 @@ void policyJson(Json& j, const policy::PolicySet& p) {
     j.key("issuer").str(jwt->issuer);
     j.key("audiences").strings(jwt->audiences);
     j.key("groups_claim").str(jwt->groups_claim);
-    j.key("keys_file").str(jwt->keys_file);
-    j.key("keys").num(jwt->keys.size());
+    if (jwt->source != nullptr) {
+      j.key("jwks_url").str(jwt->jwks_url);
+      j.key("jwks_refresh_s").num(static_cast<uint64_t>(jwt->jwks_refresh.count()));
+      j.key("jwks_ca").str(jwt->jwks_ca);
+      auto fetched = jwt->source->keys();
+      j.key("keys").num(fetched != nullptr ? fetched->keys.size() : 0);
+    } else {
+      j.key("keys_file").str(jwt->keys_file);
+      j.key("keys").num(jwt->keys.size());
+    }
     j.key("key_material").str(kRedacted);
     j.close('}');
   } else {

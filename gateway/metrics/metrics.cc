@@ -203,6 +203,25 @@ WorkerMetrics& Registry::addWorker() {
   return *workers_.back();
 }
 
+const char* Registry::jwksFetchLabel(JwksFetch r) noexcept {
+  switch (r) {
+    case JwksFetch::kOk:
+      return "ok";
+    case JwksFetch::kHttpError:
+      return "http_error";
+    case JwksFetch::kTlsError:
+      return "tls_error";
+    case JwksFetch::kParseError:
+      return "parse_error";
+    case JwksFetch::kTimeout:
+      return "timeout";
+    case JwksFetch::kConnectError:
+    case JwksFetch::kCount:
+      break;
+  }
+  return "connect_error";
+}
+
 std::string Registry::scrape(const Gauges& g) const {
   using prometheus::MetricType;
   MergedMap server;
@@ -307,6 +326,17 @@ std::string Registry::scrape(const Gauges& g) const {
     admin_family.metric.push_back(std::move(cm));
   }
   fams.push_back(std::move(admin_family));
+  auto jwks_family = family("mcp_gateway_jwks_fetches_total",
+                            "JWKS fetches (identity.jwt.jwks_url) by result", MetricType::Counter);
+  for (size_t i = 0; i < static_cast<size_t>(JwksFetch::kCount); ++i) {
+    prometheus::ClientMetric cm;
+    cm.label = {{"result", jwksFetchLabel(static_cast<JwksFetch>(i))}};
+    cm.counter.value = static_cast<double>(jwks_fetches_[i].load());
+    jwks_family.metric.push_back(std::move(cm));
+  }
+  fams.push_back(std::move(jwks_family));
+  fams.push_back(scalar("mcp_gateway_jwks_keys", "Keys in the last JWKS fetched successfully",
+                        MetricType::Gauge, static_cast<double>(jwks_keys_.load())));
   return prometheus::TextSerializer().Serialize(fams);
 }
 

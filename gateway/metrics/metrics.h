@@ -167,6 +167,24 @@ class Registry {
     return (invalid ? admin_auth_invalid_ : admin_auth_missing_).load();
   }
 
+  // One JWKS fetch (identity.jwt.jwks_url) and how it ended: mcp_gateway_jwks_fetches_total.
+  enum class JwksFetch : uint8_t {
+    kOk,
+    kHttpError,     // a status other than 200, or a malformed response
+    kTlsError,      // the handshake failed (certificate, name, protocol)
+    kParseError,    // the body is not a usable JWKS (or is too large)
+    kTimeout,       // no complete answer in time
+    kConnectError,  // name resolution or TCP connect failed
+    kCount
+  };
+  static const char* jwksFetchLabel(JwksFetch r) noexcept;
+  void jwksFetched(JwksFetch r) noexcept { jwks_fetches_[static_cast<size_t>(r)].fetch_add(1); }
+  uint64_t jwksFetches(JwksFetch r) const noexcept {
+    return jwks_fetches_[static_cast<size_t>(r)].load();
+  }
+  // The keys of the last JWKS fetched successfully (mcp_gateway_jwks_keys).
+  void setJwksKeys(int64_t n) noexcept { jwks_keys_.store(n); }
+
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.
   std::string scrape(const Gauges& g) const;
 
@@ -178,6 +196,8 @@ class Registry {
   std::atomic<uint64_t> reload_failed_{0};
   std::atomic<uint64_t> admin_auth_missing_{0};
   std::atomic<uint64_t> admin_auth_invalid_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(JwksFetch::kCount)> jwks_fetches_{};
+  std::atomic<int64_t> jwks_keys_{0};
 };
 
 }  // namespace gw::metrics

@@ -359,6 +359,12 @@ bool parseJwks(std::string_view json, std::vector<Jwk>& out, std::string& error)
 
 AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t now_unix,
                      Identity& out, const char** reason) noexcept {
+  return verifyJwtWith(jwt, jwt.keys, token, now_unix, out, reason, nullptr);
+}
+
+AuthResult verifyJwtWith(const PolicySet::Jwt& jwt, const std::vector<Jwk>& keys,
+                         std::string_view token, int64_t now_unix, Identity& out,
+                         const char** reason, JwtFacts* facts) noexcept {
   if (token.size() > kMaxTokenBytes) {
     return invalid(reason, "token too large");
   }
@@ -412,13 +418,16 @@ AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t 
   }
   const Jwk* key = nullptr;
   if (has_kid) {
-    for (const Jwk& k : jwt.keys) {
+    for (const Jwk& k : keys) {
       if (!k.kid.empty() && k.kid == kid) {
         key = &k;
         break;
       }
     }
     if (key == nullptr) {
+      if (facts != nullptr) {
+        facts->unknown_key = true;
+      }
       return invalid(reason, "unknown key id");
     }
     if (!kindFits(key->kty, alg)) {
@@ -426,11 +435,14 @@ AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t 
     }
   } else {
     size_t fits = 0;
-    for (const Jwk& k : jwt.keys) {
+    for (const Jwk& k : keys) {
       if (kindFits(k.kty, alg)) {
         key = &k;
         ++fits;
       }
+    }
+    if (fits == 0 && facts != nullptr) {
+      facts->unknown_key = true;
     }
     if (fits != 1) {
       return invalid(reason, "no unique key for a token without kid");
@@ -584,6 +596,9 @@ AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t 
     return fail("token has no sub");
   }
   out.authenticated = true;
+  if (facts != nullptr) {
+    facts->exp = exp >= 9.0e15 ? int64_t{9000000000000000} : static_cast<int64_t>(exp);
+  }
   return AuthResult::kAuthenticated;
 }
 

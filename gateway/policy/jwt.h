@@ -5,6 +5,7 @@
 // `none` and algorithm confusion (an RSA public key used as an HMAC secret) are refused.
 // Verification is noexcept and reports static reasons only — never token contents.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,7 +14,9 @@
 
 #include <openssl/evp.h>
 
+#include "gateway/policy/jwks_source.h"
 #include "gateway/policy/policy.h"
+#include "gateway/policy/token_cache.h"
 
 namespace gw::policy {
 
@@ -34,8 +37,15 @@ struct PolicySet::Jwt {
   std::vector<std::string> audiences;
   std::string groups_claim = "groups";
   int64_t skew_s = 30;
-  std::vector<Jwk> keys;
-  std::string keys_file;  // absolute path, for messages
+  std::vector<Jwk> keys;  // from keys_file (empty with jwks_url)
+  std::string keys_file;  // absolute path, for messages ("" with jwks_url)
+  // jwks_url: the shared source the fetcher fills (null with keys_file).
+  std::shared_ptr<JwksSource> source;
+  std::string jwks_url;
+  std::string jwks_ca;  // absolute path; "" = the system store
+  std::chrono::seconds jwks_refresh{900};
+  // Verified tokens of this PolicySet (never null once loaded).
+  std::unique_ptr<TokenCache> cache = std::make_unique<TokenCache>();
 };
 
 // Strict base64url (RFC 4648 §5) without padding: alphabet only, no `=`, no whitespace,
@@ -50,5 +60,16 @@ bool parseJwks(std::string_view json, std::vector<Jwk>& out, std::string& error)
 // kAuthenticated, else returns kInvalid with a static `*reason`.
 AuthResult verifyJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t now_unix,
                      Identity& out, const char** reason) noexcept;
+
+// What verifyJwtWith learnt besides the verdict.
+struct JwtFacts {
+  int64_t exp = 0;           // the token's exp (kAuthenticated only), whole seconds
+  bool unknown_key = false;  // refused because no key of `keys` fits the token's kid / alg
+};
+
+// verifyJwt against `keys` instead of jwt.keys (a fetched key set).
+AuthResult verifyJwtWith(const PolicySet::Jwt& jwt, const std::vector<Jwk>& keys,
+                         std::string_view token, int64_t now_unix, Identity& out,
+                         const char** reason, JwtFacts* facts) noexcept;
 
 }  // namespace gw::policy

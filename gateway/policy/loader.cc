@@ -14,6 +14,7 @@
 #include "gateway/config/yaml_walker.h"
 #include "gateway/core/ascii.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/policy/jwks_source.h"
 #include "gateway/policy/jwt.h"
 #include "gateway/policy/policy.h"
 
@@ -35,8 +36,8 @@ constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous", "f
 constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims", "scopes"};
 constexpr std::string_view kMetadataKeys[] = {"resource", "authorization_servers",
                                               "scopes_supported", "resource_name"};
-constexpr std::string_view kJwtKeys[] = {"issuer", "audiences", "keys_file", "skew",
-                                         "groups_claim"};
+constexpr std::string_view kJwtKeys[] = {"issuer",       "audiences", "keys_file",    "skew",
+                                         "groups_claim", "jwks_url",  "jwks_refresh", "jwks_ca"};
 constexpr std::string_view kRuleKeys[] = {"name", "match", "unless", "action", "require", "mode"};
 constexpr std::string_view kMatchKeys[] = {"method",  "name",   "params",
                                            "subject", "groups", "claims"};
@@ -466,6 +467,9 @@ class Loader : public config::Walker {
     auto jwt = std::make_unique<PolicySet::Jwt>();
     bool ok = true;
     const Entry* keys_entry = nullptr;
+    const Entry* url_entry = nullptr;
+    const Entry* refresh_entry = nullptr;
+    const Entry* ca_entry = nullptr;
     std::vector<Entry> es = entries(je.value, je.key_node.Mark(), kJwtKeys, je.path);
     if (!je.value.IsMap()) {
       return;
@@ -481,6 +485,12 @@ class Loader : public config::Walker {
         }
       } else if (e.key == "keys_file") {
         keys_entry = &e;
+      } else if (e.key == "jwks_url") {
+        url_entry = &e;
+      } else if (e.key == "jwks_refresh") {
+        refresh_entry = &e;
+      } else if (e.key == "jwks_ca") {
+        ca_entry = &e;
       } else if (e.key == "skew") {
         std::string text;
         settings::Duration d{};
@@ -501,9 +511,18 @@ class Loader : public config::Walker {
         }
       }
     }
-    for (std::string_view required : {"issuer", "keys_file"}) {
-      if (find(es, required) == nullptr) {
-        error(je.key_node.Mark(), "'" + je.path + "' needs '" + std::string(required) + "'");
+    if (find(es, "issuer") == nullptr) {
+      error(je.key_node.Mark(), "'" + je.path + "' needs 'issuer'");
+      ok = false;
+    }
+    if ((keys_entry == nullptr) == (url_entry == nullptr)) {
+      error(je.key_node.Mark(),
+            "'" + je.path + "' needs exactly one of 'keys_file' and 'jwks_url'");
+      ok = false;
+    }
+    for (const Entry* only_url : {refresh_entry, ca_entry}) {
+      if (only_url != nullptr && url_entry == nullptr) {
+        error(only_url->key_node.Mark(), "'" + only_url->path + "' applies only with 'jwks_url'");
         ok = false;
       }
     }
@@ -511,16 +530,15 @@ class Loader : public config::Walker {
       // resource_metadata.resource stands in (finish()); without it this is an error there.
       jwt_audiences_missing_.emplace(file(), je.key_node.Mark());
     }
-    if (keys_entry != nullptr) {
+    if (url_entry != nullptr) {
+      ok = readJwksUrl(*url_entry, refresh_entry, ca_entry, *jwt) && ok;
+    }
+    if (keys_entry != nullptr && url_entry == nullptr) {
       std::string rel;
       if (!readNonEmptyString(*keys_entry, rel)) {
         return;
       }
-      fs::path p(rel);
-      if (p.is_relative()) {
-        p = base_dir_ / p;
-      }
-      jwt->keys_file = p.lexically_normal().string();
+      jwt->keys_file = resolve(rel);
       if (settings::hermeticLoad()) {
         error(valueMark(*keys_entry),
               "'" + keys_entry->path + "': key file not read (hermetic test load)");
@@ -539,9 +557,63 @@ class Loader : public config::Walker {
         return;
       }
     }
-    if (ok && keys_entry != nullptr) {
+    if (ok && (keys_entry != nullptr || jwt->source != nullptr)) {
       set_->jwt_ = std::move(jwt);
     }
+  }
+
+  // A path from the policy file, relative to its directory.
+  std::string resolve(const std::string& rel) const {
+    fs::path p(rel);
+    if (p.is_relative()) {
+      p = base_dir_ / p;
+    }
+    return p.lexically_normal().string();
+  }
+
+  // jwks_url with its jwks_refresh and jwks_ca: checked, then the shared source for them.
+  bool readJwksUrl(const Entry& ue, const Entry* re, const Entry* ce, PolicySet::Jwt& jwt) {
+    bool ok = true;
+    JwksUrl parsed;
+    if (!readNonEmptyString(ue, jwt.jwks_url)) {
+      ok = false;
+    } else if (std::string why; !parseJwksUrl(jwt.jwks_url, parsed, why)) {
+      error(valueMark(ue), "'" + ue.path + "': '" + jwt.jwks_url + "' " + why);
+      ok = false;
+    }
+    if (re != nullptr) {
+      std::string text;
+      settings::Duration d{};
+      if (!readNonEmptyString(*re, text)) {
+        ok = false;
+      } else if (!settings::parseDuration(text, d) || d < JwksSource::kMinRefresh ||
+                 d > std::chrono::hours(24)) {
+        error(valueMark(*re), "'" + re->path + "': invalid jwks_refresh '" + text +
+                                  "' (a duration from 30s to 24h, e.g. 15m)");
+        ok = false;
+      } else {
+        jwt.jwks_refresh = std::chrono::duration_cast<std::chrono::seconds>(d);
+      }
+    }
+    if (ce != nullptr) {
+      std::string rel;
+      if (!readNonEmptyString(*ce, rel)) {
+        ok = false;
+      } else {
+        jwt.jwks_ca = resolve(rel);
+        std::string text;
+        std::string reason;
+        if (!settings::hermeticLoad() && !settings::readWholeFile(jwt.jwks_ca, text, reason)) {
+          error(valueMark(*ce),
+                "'" + ce->path + "': cannot read CA file '" + jwt.jwks_ca + "': " + reason);
+          ok = false;
+        }
+      }
+    }
+    if (ok) {
+      jwt.source = JwksSource::acquire(jwt.jwks_url, parsed, jwt.jwks_ca, jwt.jwks_refresh);
+    }
+    return ok;
   }
 
   bool walkMatch(const Entry& me, Match& m) {

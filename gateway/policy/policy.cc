@@ -78,6 +78,39 @@ AuthResult fail(const char** reason, AuthResult r, const char* why) noexcept {
   return r;
 }
 
+// A JWT: from the verified-token cache when this key-set generation verified it before,
+// else verified (and remembered when good). With jwks_url and no key set yet, or a kid the
+// set lacks, the source is asked to refetch (the fetcher rate-limits that) and this request
+// is refused: the next one after the fetch uses the new keys.
+AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t now_unix,
+                           Identity& out, const char** reason) noexcept {
+  std::shared_ptr<const KeySet> fetched;
+  uint64_t generation = 0;
+  if (jwt.source != nullptr) {
+    fetched = jwt.source->keys();
+    if (fetched == nullptr) {
+      jwt.source->askRefetch();
+      return fail(reason, AuthResult::kInvalid, "the JWKS has not been fetched yet");
+    }
+    generation = fetched->generation;
+  }
+  const TokenCache::Digest digest = TokenCache::digest(token);
+  if (jwt.cache->find(digest, generation, now_unix - jwt.skew_s, out)) {
+    return AuthResult::kAuthenticated;
+  }
+  JwtFacts facts;
+  const std::vector<Jwk>& keys = fetched != nullptr ? fetched->keys : jwt.keys;
+  AuthResult r = verifyJwtWith(jwt, keys, token, now_unix, out, reason, &facts);
+  if (r == AuthResult::kAuthenticated) {
+    // Valid while exp > now - skew (verifyJwt's rule), so in the cache's terms until exp,
+    // compared with now - skew.
+    jwt.cache->insert(digest, generation, facts.exp, now_unix - jwt.skew_s, out);
+  } else if (facts.unknown_key && jwt.source != nullptr) {
+    jwt.source->askRefetch();
+  }
+  return r;
+}
+
 }  // namespace
 
 AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields, int64_t now_unix,
@@ -111,7 +144,7 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
     if (jwt_ == nullptr) {
       return fail(reason, AuthResult::kInvalid, "JWTs are not accepted");
     }
-    return verifyJwt(*jwt_, token, now_unix, out, reason);
+    return authenticateJwt(*jwt_, token, now_unix, out, reason);
   }
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);

@@ -22,6 +22,7 @@
 #include "gateway/downstream/http1_connection.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
+#include "gateway/server/jwks_fetcher.h"
 #include "gateway/upstream/pool.h"
 
 namespace gw::server {
@@ -460,6 +461,13 @@ int Server::run() {
   // The watch is armed before the data port accepts: an edit made as soon as the gateway
   // answers is never missed (inotify queues it until the loop below runs).
   watchFiles();
+  // identity.jwt.jwks_url: fetched beside the workers (the first fetch starts now; until it
+  // succeeds, JWTs are refused). Sources a reload adds are picked up on its next tick.
+  JwksFetcher jwks(shared_.metrics);
+  if (std::string error; !jwks.start(error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
   for (auto& w : workers_) {
     w->start();
   }
@@ -478,6 +486,7 @@ int Server::run() {
     w->requestStop();
   }
   workers_.clear();  // joins the threads, closes what is left
+  jwks.stop();
   admin.stop();
   sigterm.reset();
   sigint.reset();
