@@ -259,9 +259,14 @@ void JwksFetcher::Impl::onEvent(Fetch& f, short what) {
       return;
     }
     if (f.source->parsed().https) {
-      const unsigned long queued = bufferevent_get_openssl_error(bev);
+      unsigned long errors[8];
+      size_t n = 0;
+      while (n < 8 && (errors[n] = bufferevent_get_openssl_error(bev)) != 0) {
+        ++n;
+      }
+      const unsigned long queued = tls::protocolError(errors, n);
       SSL* ssl = bufferevent_openssl_get_ssl(bev);
-      if (queued != 0 || (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK)) {
+      if (tls::handshakeFailed(ssl, queued)) {
         std::string why = tls::handshakeError(ssl, queued);
         while (bufferevent_get_openssl_error(bev) != 0) {
         }
@@ -337,6 +342,9 @@ void JwksFetcher::Impl::end(Fetch& f, Result r, const std::string& reason,
                    f.source->url(), metrics::Registry::jwksFetchLabel(r), reason);
     }
   }
+  // Tokens that asked while this fetch ran were answered by it (or will be retried with the
+  // next ask): they must not start a second fetch, nor use up the asked-for interval.
+  f.source->takeAsk();
   st.due = Clock::now() + next;
   st.fetch.reset();  // frees f
 }

@@ -96,6 +96,22 @@ bool prepareClient(SSL* ssl, std::string_view name) noexcept {
   return SSL_set1_host(ssl, n.c_str()) == 1;
 }
 
+unsigned long protocolError(const unsigned long* errors, size_t n) noexcept {
+  for (size_t i = 0; i < n; ++i) {
+    if (ERR_GET_LIB(errors[i]) != 0 && !ERR_SYSTEM_ERROR(errors[i])) {
+      return errors[i];
+    }
+  }
+  return 0;
+}
+
+bool handshakeFailed(const SSL* ssl, unsigned long protocol_error) noexcept {
+  if (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK) {
+    return true;
+  }
+  return protocol_error != 0;
+}
+
 std::string handshakeError(const SSL* ssl, unsigned long queued_error) {
   if (ssl != nullptr) {
     const long v = SSL_get_verify_result(ssl);

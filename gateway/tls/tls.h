@@ -24,6 +24,16 @@ ContextPtr makeClientContext(const std::string& ca_file, const std::string& cert
 // the DNS name or IP address the certificate must carry. False when OpenSSL refuses.
 bool prepareClient(SSL* ssl, std::string_view name) noexcept;
 
+// The first of `errors` that is an OpenSSL library error other than a system one, or 0.
+// libevent's per-bufferevent OpenSSL error list mixes SSL_get_error() codes (a refused or
+// reset TCP connect shows up as SSL_ERROR_SYSCALL alone) with ERR codes.
+unsigned long protocolError(const unsigned long* errors, size_t n) noexcept;
+
+// Whether a connection that failed before it was established failed in TLS itself (the
+// certificate did not verify, or a protocol error: `protocol_error` from protocolError)
+// rather than in TCP.
+bool handshakeFailed(const SSL* ssl, unsigned long protocol_error) noexcept;
+
 // Why a handshake on `ssl` failed, in a few words: the certificate verification
 // result when that failed ("certificate verify failed: hostname mismatch"), else OpenSSL's
 // first queued reason, else "handshake failed". `ssl` may be null.

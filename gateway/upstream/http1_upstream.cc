@@ -365,9 +365,14 @@ void Http1Upstream::onEvent(bufferevent* bev, short what, void* arg) {
       // The TCP connect may have failed (refused: retried below) or the handshake: a
       // certificate that does not verify, no common protocol... That is no endpoint's
       // passing trouble, so it is not retried elsewhere.
-      const unsigned long queued = bufferevent_get_openssl_error(bev);
+      unsigned long errors[8];
+      size_t n = 0;
+      while (n < 8 && (errors[n] = bufferevent_get_openssl_error(bev)) != 0) {
+        ++n;
+      }
+      const unsigned long queued = tls::protocolError(errors, n);
       SSL* ssl = bufferevent_openssl_get_ssl(bev);
-      if (queued != 0 || (ssl != nullptr && SSL_get_verify_result(ssl) != X509_V_OK)) {
+      if (tls::handshakeFailed(ssl, queued)) {
         u->tls_error_ = tls::handshakeError(ssl, queued);
         while (bufferevent_get_openssl_error(bev) != 0) {
         }

@@ -145,7 +145,7 @@ struct Setup {
 
 }  // namespace
 
-TEST_CASE("jwks_url: fetched at start; a rotated key is fetched on its unknown kid",
+TEST_CASE("jwks_url: fetched at start, a rotated key is fetched on its unknown kid",
           "[oauth][jwks]") {
   Setup s;
   // Until the first fetch completes a JWT gets 401; then k1 is accepted.
@@ -182,9 +182,11 @@ TEST_CASE("jwks_url: a JWKS server that went away leaves the last keys working",
   s.jwks.stop();
   // An unknown kid asks for a fetch; it fails (nothing listens) and is counted.
   CHECK(s.call(token(kS1, "k7")) == 401);
-  REQUIRE(waitFor(
+  const bool counted = waitFor(
       [&] { return s.metric(R"(mcp_gateway_jwks_fetches_total{result="connect_error"})") == 1; },
-      Ms(5000)));
+      Ms(5000));
+  INFO("gateway stderr: " << s.gw->process().stderrText());
+  REQUIRE(counted);
   CHECK(s.call(token(kS1, "k1")) == 200);
   CHECK(s.metric("mcp_gateway_jwks_keys") == 1);
   CHECK(s.gw->process().waitForOutput("keeping the last key set (1 keys)", Ms(2000)));

@@ -163,6 +163,25 @@ TEST_CASE("upstream tls: a certificate that does not verify is a 502 naming the 
   }
 }
 
+TEST_CASE("upstream tls: a refused connect is not a TLS failure, the next endpoint is tried",
+          "[tls][upstream]") {
+  Pki pki;
+  TlsUpstream up(pki.dir, pki.server);
+  const std::string closed = "127.0.0.1:" + std::to_string(freePort());
+  {
+    Gateway gw(config(closed, "      ca: " + pki.ca.cert + "\n      server_name: localhost\n"));
+    Response r = fetch(gw.port(), call(10));
+    CHECK(r.status == 502);
+    CHECK(logLine(gw, "\"outcome\":\"connect_failed\"").find("\"status\":502") !=
+          std::string::npos);
+  }
+  Gateway gw(config(closed + ", 127.0.0.1:" + std::to_string(up.port()),
+                    "      ca: " + pki.ca.cert + "\n      server_name: localhost\n"));
+  for (int id = 11; id < 14; ++id) {  // whichever endpoint round robin starts at
+    CHECK(fetch(gw.port(), call(id)).status == 200);
+  }
+}
+
 TEST_CASE("upstream tls: a client certificate for an upstream that asks for one",
           "[tls][upstream]") {
   Pki pki;
