@@ -41,7 +41,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "metrics",
                                          "watch_files",
                                          "trusted_proxies",
-                                         "federation"};
+                                         "federation",
+                                         "tls"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
@@ -176,6 +177,8 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       walkTrustedProxies(e, s);
     } else if (e.key == "federation") {
       walkFederation(e, s.federation);
+    } else if (e.key == "tls") {
+      walkTls(e, s);
     }
   }
   if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&

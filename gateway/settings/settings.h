@@ -17,6 +17,10 @@
 #include "gateway/config/values.h"
 #include "gateway/core/cidr.h"
 
+namespace gw::tls {
+class ServerContext;
+}
+
 namespace gw::settings {
 
 // The value grammars, diagnostics and file reader live in config/ (shared with policy/).
@@ -125,6 +129,17 @@ struct Federation {
   uint64_t max_items = 10000;                       // per upstream and list method
 };
 
+// `tls:` (listen_tls.cc): the client port serves HTTPS only.
+struct ListenTls {
+  std::string cert;  // absolute paths, resolved from the config file
+  std::string key;
+  std::string client_ca;  // "": no client certificates
+  std::string min_version = "1.2";
+  // Built at load from the files above (a bad pair is a load error); held by the listener
+  // until a reload brings the next one.
+  std::shared_ptr<const tls::ServerContext> context;
+};
+
 struct AccessLog {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
 };
@@ -134,6 +149,7 @@ struct Settings {
   std::string endpoint = "/mcp";
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
+  std::optional<ListenTls> tls;  // present: `listen` speaks HTTPS only
   Limits limits;
   Mcp mcp;
   std::vector<Upstream> upstreams;
