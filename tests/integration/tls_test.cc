@@ -17,6 +17,7 @@
 #include <catch.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -700,4 +701,38 @@ TEST_CASE("tls: the file watcher reloads a renewed certificate", "[tls][reload]"
         return c.ok() && !c.fingerprint().empty() && c.fingerprint() != fp1;
       },
       Ms(5000)));
+}
+
+TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway", "[tls][sdk]") {
+  const std::string fixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
+  if (!std::filesystem::exists(fixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  Pki pki;
+  Process server({"node", fixtures + "/mcp-server.mjs", "0"}, pki.dir().path(), "mcp-server");
+  uint16_t server_port = 0;
+  REQUIRE(waitFor(
+      [&] {
+        std::string out = server.stdoutText();
+        size_t pos = out.find("LISTENING ");
+        if (pos == std::string::npos || out.find('\n', pos) == std::string::npos) {
+          return false;
+        }
+        server_port = static_cast<uint16_t>(std::stoi(out.substr(pos + 10)));
+        return true;
+      },
+      Ms(10000)));
+  Gateway gw(tlsConfig("127.0.0.1:" + std::to_string(server_port), pairLines(pki)));
+  // Through env(1): the variable may already be set in the test's environment, and a second
+  // copy appended after it would not be the one node reads.
+  Process client(
+      {"env", "NODE_EXTRA_CA_CERTS=" + pki.file("ca.pem"), "node", fixtures + "/mcp-client.mjs",
+       "https://127.0.0.1:" + std::to_string(gw.port()) + "/mcp", "basic"},
+      pki.dir().path(), "mcp-client");
+  auto code = client.wait(Ms(20000));
+  std::string out = client.stdoutText() + client.stderrText();
+  INFO("client output: " << out << "\ngateway stderr: " << gw.process().stderrText());
+  CHECK(code.value_or(-1) == 0);
+  CHECK(out.find("\"ok\":true") != std::string::npos);
+  CHECK(out.find("\"echo\":\"hi there\"") != std::string::npos);
 }
