@@ -3,6 +3,8 @@
 #include "gateway/downstream/http1_connection.h"
 
 #include <event2/buffer.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -32,6 +34,11 @@ constexpr size_t kOutLow = Stream::kLowWatermark;
 // read and dropped for at most this long, so the client reads the answer instead of a reset
 // (nginx lingering_timeout, Envoy delayed_close_timeout).
 constexpr milliseconds kLingerTime{2000};
+// The answer to plain HTTP on a TLS port (nginx answers 400 "The plain HTTP request was sent
+// to HTTPS port"), then a lingering close.
+constexpr std::string_view kPlainHttpAnswer =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 23\r\nConnection: close\r\n\r\nthis port speaks HTTPS\n";
 
 using event::Sent;
 
@@ -58,14 +65,14 @@ void onGarbageTimer(evutil_socket_t, short, void* arg) {
   }
 }
 
-// One log line for a request whose head did not parse (or did not arrive), at most
-// 10 a second per worker (WorkerContext::garbage_log): a flood of garbage cannot fill a disk.
-// The lines dropped are counted (mcp_gateway_log_lines_suppressed_total) and summed up in one
-// line a second later. `peer` is an address printed by inet_ntop; `reason` is static text.
-void logGarbage(WorkerContext& w, std::string_view peer, int status, const char* reason) {
+// Whether a line about a request whose head did not parse (or did not arrive), or about a
+// failed TLS handshake, may be logged now: at most 10 a second per worker
+// (WorkerContext::garbage_log), so a flood of garbage cannot fill a disk. The lines dropped
+// are counted (mcp_gateway_log_lines_suppressed_total) and summed up in one line a second
+// later.
+bool takeGarbageLine(WorkerContext& w) {
   if (w.garbage_log.take(static_cast<int64_t>(std::time(nullptr)))) {
-    spdlog::warn("rejected a malformed request from {}: {} ({})", peer, reason, status);
-    return;
+    return true;
   }
   w.metrics->log_lines_suppressed.add(1);
   if (w.garbage_log.suppressed() == 1) {
@@ -75,6 +82,14 @@ void logGarbage(WorkerContext& w, std::string_view peer, int status, const char*
     timeval tv{1, 0};
     evtimer_add(w.garbage_timer.get(), &tv);
   }
+  return false;
+}
+
+// `peer` is an address printed by inet_ntop; `reason` is static text.
+void logGarbage(WorkerContext& w, std::string_view peer, int status, const char* reason) {
+  if (takeGarbageLine(w)) {
+    spdlog::warn("rejected a malformed request from {}: {} ({})", peer, reason, status);
+  }
 }
 
 }  // namespace
@@ -82,10 +97,14 @@ void logGarbage(WorkerContext& w, std::string_view peer, int status, const char*
 // ---- lifetime ---------------------------------------------------------------------------
 
 void Http1Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
-                            const core::IpAddress& ip) {
+                            const core::IpAddress& ip, const tls::ServerContext* tls) {
   auto* c = new Http1Connection(w, fd, std::move(peer), ip);
   if (!c->down_.isOpen()) {
     delete c;  // never opened: nothing refers to it
+    return;
+  }
+  if (tls != nullptr && !c->down_.startTls(tls->newSession())) {
+    c->closeNow();  // out of memory
     return;
   }
   // Output is written from the loop (onResume); the write event is on only while the socket
@@ -93,7 +112,9 @@ void Http1Connection::start(WorkerContext& w, evutil_socket_t fd, std::string pe
   c->down_.enableRead();
   c->setSendTimeout();
   // A new connection must send its first request within header_timeout (not the keep-alive
-  // timeout): a client that opens sockets and stays silent cannot hold slots for long.
+  // timeout): a client that opens sockets and stays silent cannot hold slots for long. On a
+  // TLS port the handshake runs within the same time (the connection stays kIdle until the
+  // first request byte is decrypted).
   c->armTimer(c->s_->limits.header_timeout);
 }
 
@@ -176,7 +197,7 @@ bool Http1Connection::takeExchange() {
   }
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
-  x_->begin(w_, *this, snap_, peer_);
+  x_->begin(w_, *this, snap_, peer_, tls_subject_);
   return true;
 }
 
@@ -219,7 +240,7 @@ void Http1Connection::lingerOrClose() {
     return;
   }
   state_ = State::kLinger;
-  ::shutdown(down_.fd(), SHUT_WR);
+  down_.shutdownWrite();
   evbuffer* in = down_.input();
   evbuffer_drain(in, evbuffer_get_length(in));
   down_.setReadHigh(0);
@@ -279,6 +300,14 @@ void Http1Connection::onWrite(void* arg) {
 
 void Http1Connection::onEvent(void* arg, short what) {
   auto* c = static_cast<Http1Connection*>(arg);
+  if ((what & BEV_EVENT_CONNECTED) != 0) {
+    c->onTlsConnected();
+    return;
+  }
+  if (c->down_.tlsHandshaking()) {
+    c->onTlsFailed();  // every other event during the handshake ends it
+    return;
+  }
   const bool in_request = c->state_ == State::kExchange || c->state_ == State::kBody;
   if (what & BEV_EVENT_TIMEOUT) {
     // send_timeout: the client took no byte of its output for that long. An exchange in
@@ -302,6 +331,10 @@ void Http1Connection::onEvent(void* arg, short what) {
 void Http1Connection::onTimer() {
   switch (state_) {
     case State::kIdle:
+      if (down_.tlsHandshaking()) {
+        w_.metrics->tls_handshake_failures.at({event::tlsFailureName(event::TlsFailure::kTimeout)})
+            .add(1);
+      }
       closeAfterFlush();
       return;
     case State::kHead:
@@ -325,6 +358,49 @@ void Http1Connection::onTimer() {
       closeNow();  // the client does not take the last bytes, or lingered long enough
       return;
   }
+}
+
+// ---- TLS --------------------------------------------------------------------------------
+
+void Http1Connection::onTlsConnected() {
+  SSL* ssl = down_.ssl();
+  w_.metrics->tls_handshakes.at({SSL_session_reused(ssl) == 1 ? "resumed" : "full"}).add(1);
+  // With client_ca the handshake only completes with a certificate that verified.
+  if ((SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) != 0 &&
+      SSL_get_verify_result(ssl) == X509_V_OK) {
+    tls_subject_ = tls::peerSubject(SSL_get0_peer_certificate(ssl));
+  }
+}
+
+// The handshake failed (or the client closed during it): counted, logged within the
+// malformed-request budget (a client that just closes is not logged), and the connection
+// closes — after a plain-text 400 when the client spoke plain HTTP.
+void Http1Connection::onTlsFailed() {
+  const event::TlsFailure why = down_.tlsFailure();
+  const event::TlsFailure reason =
+      why == event::TlsFailure::kNone ? event::TlsFailure::kClosed : why;
+  w_.metrics->tls_handshake_failures.at({event::tlsFailureName(reason)}).add(1);
+  if (reason != event::TlsFailure::kClosed) {
+    const unsigned long err = down_.tlsError();
+    const char* detail = err != 0 ? ERR_reason_error_string(err) : nullptr;
+    if (takeGarbageLine(w_)) {
+      spdlog::warn("TLS handshake from {} failed: {}{}{}", peer_, event::tlsFailureName(reason),
+                   detail != nullptr ? ": " : "", detail != nullptr ? detail : "");
+    }
+  }
+  if (reason != event::TlsFailure::kPlainHttp) {
+    closeNow();
+    return;
+  }
+  down_.dropTls();
+  evbuffer* out = down_.output();
+  if (out == nullptr || evbuffer_add(out, kPlainHttpAnswer.data(), kPlainHttpAnswer.size()) != 0) {
+    closeNow();
+    return;
+  }
+  w_.metrics->bytes_out.add(kPlainHttpAnswer.size());
+  linger_ = true;  // the request the client sent is read and dropped, so it reads the answer
+  closeAfterFlush();
 }
 
 // Reads whatever the current state can use from the input.

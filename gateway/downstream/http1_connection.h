@@ -6,6 +6,12 @@
 // exists, 417). The request in flight is a proxy::Exchange, which it drives through
 // downstream::StreamCallbacks and which answers through downstream::Stream.
 //
+// TLS (a `tls:` port): the socket runs the handshake and moves plaintext; the connection
+// counts handshakes, answers plain HTTP on the TLS port with a 400 and a lingering close,
+// bounds the handshake by the header timer (a new connection's first timer), and keeps the
+// identity of a verified client certificate, which every request on it carries to the
+// identity stage (RequestContext::peer_subject).
+//
 // Ownership: a connection owns itself (made by the worker on accept). closeNow() closes it
 // and leaves the object to the worker's reaper, which deletes it after the loop turn. It owns
 // the exchange of the request in flight, taken from the worker's pool per request.
@@ -20,6 +26,7 @@
 #include "gateway/event/socket.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
+#include "gateway/tls/server_context.h"
 
 namespace gw::downstream {
 
@@ -27,8 +34,10 @@ class Http1Connection final : public Stream {
  public:
   // Takes ownership of fd. `peer` is the client's address text (no port); `ip` the same
   // address, whose slot in Shared::client_counts the caller took (given back on close).
+  // `tls` (null: plain HTTP) is the context the connection's TLS session is made from; the
+  // session keeps its own reference, so a reload does not touch it.
   static void start(proxy::WorkerContext& w, evutil_socket_t fd, std::string peer,
-                    const core::IpAddress& ip);
+                    const core::IpAddress& ip, const tls::ServerContext* tls = nullptr);
 
   // Closes the connection when it waits between requests (drain). True when closed.
   bool closeIfIdle();
@@ -75,6 +84,8 @@ class Http1Connection final : public Stream {
   static void onWrite(void* arg);
   static void onEvent(void* arg, short what);
   void onTimer();
+  void onTlsConnected();
+  void onTlsFailed();
   void process();
   void parseHead();
   void readBodyBytes();
@@ -96,6 +107,7 @@ class Http1Connection final : public Stream {
   event::Socket down_;
   event::EventPtr timer_;  // the one per-connection timer
   std::string peer_;
+  std::string tls_subject_;  // a verified client certificate's identity ("" without one)
   core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on close
   // The request in flight (from its first byte to its end), from w_.exchanges; null while
   // the connection waits between requests.

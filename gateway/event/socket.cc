@@ -59,6 +59,9 @@ void Socket::close() noexcept {
   if (fd_ < 0) {
     return;
   }
+  if (ssl_ != nullptr) {
+    tlsClose();
+  }
   event_del(&read_ev_);
   event_del(&write_ev_);
   if (in_ != nullptr) {
@@ -123,6 +126,9 @@ void Socket::updateRead() noexcept {
   read_pending_ = want;
   if (want) {
     event_add(&read_ev_, nullptr);
+    if (ssl_ != nullptr) {
+      tlsKick();
+    }
   } else {
     event_del(&read_ev_);
   }
@@ -179,6 +185,9 @@ Sent Socket::sendNow() noexcept {
   if (outputLength() == 0) {
     return Sent::kNothing;
   }
+  if (ssl_ != nullptr) {
+    return tlsSendNow();
+  }
   for (int i = 0; i < 16 && evbuffer_get_length(out_) > 0; ++i) {
     if (evbuffer_write(out_, fd_) <= 0) {
       break;
@@ -193,6 +202,10 @@ Sent Socket::sendNow() noexcept {
 
 void Socket::onReadable(evutil_socket_t fd, short, void* arg) {
   auto* s = static_cast<Socket*>(arg);
+  if (s->ssl_ != nullptr) {
+    s->tlsReadable();
+    return;
+  }
   evbuffer* in = s->input();
   const size_t have = in != nullptr ? evbuffer_get_length(in) : 0;
   ev_ssize_t want = have == 0 && !s->last_read_full_ ? kFirstReadBytes : kReadBytes;
@@ -227,6 +240,10 @@ void Socket::onWritable(evutil_socket_t fd, short what, void* arg) {
   if ((what & EV_TIMEOUT) != 0) {
     s->disableWrite();
     s->on_event_(s->arg_, BEV_EVENT_WRITING | BEV_EVENT_TIMEOUT);
+    return;
+  }
+  if (s->ssl_ != nullptr) {
+    s->tlsWritable();
     return;
   }
   if (s->outputLength() > 0) {

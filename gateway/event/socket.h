@@ -12,11 +12,16 @@
 //  - the write callback after a write that left at most the write low mark queued; the write
 //    event is on only while output waits (enableWrite), and goes off when the output is empty.
 // Every callback is the last thing the socket does: it may destroy the socket.
+//
+// TLS (server side, socket_tls.cc): after startTls the socket runs the handshake from its
+// events, then decrypts into input() and encrypts from output(), so its user sees plaintext
+// only; one predictable `ssl_` test per event keeps the plain path as it was.
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
+#include <openssl/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -25,6 +30,21 @@
 namespace gw::event {
 
 enum class Sent : uint8_t { kNothing, kDrained, kPartial };
+
+// Why a TLS handshake failed (the `reason` label of mcp_gateway_tls_handshake_failures_total).
+enum class TlsFailure : uint8_t {
+  kNone,
+  kPlainHttp,      // the first byte starts a plain HTTP request (an ASCII capital)
+  kNotTls,         // the first byte cannot start a TLS handshake record
+  kClosed,         // the client closed or reset the connection during the handshake
+  kTimeout,        // not done within header_timeout (set by the connection, see markTimeout)
+  kVersion,        // no protocol version in common (min_version, or an old client)
+  kCipher,         // no cipher suite or group in common
+  kNoClientCert,   // client certificates are required and none was sent
+  kBadClientCert,  // the client certificate did not verify against client_ca
+  kProtocol,       // any other handshake error
+};
+const char* tlsFailureName(TlsFailure f) noexcept;
 
 // One readv from `fd` straight into `in`: `want` bytes of room are reserved; `bounded` reads
 // no more than that, otherwise all the room the buffer gave. Returns what readv returned
@@ -76,11 +96,36 @@ class Socket {
   // is left to the write event (enabled here), which finishes it or reports the error.
   Sent sendNow() noexcept;
 
+  // Serves TLS (server side) on this socket from now on, owning `ssl` (freed by close). Call
+  // before enableRead. The handshake runs from the socket's events; when it completes the
+  // event callback gets BEV_EVENT_CONNECTED (reads go on by themselves), when it fails
+  // BEV_EVENT_READING|BEV_EVENT_ERROR (or |BEV_EVENT_EOF) with tlsFailure() saying why.
+  bool startTls(SSL* ssl) noexcept;
+  SSL* ssl() const noexcept { return ssl_; }
+  bool tlsHandshaking() const noexcept { return ssl_ != nullptr && !tls_open_; }
+  TlsFailure tlsFailure() const noexcept { return tls_failure_; }
+  // OpenSSL's error code for the failure (0 when there was none): for the log line.
+  unsigned long tlsError() const noexcept { return tls_error_; }
+  // Ends TLS after a failed handshake: the socket moves plain bytes again (the plain-HTTP
+  // answer on a TLS port). tlsFailure() keeps its value.
+  void dropTls() noexcept;
+  // Shuts the write side: a TLS close_notify first (when a session is up), then SHUT_WR.
+  void shutdownWrite() noexcept;
+
  private:
   static void onReadable(evutil_socket_t fd, short what, void* arg);
   static void onWritable(evutil_socket_t fd, short what, void* arg);
   void updateRead() noexcept;
   void addWrite() noexcept;
+  // socket_tls.cc
+  void tlsReadable() noexcept;
+  void tlsWritable() noexcept;
+  void tlsHandshake() noexcept;
+  void tlsFail(TlsFailure why, short what) noexcept;
+  Sent tlsSendNow() noexcept;
+  ssize_t tlsWrite() noexcept;  // as evbuffer_write: bytes written, or -1 with errno
+  void tlsKick() noexcept;      // decrypted bytes or an EOF wait in the SSL: read them
+  void tlsClose() noexcept;
 
   ::event read_ev_{};
   ::event write_ev_{};
@@ -98,6 +143,16 @@ class Socket {
   bool read_pending_ = false;    // read_ev_ is added
   bool writing_ = false;         // write_ev_ is added
   bool last_read_full_ = false;  // the last read took all it asked for (more is coming)
+  // TLS (null ssl_: a plain socket).
+  SSL* ssl_ = nullptr;
+  unsigned long tls_error_ = 0;
+  TlsFailure tls_failure_ = TlsFailure::kNone;
+  short tls_deferred_ = 0;             // EOF/error met after data: reported on the next read
+  bool tls_open_ = false;              // the handshake is done
+  bool tls_peeked_ = false;            // the first byte was looked at
+  bool tls_dead_ = false;              // a fatal error: no close_notify
+  bool tls_shut_ = false;              // close_notify sent
+  bool tls_read_wants_write_ = false;  // SSL_read needs the socket writable first
 };
 
 }  // namespace gw::event

@@ -46,6 +46,10 @@ struct RequestContext {
   const Snapshot* snapshot = nullptr;
   const http::RequestHead* head = nullptr;
   std::string_view client_ip;
+  // The identity of the connection's verified TLS client certificate ("" without one),
+  // set by the connection for every request on it; the identity stage uses it when the
+  // request carries no credential of its own (mTLS, see README "TLS").
+  std::string_view peer_subject;
 
   mcp::McpHeaders mcp;   // reused across requests on a connection
   bool trusted = false;  // MCP-Protocol-Version is in mcp.protocol_versions
@@ -87,6 +91,7 @@ struct RequestContext {
     forward_credentials = false;
     head = nullptr;
     client_ip = {};  // may view the previous request's head bytes
+    peer_subject = {};
     mcp.clear();
     legacy_inspect = body_view = false;
     batch.clear();

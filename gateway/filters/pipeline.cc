@@ -415,6 +415,16 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
   ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why);
+  // No credential in the request (anonymous, or missing where one is needed), but a client
+  // certificate verified on the connection: the certificate is the credential. A credential
+  // in the request wins, and a bad one is refused as usual.
+  if (!ctx.peer_subject.empty() &&
+      (ctx.auth == policy::AuthResult::kAnonymous || ctx.auth == policy::AuthResult::kMissing)) {
+    ctx.identity.clear();
+    ctx.identity.authenticated = true;
+    ctx.identity.subject.assign(ctx.peer_subject);
+    ctx.auth = policy::AuthResult::kAuthenticated;
+  }
   // Credentials stop at a gateway that checks them, unless the route or policy says so.
   // (A legacy request inspected from its body has no route yet: legacyBodyStage adds the
   // route's forward_credentials once it has one.)

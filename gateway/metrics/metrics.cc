@@ -232,6 +232,8 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap decisions;
   MergedMap pin_changes;
   MergedMap refused;
+  MergedMap tls_ok;
+  MergedMap tls_failed;
   Merged suppressed;
   Merged in;
   Merged out;
@@ -248,6 +250,8 @@ std::string Registry::scrape(const Gauges& g) const {
       w->policy_decisions.forEach([&](const Cell& c) { merge(c, decisions); });
       w->tool_pin_changes.forEach([&](const Cell& c) { merge(c, pin_changes); });
       w->connections_refused.forEach([&](const Cell& c) { merge(c, refused); });
+      w->tls_handshakes.forEach([&](const Cell& c) { merge(c, tls_ok); });
+      w->tls_handshake_failures.forEach([&](const Cell& c) { merge(c, tls_failed); });
       suppressed.count += w->log_lines_suppressed.count.load(Cell::kRelaxed);
       in.count += w->bytes_in.count.load(Cell::kRelaxed);
       out.count += w->bytes_out.count.load(Cell::kRelaxed);
@@ -296,6 +300,12 @@ std::string Registry::scrape(const Gauges& g) const {
   fams.push_back(counterFamily("mcp_gateway_connections_refused_total",
                                "Client connections closed at accept, by reason", {"reason"},
                                refused));
+  fams.push_back(counterFamily("mcp_gateway_tls_handshakes_total",
+                               "TLS handshakes completed on the client port, full or resumed",
+                               {"session"}, tls_ok));
+  fams.push_back(counterFamily("mcp_gateway_tls_handshake_failures_total",
+                               "TLS handshakes on the client port that failed, by reason",
+                               {"reason"}, tls_failed));
   fams.push_back(scalar("mcp_gateway_log_lines_suppressed_total",
                         "Malformed-request log lines dropped by the per-worker log rate limit",
                         MetricType::Counter, static_cast<double>(suppressed.count)));

@@ -140,6 +140,10 @@ struct WorkerMetrics {
   // reason: max_connections | per_client_limit (closed at accept)
   Family connections_refused{1};
   Cell log_lines_suppressed;  // malformed-request log lines dropped by the per-worker limit
+  // session (full | resumed): TLS handshakes completed on the client port
+  Family tls_handshakes{1};
+  // reason (event::tlsFailureName): TLS handshakes on the client port that failed
+  Family tls_handshake_failures{1};
   std::atomic<int64_t> sse_streams{0};  // event streams being relayed now
   ToolLabelCache tool_labels;           // the worker thread's own (not read by a scrape)
 };

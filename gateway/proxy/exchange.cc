@@ -21,12 +21,14 @@ core::Nanos Exchange::now() const noexcept {
 }
 
 void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
-                     std::shared_ptr<const filters::Snapshot> snap, std::string_view peer) {
+                     std::shared_ptr<const filters::Snapshot> snap, std::string_view peer,
+                     std::string_view peer_subject) {
   w_ = &w;
   stream_ = &stream;
   snap_ = std::move(snap);
   s_ = snap_->settings.get();
   peer_ = peer;  // (the pool's give() dropped the previous request's context)
+  peer_subject_ = peer_subject;
   status = 0;
   bytes_in = bytes_out = 0;
   outcome = Outcome::kNone;
@@ -44,6 +46,7 @@ void Exchange::prepare() {
   ctx_.snapshot = snap_.get();
   ctx_.head = &head;
   ctx_.client_ip = http::clientAddress(head.fields, peer_, s_->trusted_proxies);  // views head_buf
+  ctx_.peer_subject = peer_subject_;
   body_mode = BodyMode::kNone;
   resp_started = false;
   body_read = false;

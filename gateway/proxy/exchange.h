@@ -57,9 +57,11 @@ class Exchange final : public downstream::StreamCallbacks,
   ~Exchange() override = default;
 
   // A new request on `stream` (its first byte arrived): the snapshot it runs on, the peer
-  // address text, its start time.
+  // address text, the identity of its verified TLS client certificate ("" without one; both
+  // views outlive the exchange), its start time.
   void begin(WorkerContext& w, downstream::Stream& stream,
-             std::shared_ptr<const filters::Snapshot> snap, std::string_view peer);
+             std::shared_ptr<const filters::Snapshot> snap, std::string_view peer,
+             std::string_view peer_subject = {});
   // The head is parsed into `head` (and `bytes_in` counts it): the request's context is set
   // up (prepare), then the pipeline runs (start).
   void prepare();
@@ -202,7 +204,8 @@ class Exchange final : public downstream::StreamCallbacks,
   downstream::Stream* stream_ = nullptr;
   std::shared_ptr<const filters::Snapshot> snap_;
   const settings::Settings* s_ = nullptr;
-  std::string_view peer_;  // the connection's peer address text (outlives the exchange)
+  std::string_view peer_;          // the connection's peer address text (outlives the exchange)
+  std::string_view peer_subject_;  // the connection's client-certificate identity, or ""
 
   filters::RequestContext ctx_;
   mcp::ValueArena arena_{64 * 1024};

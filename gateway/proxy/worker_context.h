@@ -23,6 +23,7 @@
 #include "gateway/proxy/exchange.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
+#include "gateway/tls/server_context.h"
 #include "gateway/upstream/pool.h"
 
 namespace spdlog {
@@ -56,6 +57,11 @@ struct Shared {
   SnapshotHolder snapshot;
   // listen/workers/admin as bound at start (set before any other thread runs; then read-only).
   filters::Bound bound;
+  // Whether `listen` speaks TLS: fixed at start (set before any other thread runs). When it
+  // does, `tls` is the context new connections use, replaced by every reload that brings a
+  // valid `tls:` block; a connection's session keeps the context it began with.
+  bool tls_on = false;
+  std::atomic<std::shared_ptr<const tls::ServerContext>> tls;
   // The access log (null: off). A reload reopens it (log rotation) or replaces it; workers
   // notice through the generation and take a new reference (WorkerContext::accessLog).
   void setAccessLog(std::shared_ptr<spdlog::logger> log) {

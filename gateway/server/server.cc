@@ -185,7 +185,11 @@ class Worker {
       w->ctx_.metrics->connections_refused.at({"per_client_limit"}).add(1);
       return;
     }
-    downstream::Http1Connection::start(w->ctx_, fd, text, ip);
+    std::shared_ptr<const tls::ServerContext> tls;
+    if (w->ctx_.shared->tls_on) {
+      tls = w->ctx_.shared->tls.load(std::memory_order_acquire);
+    }
+    downstream::Http1Connection::start(w->ctx_, fd, text, ip, tls.get());
   }
 
   static void onAcceptError(evconnlistener*, void* arg) {
@@ -296,6 +300,17 @@ void Server::reload() {
   restartOnly("listen", b.listen, now.listen.text);
   restartOnly("workers", std::to_string(b.workers), std::to_string(now.workers));
   restartOnly("admin", b.admin.value_or("off"), now.admin ? now.admin->text : "off");
+  // Whether the port speaks TLS is fixed at start; its certificate, key, client CAs and
+  // minimum version follow the file (new connections; open ones keep theirs).
+  restartOnly("tls", shared_.tls_on ? "on" : "off", now.tls ? "on" : "off");
+  if (shared_.tls_on && now.tls) {
+    auto running = shared_.tls.load(std::memory_order_acquire);
+    if (running->fingerprint() != now.tls->context->fingerprint()) {
+      spdlog::info("reload: TLS certificate {} (sha256) replaces {}",
+                   now.tls->context->fingerprint(), running->fingerprint());
+    }
+    shared_.tls.store(now.tls->context, std::memory_order_release);
+  }
   // The access log is reopened on every reload (a rotated file is let go); if the new path
   // cannot be opened the old log stays.
   if (now.access_log.path == "off") {
@@ -345,6 +360,14 @@ void Server::watchFiles() {
   }
   std::vector<std::string> files{s->source_file};
   files.insert(files.end(), s->policy_files.begin(), s->policy_files.end());
+  if (s->tls) {
+    // A renewed certificate (cert-manager, certbot) is picked up like a config edit.
+    for (const std::string* f : {&s->tls->cert, &s->tls->key, &s->tls->client_ca}) {
+      if (!f->empty()) {
+        files.push_back(*f);
+      }
+    }
+  }
   if (const auto& pins = shared_.snapshot.load()->pins) {
     files.push_back(pins->path());  // `mcp-gateway pins approve` rewrites it
   }
@@ -438,6 +461,10 @@ int Server::run() {
     shared_.bound.admin = s.admin->text;
     admin_exposed_ = !settings::isLoopback(s.admin->ip);
   }
+  if (s.tls) {
+    shared_.tls_on = true;
+    shared_.tls.store(s.tls->context);
+  }
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
   // The admin listener first: once the data port accepts, /healthz and /readyz answer too
   // (probes and tests may look at both as soon as the data port is up).
@@ -471,8 +498,13 @@ int Server::run() {
   for (auto& w : workers_) {
     w->start();
   }
-  spdlog::info("mcp-gateway listening on {} ({} workers), endpoint {}, admin {}", s.listen.text, n,
-               s.endpoint, s.admin ? s.admin->text : "off");
+  spdlog::info("mcp-gateway listening on {}{} ({} workers), endpoint {}, admin {}", s.listen.text,
+               s.tls ? " (HTTPS)" : "", n, s.endpoint, s.admin ? s.admin->text : "off");
+  if (s.tls) {
+    spdlog::info("TLS certificate {} (sha256), minimum version {}{}", s.tls->context->fingerprint(),
+                 s.tls->min_version,
+                 s.tls->client_ca.empty() ? "" : ", client certificates required");
+  }
 
   event::EventPtr tick(event_new(
       main_base_, -1, EV_PERSIST,

@@ -44,7 +44,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "watch_files",
                                          "trusted_proxies",
                                          "federation",
-                                         "admin_auth"};
+                                         "admin_auth",
+                                         "tls"};
 constexpr std::string_view kAdminAuthKeys[] = {"token_file"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
@@ -213,6 +214,8 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       walkTrustedProxies(e, s);
     } else if (e.key == "federation") {
       walkFederation(e, s.federation);
+    } else if (e.key == "tls") {
+      walkTls(e, s);
     }
   }
   if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&

@@ -51,6 +51,9 @@ class Loader : public config::Walker {
   void walkTrustedProxies(const Entry& e, Settings& s);
   void walkPolicies(const Entry& pe, Settings& s);
 
+  // listen_tls.cc
+  void walkTls(const Entry& te, Settings& s);
+
   // routes.cc
   void walkUpstreams(const Entry& ue, Settings& s);
   void readHostHeader(const Entry& e, Upstream& u);

@@ -19,6 +19,9 @@
 #include "gateway/core/cidr.h"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX (gateway/tls/tls.h)
+namespace gw::tls {
+class ServerContext;
+}
 
 namespace gw::settings {
 
@@ -158,6 +161,16 @@ inline constexpr size_t kMaxAdminTokenBytes = 4096;
 // Whether `ip` (numeric, as Address::ip) is a loopback address: 127.0.0.0/8, ::1 or
 // ::ffff:127.0.0.0/104. An admin listener anywhere else needs admin_auth.
 bool isLoopback(std::string_view ip) noexcept;
+// `tls:` (listen_tls.cc): the client port serves HTTPS only.
+struct ListenTls {
+  std::string cert;  // absolute paths, resolved from the config file
+  std::string key;
+  std::string client_ca;  // "": no client certificates
+  std::string min_version = "1.2";
+  // Built at load from the files above (a bad pair is a load error); held by the listener
+  // until a reload brings the next one.
+  std::shared_ptr<const tls::ServerContext> context;
+};
 
 struct AccessLog {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
@@ -169,6 +182,7 @@ struct Settings {
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
   std::optional<AdminAuth> admin_auth;  // none: the admin listener must be on loopback
+  std::optional<ListenTls> tls;  // present: `listen` speaks HTTPS only
   Limits limits;
   Mcp mcp;
   std::vector<Upstream> upstreams;

@@ -1,0 +1,427 @@
+// The client port's SSL_CTX, its ticket keys and the client-certificate identity (see
+// server_context.h).
+
+#include "gateway/tls/server_context.h"
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gw::tls {
+
+namespace {
+
+// TLS 1.2: ECDHE key exchange with AEAD ciphers only (Mozilla's "intermediate" list). TLS 1.3
+// keeps OpenSSL's default suites (all AEAD).
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+constexpr unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr int kVerifyDepth = 8;
+
+struct BioFree {
+  void operator()(BIO* b) const noexcept { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* x) const noexcept { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const noexcept { EVP_PKEY_free(k); }
+};
+struct CtxFree {
+  void operator()(SSL_CTX* c) const noexcept { SSL_CTX_free(c); }
+};
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using CtxPtr = std::unique_ptr<SSL_CTX, CtxFree>;
+
+// OpenSSL's first queued error as text (the queue is cleared), or `fallback`.
+std::string sslError(const char* fallback) {
+  unsigned long e = ERR_peek_error();
+  std::string out = fallback;
+  if (e != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    out = buf;
+  }
+  ERR_clear_error();
+  return out;
+}
+
+bool readFile(const std::string& path, std::string& out, std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    why = "cannot read " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// Encrypted keys are refused (no prompt on a server's terminal).
+int noPassword(char*, int, int, void*) {
+  return 0;
+}
+
+// Every PEM certificate in `pem`, in order.
+std::vector<X509Ptr> readCerts(const std::string& pem) {
+  std::vector<X509Ptr> out;
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  while (bio) {
+    X509Ptr x(PEM_read_bio_X509(bio.get(), nullptr, noPassword, nullptr));
+    if (!x) {
+      break;
+    }
+    out.push_back(std::move(x));
+  }
+  ERR_clear_error();  // the end of the input reads as "no start line"
+  return out;
+}
+
+std::string hex(const unsigned char* p, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    s += kDigits[p[i] >> 4];
+    s += kDigits[p[i] & 15];
+  }
+  return s;
+}
+
+int selectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+               unsigned int inlen, void*) {
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, kAlpn, sizeof kAlpn, in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    // The client offers no http/1.1 (h2 only): the handshake goes on without ALPN, and a
+    // client that cannot speak HTTP/1.1 then gives up on its own.
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+// ---- session-ticket keys --------------------------------------------------------------------
+
+struct TicketKey {
+  std::array<unsigned char, 16> name{};
+  std::array<unsigned char, 32> aes{};
+  std::array<unsigned char, 32> hmac{};
+  int64_t born = 0;  // steady seconds
+};
+
+class TicketKeys {
+ public:
+  // The key new tickets are encrypted with (rotated when it has served its time).
+  bool current(TicketKey& out) {
+    std::lock_guard lock(mu_);
+    rotateIfDue();
+    if (!current_) {
+      return false;
+    }
+    out = *current_;
+    return true;
+  }
+  // The key named `name`: 1 = current, 2 = previous (the ticket is renewed), 0 = unknown.
+  int find(const unsigned char* name, TicketKey& out) {
+    std::lock_guard lock(mu_);
+    rotateIfDue();
+    if (current_ && std::memcmp(current_->name.data(), name, 16) == 0) {
+      out = *current_;
+      return 1;
+    }
+    if (previous_ && std::memcmp(previous_->name.data(), name, 16) == 0) {
+      out = *previous_;
+      return 2;
+    }
+    return 0;
+  }
+  void rotateNow() {
+    std::lock_guard lock(mu_);
+    rotate(now());
+  }
+
+ private:
+  static int64_t now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void rotateIfDue() {
+    const int64_t t = now();
+    if (!current_ || t - current_->born >= kTicketKeyLifetimeSeconds) {
+      rotate(t);
+    }
+  }
+  void rotate(int64_t t) {
+    TicketKey k;
+    if (RAND_bytes(k.name.data(), 16) != 1 || RAND_bytes(k.aes.data(), 32) != 1 ||
+        RAND_bytes(k.hmac.data(), 32) != 1) {
+      return;  // keep what there is; no ticket is better than a weak one
+    }
+    k.born = t;
+    // A key that stopped encrypting more than a period ago decrypts nothing any more.
+    if (current_ && t - current_->born < 2 * kTicketKeyLifetimeSeconds) {
+      previous_ = current_;
+    } else {
+      previous_.reset();
+    }
+    current_ = k;
+  }
+
+  std::mutex mu_;
+  std::optional<TicketKey> current_;
+  std::optional<TicketKey> previous_;
+};
+
+TicketKeys& ticketKeys() {
+  static TicketKeys keys;
+  return keys;
+}
+
+void cleanse(TicketKey& k) {
+  OPENSSL_cleanse(k.aes.data(), k.aes.size());
+  OPENSSL_cleanse(k.hmac.data(), k.hmac.size());
+}
+
+int ticketKeyCallback(SSL*, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cctx,
+                      EVP_MAC_CTX* hctx, int enc) {
+  TicketKey k;
+  int result = 1;
+  if (enc == 1) {
+    if (!ticketKeys().current(k) || RAND_bytes(iv, 16) != 1) {
+      return -1;  // no ticket this time
+    }
+    std::memcpy(key_name, k.name.data(), 16);
+  } else {
+    result = ticketKeys().find(key_name, k);
+    if (result == 0) {
+      return 0;  // unknown or expired key: a full handshake
+    }
+  }
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, k.hmac.data(), k.hmac.size()),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+      OSSL_PARAM_construct_end()};
+  const bool ok =
+      EVP_MAC_CTX_set_params(hctx, params) == 1 &&
+      (enc == 1 ? EVP_EncryptInit_ex(cctx, EVP_aes_256_cbc(), nullptr, k.aes.data(), iv)
+                : EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), nullptr, k.aes.data(), iv)) == 1;
+  cleanse(k);
+  return ok ? result : -1;
+}
+
+bool printable(std::string_view s) {
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return false;
+    }
+  }
+  return !s.empty();
+}
+
+}  // namespace
+
+ServerContext::~ServerContext() {
+  SSL_CTX_free(ctx_);
+}
+
+SSL* ServerContext::newSession() const noexcept {
+  SSL* ssl = SSL_new(ctx_);
+  if (ssl != nullptr) {
+    SSL_set_accept_state(ssl);
+  }
+  return ssl;
+}
+
+BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
+  BuildResult r;
+  auto fail = [&](Field f, std::string why) {
+    r.field = f;
+    r.error = std::move(why);
+    r.context.reset();
+    ERR_clear_error();
+    return r;
+  };
+  try {
+    CtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+    if (!ctx) {
+      return fail(Field::kCert, sslError("cannot create a TLS context"));
+    }
+    SSL_CTX_set_min_proto_version(
+        ctx.get(), cfg.min_version == MinVersion::kTls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+    SSL_CTX_set_options(
+        ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
+    SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    if (SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) {
+      return fail(Field::kCert, sslError("cannot set the TLS 1.2 ciphers"));
+    }
+    SSL_CTX_set_default_passwd_cb(ctx.get(), noPassword);
+    SSL_CTX_set_alpn_select_cb(ctx.get(), selectAlpn, nullptr);
+    // Stateless tickets only (no per-context session cache to grow); ticket lifetime = the
+    // time a key encrypts, so a client never holds a ticket no key can read.
+    SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_timeout(ctx.get(), kTicketKeyLifetimeSeconds);
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx.get(), ticketKeyCallback);
+
+    // The certificate and its chain.
+    std::string pem;
+    std::string why;
+    if (!readFile(cfg.cert, pem, why)) {
+      return fail(Field::kCert, why);
+    }
+    std::vector<X509Ptr> chain = readCerts(pem);
+    if (chain.empty()) {
+      return fail(Field::kCert, "no PEM certificate in " + cfg.cert);
+    }
+    if (SSL_CTX_use_certificate(ctx.get(), chain.front().get()) != 1) {
+      return fail(Field::kCert, cfg.cert + ": " + sslError("certificate refused"));
+    }
+    for (size_t i = 1; i < chain.size(); ++i) {
+      if (SSL_CTX_add1_chain_cert(ctx.get(), chain[i].get()) != 1) {
+        return fail(Field::kCert, cfg.cert + ": " + sslError("chain certificate refused"));
+      }
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (X509_digest(chain.front().get(), EVP_sha256(), md, &md_len) != 1) {
+      return fail(Field::kCert, sslError("cannot hash the certificate"));
+    }
+
+    // The key, which must match.
+    std::string key_pem;
+    if (!readFile(cfg.key, key_pem, why)) {
+      return fail(Field::kKey, why);
+    }
+    BioPtr kbio(BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())));
+    PkeyPtr key(kbio ? PEM_read_bio_PrivateKey(kbio.get(), nullptr, noPassword, nullptr) : nullptr);
+    OPENSSL_cleanse(key_pem.data(), key_pem.size());
+    if (!key) {
+      return fail(Field::kKey, "no usable PEM private key in " + cfg.key +
+                                   " (encrypted keys are not supported)");
+    }
+    if (SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1) {
+      ERR_clear_error();
+      return fail(Field::kKey, "the private key in " + cfg.key +
+                                   " does not match the certificate in " + cfg.cert);
+    }
+    if (SSL_CTX_check_private_key(ctx.get()) != 1) {
+      ERR_clear_error();
+      return fail(Field::kKey, "the private key in " + cfg.key +
+                                   " does not match the certificate in " + cfg.cert);
+    }
+
+    // Client certificates. The session id context (which a resumed session must carry) is a
+    // hash of the CA file: a ticket issued under other client CAs is not resumed.
+    std::string ca_pem;
+    if (!cfg.client_ca.empty()) {
+      if (!readFile(cfg.client_ca, ca_pem, why)) {
+        return fail(Field::kClientCa, why);
+      }
+      std::vector<X509Ptr> cas = readCerts(ca_pem);
+      if (cas.empty()) {
+        return fail(Field::kClientCa, "no PEM certificate in " + cfg.client_ca);
+      }
+      X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
+      for (const X509Ptr& ca : cas) {
+        if (X509_STORE_add_cert(store, ca.get()) != 1 ||
+            SSL_CTX_add_client_CA(ctx.get(), ca.get()) != 1) {
+          return fail(Field::kClientCa, cfg.client_ca + ": " + sslError("CA certificate refused"));
+        }
+      }
+      SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      SSL_CTX_set_verify_depth(ctx.get(), kVerifyDepth);
+    }
+    std::string sid = "mcp-gateway/tls-listen";
+    sid += '\0';
+    sid += ca_pem;
+    unsigned char sid_md[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(sid.data()), sid.size(), sid_md);
+    SSL_CTX_set_session_id_context(ctx.get(), sid_md, sizeof sid_md);
+
+    r.context = std::make_shared<const ServerContext>(ctx.release(), !cfg.client_ca.empty(),
+                                                      hex(md, md_len));
+    return r;
+  } catch (...) {
+    return fail(Field::kCert, "out of memory while building the TLS context");
+  }
+}
+
+std::string peerSubject(const X509* cert) {
+  if (cert == nullptr) {
+    return {};
+  }
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  std::string out;
+  if (names != nullptr) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(names) && out.empty(); ++i) {
+      const GENERAL_NAME* g = sk_GENERAL_NAME_value(names, i);
+      if (g->type != GEN_DNS && g->type != GEN_URI) {
+        continue;
+      }
+      const ASN1_IA5STRING* v = g->type == GEN_DNS ? g->d.dNSName : g->d.uniformResourceIdentifier;
+      std::string_view text(reinterpret_cast<const char*>(ASN1_STRING_get0_data(v)),
+                            static_cast<size_t>(ASN1_STRING_length(v)));
+      if (printable(text)) {
+        out.assign(text);
+      }
+    }
+    GENERAL_NAMES_free(names);
+  }
+  if (!out.empty()) {
+    return out;
+  }
+  const X509_NAME* subject = X509_get_subject_name(cert);
+  int last = -1;
+  for (int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1); i >= 0;
+       i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) {
+    last = i;
+  }
+  if (last < 0) {
+    return {};
+  }
+  unsigned char* utf8 = nullptr;
+  int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, last)));
+  if (n > 0) {
+    std::string_view text(reinterpret_cast<const char*>(utf8), static_cast<size_t>(n));
+    if (printable(text)) {
+      out.assign(text);
+    }
+  }
+  OPENSSL_free(utf8);
+  ERR_clear_error();
+  return out;
+}
+
+void rotateTicketKeysForTesting() noexcept {
+  ticketKeys().rotateNow();
+}
+
+}  // namespace gw::tls

@@ -1,0 +1,81 @@
+#pragma once
+// tls/: the server side of TLS on the client port (issue #17). An OpenSSL SSL_CTX built
+// once per configuration load from the `tls:` block (settings/ calls buildServerContext and
+// turns its error into a diagnostic), the process-wide session-ticket keys every context
+// shares, and the identity read from a verified client certificate. No sockets here: the
+// handshake and the record I/O are event::Socket's (event/socket_tls.cc).
+//
+// Lifetime: a context is immutable once built and held by shared_ptr (Settings, the
+// listener's current context) and by OpenSSL's own count on every SSL made from it, so a
+// connection keeps the context it started with across reloads.
+
+#include <openssl/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace gw::tls {
+
+enum class MinVersion : uint8_t { kTls12, kTls13 };
+
+// What the `tls:` block names (absolute paths; client_ca "" = no client certificates).
+struct ServerConfig {
+  std::string cert;       // PEM: the certificate, then its chain
+  std::string key;        // PEM private key matching `cert`
+  std::string client_ca;  // PEM CA certificates that client certificates must chain to
+  MinVersion min_version = MinVersion::kTls12;
+};
+
+class ServerContext {
+ public:
+  explicit ServerContext(SSL_CTX* ctx, bool client_certs, std::string fingerprint) noexcept
+      : ctx_(ctx), client_certs_(client_certs), fingerprint_(std::move(fingerprint)) {}
+  ~ServerContext();
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+
+  // A new server-side SSL on this context (OpenSSL counts the reference), or null when out
+  // of memory. The caller owns it (SSL_free).
+  SSL* newSession() const noexcept;
+  // Client certificates are required and verified against client_ca.
+  bool clientCerts() const noexcept { return client_certs_; }
+  // SHA-256 of the leaf certificate's DER, lower-case hex (logs and /config).
+  const std::string& fingerprint() const noexcept { return fingerprint_; }
+
+ private:
+  SSL_CTX* ctx_;
+  bool client_certs_;
+  std::string fingerprint_;
+};
+
+// Which configured file a build error is about (the loader points at that key).
+enum class Field : uint8_t { kCert, kKey, kClientCa };
+
+struct BuildResult {
+  std::shared_ptr<const ServerContext> context;  // null on error
+  Field field = Field::kCert;
+  std::string error;  // what is wrong, naming the file
+};
+
+// Reads the files and builds the context: TLS 1.2 (unless kTls13) and 1.3, ECDHE with AEAD
+// ciphers only for 1.2 and OpenSSL's TLS 1.3 suites, ALPN http/1.1, no renegotiation,
+// stateless session tickets with the keys of ticketKeys(), client certificates required
+// when client_ca is set. Never throws.
+BuildResult buildServerContext(const ServerConfig& cfg) noexcept;
+
+// The caller identity a verified client certificate gives: the first subjectAltName entry
+// of type DNS or URI (in the order the certificate lists them), else the last commonName of
+// the subject; "" when it has none of these (or one holds a NUL or a control character).
+std::string peerSubject(const X509* cert);
+
+// Session-ticket keys, shared by every context so tickets survive a reload. A key encrypts
+// new tickets for kTicketKeyLifetime, then only decrypts (a ticket under it is renewed) for
+// one more period; keys live in memory only (each process, and each restart, has its own).
+inline constexpr int64_t kTicketKeyLifetimeSeconds = 3600;
+
+// For tests: rotate the ticket keys now (as if an hour had passed).
+void rotateTicketKeysForTesting() noexcept;
+
+}  // namespace gw::tls
