@@ -182,7 +182,7 @@ struct Settings {
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
   std::optional<AdminAuth> admin_auth;  // none: the admin listener must be on loopback
-  std::optional<ListenTls> tls;  // present: `listen` speaks HTTPS only
+  std::optional<ListenTls> tls;         // present: `listen` speaks HTTPS only
   Limits limits;
   Mcp mcp;
   std::vector<Upstream> upstreams;

@@ -423,7 +423,7 @@ TEST_CASE("tls: min_version 1.3 refuses TLS 1.2", "[tls]") {
       Ms(2000)));
 }
 
-TEST_CASE("tls: plain HTTP gets a 400 and a close; garbage and silence are closed", "[tls]") {
+TEST_CASE("tls: plain HTTP gets a 400 and a close, garbage and silence are closed", "[tls]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   const uint16_t admin = freePort();
