@@ -23,12 +23,13 @@ bool isEventStream(const http::ResponseHead& r) {
   return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
 }
 
-// Fields the fan-out writes itself (or must not repeat from the client's request).
+// Fields the fan-out writes itself (or must not repeat from the client's request). A
+// client's Mcp-Session-Id names a session on one server at most: it never goes to them all.
 bool replacedField(std::string_view name) {
   return core::iequals(name, "mcp-method") || core::iequals(name, "mcp-name") ||
          core::istartsWith(name, "mcp-param-") || core::iequals(name, "content-type") ||
          core::iequals(name, "accept") || core::iequals(name, "content-length") ||
-         core::iequals(name, "host");
+         core::iequals(name, "host") || core::iequals(name, "mcp-session-id");
 }
 
 std::string_view errorName(upstream::UpstreamError e) {

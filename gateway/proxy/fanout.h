@@ -28,8 +28,8 @@ class FanOut;
 
 // The forwarded request fields sent to every upstream of a fan-out, owned (a fan-out may
 // outlive the request), with the fan-out's own Mcp-Method, Content-Type and Accept (the
-// client's Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type, Accept, Content-Length and Host
-// are not repeated).
+// client's Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type, Accept, Content-Length, Host and
+// Mcp-Session-Id are not repeated).
 class OwnedFields {
  public:
   void assign(std::span<const http::Field> fields, std::string_view method);
