@@ -72,8 +72,11 @@ bool RouteCatalog::record(ListKind kind, FetchReport& report, NamesMode mode,
   k.cached = false;
   if (answered == 0) {
     rebuildOwnership();
-    return false;
+    return false;  // (the ownership expiry stays: still stale once it ran out)
   }
+  const uint64_t owned_ms = ttl == UINT64_MAX ? 0 : ttl;
+  k.owned_expires = owned_ms > 0;
+  k.owned_until = now + std::chrono::milliseconds(owned_ms);
   auto members = std::make_shared<std::string>();
   if (kind == ListKind::kDiscover) {
     std::vector<DiscoverPart> parts;
@@ -154,9 +157,10 @@ int RouteCatalog::owner(ListKind kind, std::string_view key) const {
   return -1;
 }
 
-bool RouteCatalog::stale(ListKind kind) const {
+bool RouteCatalog::stale(ListKind kind, core::Nanos now) const {
   std::lock_guard lock(mu_);
-  return kinds_[static_cast<size_t>(kind)].stale;
+  const KindState& k = kinds_[static_cast<size_t>(kind)];
+  return k.stale || (k.owned_expires && now >= k.owned_until);
 }
 
 void RouteCatalog::markStale(ListKind kind) {

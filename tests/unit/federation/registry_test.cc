@@ -108,7 +108,7 @@ TEST_CASE("registry: public answers are cached for the smallest ttl, then expire
   record(c, ListKind::kPrompts, {okPart({"p"}, 5000, true), okPart({"q"}, 3000, true)},
          core::Nanos{0});
   c.markStale(ListKind::kPrompts);
-  CHECK(c.stale(ListKind::kPrompts));
+  CHECK(c.stale(ListKind::kPrompts, core::Nanos{0}));
   CHECK(c.cached(ListKind::kPrompts, core::Nanos{0}, left) == nullptr);
   CHECK(c.owner(ListKind::kPrompts, "q") == 1);  // still routable while stale
 }
@@ -121,6 +121,31 @@ TEST_CASE("registry: ttl 0 and one failed upstream are not cached", "[federation
   record(c, ListKind::kTools, {okPart({"x"}, 9000, true), failedPart("rpc_error")}, core::Nanos{0});
   // What answered was public: cached (the failed upstream is left out of it).
   CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) != nullptr);
+}
+
+TEST_CASE("registry: ownership goes stale when the smallest ttl runs out, private or public",
+          "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  const auto at = [](auto d) { return std::chrono::duration_cast<core::Nanos>(d); };
+  // Private answers are never cached, but what they say is owned for their ttl all the same.
+  record(c, ListKind::kTools, {okPart({"x"}, 5000, false), okPart({"y"}, 2000, false)}, at(10s));
+  CHECK_FALSE(c.stale(ListKind::kTools, at(11s)));
+  CHECK(c.stale(ListKind::kTools, at(12s)));          // 2000 ms ran out: the next call refreshes
+  CHECK(c.owner(ListKind::kTools, "y") == 1);         // (still routable meanwhile)
+  CHECK_FALSE(c.stale(ListKind::kPrompts, at(12s)));  // another method: never fetched
+  // A refresh renews it, for its own smallest ttl.
+  record(c, ListKind::kTools, {okPart({"x"}, 3000, true), failedPart("timeout")}, at(20s));
+  CHECK_FALSE(c.stale(ListKind::kTools, at(22s)));
+  CHECK(c.stale(ListKind::kTools, at(23s)));
+  // A refresh that no upstream answered changes nothing: still stale.
+  record(c, ListKind::kTools, {failedPart("timeout"), failedPart("timeout")}, at(24s));
+  CHECK(c.stale(ListKind::kTools, at(24s)));
+  // ttlMs 0 (the SDK's default) says nothing about how long the list holds: no expiry by
+  // time (list_changed and misses still refresh).
+  record(c, ListKind::kTools, {okPart({"x"}, 0, false), okPart({"y"}, 0, false)}, at(30s));
+  CHECK_FALSE(c.stale(ListKind::kTools, at(30s) + std::chrono::hours(24)));
+  c.markStale(ListKind::kTools);
+  CHECK(c.stale(ListKind::kTools, at(31s)));
 }
 
 TEST_CASE("registry: an upstream that fails keeps owning what it last listed", "[federation]") {
