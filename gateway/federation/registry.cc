@@ -114,7 +114,9 @@ bool RouteCatalog::record(ListKind kind, FetchReport& report, NamesMode mode,
   answer.members = members;
   answer.ttl_ms = ttl == UINT64_MAX ? 0 : ttl;
   answer.public_scope = all_public;
-  if (all_public && answer.ttl_ms > 0) {
+  // Kept only when every upstream answered: a merge that left one out (failed, timed out) is
+  // served to the request that asked, and the next request fetches again.
+  if (all_public && answer.ttl_ms > 0 && answered == k.ups.size()) {
     k.cached = true;
     k.members = members;
     k.expires = now + std::chrono::milliseconds(answer.ttl_ms);

@@ -33,8 +33,9 @@ struct UpstreamList {
 
 struct KindState {
   std::vector<UpstreamList> ups;  // route order
-  // The merged answer of the last refresh in which every contributor was public, served to
-  // any client until `expires` (monotonic).
+  // The merged answer of the last refresh in which every upstream answered and every answer
+  // was public, served to any client until `expires` (monotonic). A partial merge (an
+  // upstream failed or timed out) is never cached.
   bool cached = false;
   std::shared_ptr<const std::string> members;  // listResultMembers / mergeDiscover output
   core::Nanos expires{};

@@ -1,6 +1,7 @@
 // federation/registry: what a refresh records — the merged answer for the client, the cache
-// (only when every contributor was public, for the smallest ttl), ownership kept from an
-// upstream's last good list when it fails, conflicts reported once, staleness, and the
+// (only when every upstream answered and was public, for the smallest ttl), ownership kept
+// from an upstream's last good list when it fails, conflicts reported once, staleness (a
+// list_changed, or the ownership ttl run out on the catalog's clock), and the
 // /federation view — and the registry keeping a route's catalog across reloads.
 
 #include <simdjson.h>
@@ -118,9 +119,29 @@ TEST_CASE("registry: ttl 0 and one failed upstream are not cached", "[federation
   uint64_t left = 0;
   record(c, ListKind::kTools, {okPart({"x"}, 0, true), okPart({"y"}, 0, true)}, core::Nanos{0});
   CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);
-  record(c, ListKind::kTools, {okPart({"x"}, 9000, true), failedPart("rpc_error")}, core::Nanos{0});
-  // What answered was public: cached (the failed upstream is left out of it).
+  // What answered was public, but b is missing from it: served to the client that asked, not
+  // kept (the next request fetches again, and b may be back).
+  auto partial = record(c, ListKind::kTools, {okPart({"x"}, 9000, true), failedPart("rpc_error")},
+                        core::Nanos{0});
+  REQUIRE(partial.ok);
+  CHECK(partial.answer.members->find("\"x\"") != std::string::npos);
+  CHECK(partial.answer.ttl_ms == 9000);
+  CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);
+  CHECK(c.viewJson(core::Nanos{0}).find("\"cache\":{}") != std::string::npos);
+  // Every upstream back and public: cached.
+  record(c, ListKind::kTools, {okPart({"x"}, 9000, true), okPart({"y"}, 9000, true)},
+         core::Nanos{0});
   CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) != nullptr);
+  // The same for discover: one upstream missing, nothing cached.
+  FetchReport::Part d;
+  d.ok = true;
+  d.page.ttl_ms = 9000;
+  d.page.public_scope = true;
+  d.page.result = R"({"supportedVersions":["2026-07-28"],"capabilities":{}})";
+  REQUIRE(record(c, ListKind::kDiscover, {d, failedPart("timeout")}, core::Nanos{0}).ok);
+  CHECK(c.cached(ListKind::kDiscover, core::Nanos{0}, left) == nullptr);
+  REQUIRE(record(c, ListKind::kDiscover, {d, d}, core::Nanos{0}).ok);
+  CHECK(c.cached(ListKind::kDiscover, core::Nanos{0}, left) != nullptr);
 }
 
 TEST_CASE("registry: ownership goes stale when the smallest ttl runs out, private or public",
