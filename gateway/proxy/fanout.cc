@@ -167,6 +167,7 @@ void FanOut::startSlot(Slot& slot) {
   slot.error_status = 0;
   slot.content_type.clear();
   slot.too_large = false;
+  slot.finish_pending = false;
   slot.answer.reset();
   upstream::UpstreamError error{};
   if (!slot.up.start(up, slot.head, started_, error)) {
@@ -190,6 +191,18 @@ void FanOut::onFlush(evutil_socket_t, short, void* arg) {
     if (!slot->done && slot->up.active() && !slot->up.writing() &&
         slot->up.sendNow() == event::Sent::kDrained) {
       slot->up.onFlushed();
+    }
+  }
+  // SSE answers whose response event is in (onUpstreamData): their streams are closed.
+  for (auto& slot : f->slots_) {
+    if (slot->finish_pending && !slot->done) {
+      slot->finish_pending = false;
+      const bool last = f->pending_ == 1;  // then its end may end the fan-out and its owner
+      slot->up.release(false);
+      f->pageDone(*slot);
+      if (last) {
+        return;
+      }
     }
   }
 }
@@ -264,11 +277,13 @@ void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t
     evbuffer_copyout(src, slot.resp.data() + at, n);
   }
   evbuffer_drain(src, n);
-  if (slot.sse && slot.answer.done()) {
+  if (slot.sse && slot.answer.done() && !slot.finish_pending) {
     // The answer is in: the rest of the stream (a server that keeps it open) is not waited
-    // for.
-    from.release(false);
-    pageDone(slot);
+    // for. The page is finished on the fan-out's next turn (onFlush), outside the upstream
+    // request's read, which may still end the answer itself (onUpstreamComplete, first).
+    from.pauseReading();
+    slot.finish_pending = true;
+    scheduleFlush();
   }
 }
 
@@ -372,6 +387,7 @@ void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::stri
     return;
   }
   slot.done = true;
+  slot.finish_pending = false;
   evtimer_del(slot.timer.get());
   slot.up.release(false);
   slot.answer.reset();

@@ -94,8 +94,9 @@ class FanOut final : public upstream::UpstreamCallbacks {
     std::string resp;    // the JSON answer
     SseResponse answer;  // an SSE answer, read until its response event
     bool sse = false;
-    int error_status = 0;      // a non-2xx answer (its body is kept, bounded, in resp)
-    std::string content_type;  // of that answer
+    bool finish_pending = false;  // the response event is in: finished by the next onFlush
+    int error_status = 0;         // a non-2xx answer (its body is kept, bounded, in resp)
+    std::string content_type;     // of that answer
     bool done = true;
     bool too_large = false;
     size_t pages = 0;
