@@ -240,4 +240,17 @@ std::string ackMessage(std::string_view merged_notifications,
 // kTemplates are both stale). nullopt for anything else.
 std::optional<ListKind> changedListOf(std::string_view method) noexcept;
 
+// The merged stream reopens an upstream subscription stream that ended after a backoff that
+// starts at kFirstReopenMs and doubles up to kMaxReopenMs. It starts again at kFirstReopenMs
+// only after a stream that had stayed open kHealthyStreamOpen or longer: an acknowledgement
+// alone proves nothing (a server that acknowledges and drops at once would else be reopened
+// every second forever).
+inline constexpr uint64_t kFirstReopenMs = 1000;
+inline constexpr uint64_t kMaxReopenMs = 30000;
+inline constexpr core::Nanos kHealthyStreamOpen = std::chrono::milliseconds(30000);
+
+// The wait (ms) before reopening a stream that ended after being open `stayed_open`, when the
+// wait before it was `previous_ms` (0: it was the first open).
+uint64_t reopenBackoffMs(uint64_t previous_ms, core::Nanos stayed_open) noexcept;
+
 }  // namespace gw::federation

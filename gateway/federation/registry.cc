@@ -72,8 +72,11 @@ bool RouteCatalog::record(ListKind kind, FetchReport& report, NamesMode mode,
   k.cached = false;
   if (answered == 0) {
     rebuildOwnership();
-    return false;
+    return false;  // (the ownership expiry stays: still stale once it ran out)
   }
+  const uint64_t owned_ms = ttl == UINT64_MAX ? 0 : ttl;
+  k.owned_expires = owned_ms > 0;
+  k.owned_until = now + std::chrono::milliseconds(owned_ms);
   auto members = std::make_shared<std::string>();
   if (kind == ListKind::kDiscover) {
     std::vector<DiscoverPart> parts;
@@ -111,7 +114,9 @@ bool RouteCatalog::record(ListKind kind, FetchReport& report, NamesMode mode,
   answer.members = members;
   answer.ttl_ms = ttl == UINT64_MAX ? 0 : ttl;
   answer.public_scope = all_public;
-  if (all_public && answer.ttl_ms > 0) {
+  // Kept only when every upstream answered: a merge that left one out (failed, timed out) is
+  // served to the request that asked, and the next request fetches again.
+  if (all_public && answer.ttl_ms > 0 && answered == k.ups.size()) {
     k.cached = true;
     k.members = members;
     k.expires = now + std::chrono::milliseconds(answer.ttl_ms);
@@ -154,9 +159,10 @@ int RouteCatalog::owner(ListKind kind, std::string_view key) const {
   return -1;
 }
 
-bool RouteCatalog::stale(ListKind kind) const {
+bool RouteCatalog::stale(ListKind kind, core::Nanos now) const {
   std::lock_guard lock(mu_);
-  return kinds_[static_cast<size_t>(kind)].stale;
+  const KindState& k = kinds_[static_cast<size_t>(kind)];
+  return k.stale || (k.owned_expires && now >= k.owned_until);
 }
 
 void RouteCatalog::markStale(ListKind kind) {

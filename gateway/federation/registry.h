@@ -33,12 +33,18 @@ struct UpstreamList {
 
 struct KindState {
   std::vector<UpstreamList> ups;  // route order
-  // The merged answer of the last refresh in which every contributor was public, served to
-  // any client until `expires` (monotonic).
+  // The merged answer of the last refresh in which every upstream answered and every answer
+  // was public, served to any client until `expires` (monotonic). A partial merge (an
+  // upstream failed or timed out) is never cached.
   bool cached = false;
   std::shared_ptr<const std::string> members;  // listResultMembers / mergeDiscover output
   core::Nanos expires{};
   bool stale = false;  // a list_changed notification arrived: the next lookup refreshes
+  // What the last refresh that any upstream answered says is owned holds until `owned_until`
+  // (monotonic: its time + the smallest ttlMs of what answered, private answers included);
+  // then it is stale too. Unset after a refresh whose smallest ttlMs is 0: no expiry by time.
+  bool owned_expires = false;
+  core::Nanos owned_until{};
 };
 
 // The result of one refresh of one list method, as the proxy reports it.
@@ -86,7 +92,9 @@ class RouteCatalog {
 
   // Owner lookups (index in route order), -1 when unknown.
   int owner(ListKind kind, std::string_view key) const;
-  bool stale(ListKind kind) const;
+  // The owners of `kind` should be fetched again before a call is routed by them: a
+  // list_changed arrived, or the ttl of the last answered refresh ran out by `now`.
+  bool stale(ListKind kind, core::Nanos now) const;
   void markStale(ListKind kind);
   bool everFetched(ListKind kind) const;
 

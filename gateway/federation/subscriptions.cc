@@ -1,6 +1,8 @@
 // subscriptions/listen: the acknowledgement each upstream sends read, the merged one the
-// gateway sends built, and which list a list_changed notification makes stale (see
-// federation.h).
+// gateway sends built, which list a list_changed notification makes stale, and how long an
+// upstream stream that ended waits to be reopened (see federation.h).
+
+#include <algorithm>
 
 #include "gateway/federation/federation.h"
 #include "gateway/federation/json_scan.h"
@@ -42,6 +44,13 @@ std::string ackMessage(std::string_view merged_notifications,
   out.append(subscription_id_json);
   out.append("}}}");
   return out;
+}
+
+uint64_t reopenBackoffMs(uint64_t previous_ms, core::Nanos stayed_open) noexcept {
+  if (previous_ms == 0 || stayed_open >= kHealthyStreamOpen) {
+    return kFirstReopenMs;
+  }
+  return std::min(previous_ms * 2, kMaxReopenMs);
 }
 
 std::optional<ListKind> changedListOf(std::string_view method) noexcept {

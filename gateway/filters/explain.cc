@@ -164,6 +164,12 @@ void federationJson(JsonWriter& j, const Snapshot& snap, const settings::Route& 
     j.key("sends_to").str(owner >= 0 ? "owner" : "unknown");
     j.key("owner").strOrNull(owner >= 0, owner >= 0 ? std::string_view(r.upstreams[owner]) : "");
     j.key("upstream_name").strOrNull(owner >= 0, inner);
+  } else if ((method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") &&
+             ctx.mcp.has_name && catalog != nullptr) {
+    // The upstream whose tools/call answer returned this taskId (the proxy's clock is steady).
+    const int owner = catalog->taskOwner(ctx.mcp.name.value, core::SteadyClock::instance().now());
+    j.key("sends_to").str(owner >= 0 ? "task owner" : "first upstream");
+    j.key("owner").str(r.upstreams[owner >= 0 ? static_cast<size_t>(owner) : 0]);
   } else {
     j.key("sends_to").str("first upstream").key("owner").str(r.upstreams.front());
   }

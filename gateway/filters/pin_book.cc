@@ -54,12 +54,18 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
     defs.emplace_back(std::move(name), std::move(d));
   }
   std::lock_guard lock(mu_);
+  // new_tools: block is decided per upstream, before this listing: an upstream with no pins
+  // yet (a fresh store, or an upstream the store has never seen) pins everything it lists the
+  // first time. Otherwise the first upstream of a federated fan-out to be observed (and
+  // saved) would make every other upstream's first listing "new".
+  const auto known = store_.upstreams().find(upstream);
+  const bool block_new =
+      cfg_.block_new && existed_ && known != store_.upstreams().end() && !known->second.empty();
   bool changed = false;
   for (auto& [name, def] : defs) {
     store_.clearDirty();
     std::vector<std::string_view> fields;
-    const pins::Seen seen =
-        store_.observe(upstream, name, def, cfg_.block_new && existed_, now, &fields);
+    const pins::Seen seen = store_.observe(upstream, name, def, block_new, now, &fields);
     const bool fresh = store_.dirty();
     changed = changed || fresh;
     if (seen == pins::Seen::kChanged || seen == pins::Seen::kNewPending) {
@@ -76,7 +82,7 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
     if (store_.save(cfg_.store, error)) {
       last_written_ = store_.serialize();
       unsaved_ = false;
-      existed_ = true;  // from now on a tool first seen is "new" (new_tools: block)
+      existed_ = true;  // from now on a tool first seen of a pinned upstream is "new"
     } else {
       unsaved_ = true;  // written again with the next observation
       out.save_error = std::move(error);

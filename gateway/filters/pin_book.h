@@ -21,7 +21,8 @@ namespace gw::filters {
 
 class PinBook {
  public:
-  // `existed`: the store file was there when it was loaded (new_tools: block applies).
+  // `existed`: the store file was there when it was loaded (new_tools: block applies to the
+  // upstreams it has pins of; an upstream with none pins its first listing whole).
   PinBook(const policy::ToolPinning& cfg, pins::Store store, bool existed);
 
   const std::string& path() const noexcept { return cfg_.store; }
@@ -44,7 +45,8 @@ class PinBook {
     std::string save_error;            // the store could not be written ("" = fine)
   };
   // Hashes and records each item (a tools/list `tools` element's JSON text) of `upstream`;
-  // writes the store when it changed. `now`: RFC 3339 UTC.
+  // writes the store when it changed. `now`: RFC 3339 UTC. With new_tools: block, a tool not
+  // pinned yet is "new" (pending) only when the store already holds pins of `upstream`.
   void observe(std::string_view upstream, std::span<const std::string> items, std::string_view now,
                Observed& out);
 

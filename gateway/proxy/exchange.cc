@@ -394,6 +394,7 @@ void ExchangePool::give(Exchange* x) noexcept {
   trim(x->fed_body_);
   trim(x->filter_buf_);
   x->filtering_ = false;
+  x->filter_answer_.reset();
   trim(x->ratelimit_lines_);
   if (free_.size() >= kKeep) {
     delete x;

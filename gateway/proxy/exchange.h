@@ -117,7 +117,9 @@ class Exchange final : public downstream::StreamCallbacks,
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   Outcome outcome = Outcome::kNone;
-  event::EventPtr keepalive_timer;  // SSE keep-alive comments (made by the pool)
+  // SSE keep-alive comments (made by the pool); while a list answer is read whole for
+  // filtering (nothing relayed yet), the turn that sends it once its response event is in.
+  event::EventPtr keepalive_timer;
 
  private:
   friend class ExchangePool;
@@ -163,7 +165,7 @@ class Exchange final : public downstream::StreamCallbacks,
   void learnTools(std::string_view json) noexcept;
   // visibility: filter on a plain route (list_filter.cc)
   bool beginListFilter(const http::ResponseHead& resp);
-  void collectListAnswer(evbuffer* in, size_t n);
+  bool collectListAnswer(evbuffer* in, size_t n);
   void sendFilteredList();
   bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
   bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
@@ -255,6 +257,7 @@ class Exchange final : public downstream::StreamCallbacks,
   // visibility: filter — a list answer read whole, then filtered for this caller
   bool filtering_ = false;
   bool filter_overflow_ = false;
+  SseResponse filter_answer_;  // an SSE list answer: done at its response event
   federation::ListKind filter_kind_ = federation::ListKind::kTools;
   int filter_status_ = 0;
   std::string filter_buf_;

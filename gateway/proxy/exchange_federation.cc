@@ -129,7 +129,7 @@ void Exchange::routeByName(federation::ListKind kind) {
   if (owner < 0 && kind == federation::ListKind::kResources) {
     owner = catalog_->owner(federation::ListKind::kTemplates, name);
   }
-  if (owner >= 0 && !catalog_->stale(kind)) {
+  if (owner >= 0 && !catalog_->stale(kind, now())) {
     proceedTo(static_cast<size_t>(owner));
     return;
   }

@@ -16,11 +16,14 @@
 
 namespace gw::proxy {
 
-// Every stage and limit passed: the request goes to the route's upstream.
+// Every stage and limit passed: the request goes to the route's upstream. Untrusted (legacy
+// passthrough) traffic on a federated route is a plain request to the route's first upstream
+// (`upstream_index`): a 2025-era session lives on one server, so its lists are not merged,
+// its names not rewritten and its calls not routed by owner (README, Federation).
 void Exchange::connectUpstream() {
   if (!fed_routed_) {
     up_index_ = ctx_.route->upstream_index;
-    if (ctx_.route->federated()) {
+    if (ctx_.route->federated() && !ctx_.legacy) {
       federate();  // comes back here once the owner is chosen, or answers itself
       return;
     }

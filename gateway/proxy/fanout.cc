@@ -5,7 +5,6 @@
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
 #include "gateway/http/forwarding.h"
-#include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/worker_context.h"
 
 namespace gw::proxy {
@@ -23,12 +22,13 @@ bool isEventStream(const http::ResponseHead& r) {
   return ct != nullptr && core::istartsWith(ct->value, "text/event-stream");
 }
 
-// Fields the fan-out writes itself (or must not repeat from the client's request).
+// Fields the fan-out writes itself (or must not repeat from the client's request). A
+// client's Mcp-Session-Id names a session on one server at most: it never goes to them all.
 bool replacedField(std::string_view name) {
   return core::iequals(name, "mcp-method") || core::iequals(name, "mcp-name") ||
          core::istartsWith(name, "mcp-param-") || core::iequals(name, "content-type") ||
          core::iequals(name, "accept") || core::iequals(name, "content-length") ||
-         core::iequals(name, "host");
+         core::iequals(name, "host") || core::iequals(name, "mcp-session-id");
 }
 
 std::string_view errorName(upstream::UpstreamError e) {
@@ -166,11 +166,11 @@ void FanOut::startSlot(Slot& slot) {
   slot.head.pinned_endpoint = -1;
   slot.resp.clear();
   slot.sse = false;
-  slot.got_response = false;
   slot.error_status = 0;
   slot.content_type.clear();
   slot.too_large = false;
-  slot.framer.reset();
+  slot.finish_pending = false;
+  slot.answer.reset();
   upstream::UpstreamError error{};
   if (!slot.up.start(up, slot.head, started_, error)) {
     finishSlot(slot, false, errorName(error), "the upstream connection could not be started");
@@ -193,6 +193,18 @@ void FanOut::onFlush(evutil_socket_t, short, void* arg) {
     if (!slot->done && slot->up.active() && !slot->up.writing() &&
         slot->up.sendNow() == event::Sent::kDrained) {
       slot->up.onFlushed();
+    }
+  }
+  // SSE answers whose response event is in (onUpstreamData): their streams are closed.
+  for (auto& slot : f->slots_) {
+    if (slot->finish_pending && !slot->done) {
+      slot->finish_pending = false;
+      const bool last = f->pending_ == 1;  // then its end may end the fan-out and its owner
+      slot->up.release(false);
+      f->pageDone(*slot);
+      if (last) {
+        return;
+      }
     }
   }
 }
@@ -219,13 +231,6 @@ FanOut::Slot& FanOut::slotOf(upstream::Http1Upstream& from) noexcept {
   return *slots_.front();
 }
 
-void FanOut::Slot::onEvent(std::string_view, std::string_view data) noexcept {
-  if (!got_response && mcp::looksLikeResponse(data)) {
-    resp.assign(data);
-    got_response = true;
-  }
-}
-
 bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) {
   Slot& slot = slotOf(from);
   statuses_[slot.index] = resp.status;
@@ -243,7 +248,7 @@ bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::Respon
   }
   slot.sse = isEventStream(resp);
   if (slot.sse) {
-    slot.framer = std::make_unique<sse::Framer>(&slot, kMaxPageBytes);
+    slot.answer.begin(kMaxPageBytes);
   }
   return true;
 }
@@ -264,35 +269,23 @@ void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t
     evbuffer_drain(src, n);
     return;
   }
-  evbuffer_iovec vecs[8];
-  size_t seen = 0;
-  evbuffer_ptr pos;
-  evbuffer_ptr_set(src, &pos, 0, EVBUFFER_PTR_SET);
-  while (seen < n) {
-    int k = std::min(evbuffer_peek(src, static_cast<ev_ssize_t>(n - seen), &pos, vecs, 8), 8);
-    if (k <= 0) {
-      break;
-    }
-    for (int i = 0; i < k && seen < n; ++i) {
-      size_t len = std::min(vecs[i].iov_len, n - seen);
-      std::string_view piece(static_cast<const char*>(vecs[i].iov_base), len);
-      if (slot.framer) {
-        slot.framer->feed(piece);
-      } else if (slot.resp.size() + len > kMaxPageBytes) {
-        slot.too_large = true;
-      } else {
-        slot.resp.append(piece);
-      }
-      seen += len;
-    }
-    evbuffer_ptr_set(src, &pos, seen, EVBUFFER_PTR_SET);
+  if (slot.sse) {
+    slot.answer.feed(src, n);
+  } else if (slot.resp.size() + n > kMaxPageBytes) {
+    slot.too_large = true;
+  } else {
+    const size_t at = slot.resp.size();
+    slot.resp.resize(at + n);
+    evbuffer_copyout(src, slot.resp.data() + at, n);
   }
   evbuffer_drain(src, n);
-  if (slot.sse && slot.got_response) {
+  if (slot.sse && slot.answer.done() && !slot.finish_pending) {
     // The answer is in: the rest of the stream (a server that keeps it open) is not waited
-    // for.
-    from.release(false);
-    pageDone(slot);
+    // for. The page is finished on the fan-out's next turn (onFlush), outside the upstream
+    // request's read, which may still end the answer itself (onUpstreamComplete, first).
+    from.pauseReading();
+    slot.finish_pending = true;
+    scheduleFlush();
   }
 }
 
@@ -325,9 +318,12 @@ void FanOut::pageDone(Slot& slot) {
     finishSlot(slot, false, "too_large", "the answer exceeds 16 MiB");
     return;
   }
-  if (slot.sse && !slot.got_response) {
+  if (slot.sse && !slot.answer.done()) {
     finishSlot(slot, false, "no_response", "the event stream ended without a response");
     return;
+  }
+  if (slot.sse) {
+    slot.resp = std::move(slot.answer.response());  // the response event's JSON
   }
   federation::Page page;
   std::string detail;
@@ -393,9 +389,10 @@ void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::stri
     return;
   }
   slot.done = true;
+  slot.finish_pending = false;
   evtimer_del(slot.timer.get());
   slot.up.release(false);
-  slot.framer.reset();
+  slot.answer.reset();
   federation::FetchReport::Part& part = report_.parts[slot.index];
   part.ok = ok;
   part.outcome.assign(outcome);
@@ -417,7 +414,7 @@ void FanOut::cancel() noexcept {
       evtimer_del(slot->timer.get());
     }
     slot->up.release(false);
-    slot->framer.reset();
+    slot->answer.reset();
     slot->done = true;
   }
   if (flush_) {

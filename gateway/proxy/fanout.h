@@ -17,8 +17,8 @@
 #include "gateway/federation/registry.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/message.h"
+#include "gateway/proxy/sse_response.h"
 #include "gateway/settings/settings.h"
-#include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
 
 namespace gw::proxy {
@@ -28,8 +28,8 @@ class FanOut;
 
 // The forwarded request fields sent to every upstream of a fan-out, owned (a fan-out may
 // outlive the request), with the fan-out's own Mcp-Method, Content-Type and Accept (the
-// client's Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type, Accept, Content-Length and Host
-// are not repeated).
+// client's Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type, Accept, Content-Length, Host and
+// Mcp-Session-Id are not repeated).
 class OwnedFields {
  public:
   void assign(std::span<const http::Field> fields, std::string_view method);
@@ -85,24 +85,23 @@ class FanOut final : public upstream::UpstreamCallbacks {
   const settings::Route* route() const noexcept { return route_; }
 
  private:
-  struct Slot final : sse::EventSink {
+  struct Slot {
     FanOut* owner = nullptr;
     size_t index = 0;
     upstream::Http1Upstream up;
     upstream::UpstreamRequestHead head;
-    std::string body;  // the current page's request
-    std::string resp;  // the JSON answer, or the SSE event that is the response
-    std::unique_ptr<sse::Framer> framer;
+    std::string body;    // the current page's request
+    std::string resp;    // the JSON answer
+    SseResponse answer;  // an SSE answer, read until its response event
     bool sse = false;
-    bool got_response = false;
-    int error_status = 0;      // a non-2xx answer (its body is kept, bounded, in resp)
-    std::string content_type;  // of that answer
+    bool finish_pending = false;  // the response event is in: finished by the next onFlush
+    int error_status = 0;         // a non-2xx answer (its body is kept, bounded, in resp)
+    std::string content_type;     // of that answer
     bool done = true;
     bool too_large = false;
     size_t pages = 0;
     std::string cursor;  // the last cursor asked for
     event::EventPtr timer;
-    void onEvent(std::string_view event, std::string_view data) noexcept override;
   };
 
   void startSlot(Slot& slot);

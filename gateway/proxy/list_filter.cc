@@ -1,9 +1,11 @@
 // visibility: filter (issue #16) — a caller's tools/list, prompts/list and resources/list show
-// only what its policy lets it use. On a plain route the upstream's answer (JSON or SSE) is
-// read whole (bounded), the list array filtered (federation::filterListAnswer: every other
-// byte kept, cacheScope set to "private"), then sent with a Content-Length; a federated
-// route filters its merged answer (serveMerged). Only when the policy can deny anything at
-// all: otherwise lists are relayed untouched, as with `visibility: all`.
+// only what its policy lets it use. On a plain route the upstream's answer is read whole
+// (bounded) — JSON to its end, SSE up to the event that carries the JSON-RPC response (a
+// server may keep its stream open after it; the upstream connection is then closed) — the
+// list array filtered (federation::filterListAnswer: every other byte kept, cacheScope set to
+// "private"), then sent with a Content-Length; a federated route filters its merged answer
+// (serveMerged). Only when the policy can deny anything at all: otherwise lists are relayed
+// untouched, as with `visibility: all`. Tool pinning reads tools/list answers the same way.
 
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
@@ -108,23 +110,33 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
   filter_kind_ = *kind;
   filter_status_ = resp.status;
   filter_buf_.clear();
+  if (resp_sse_) {
+    filter_answer_.begin(kMaxFilteredBytes);
+  } else {
+    filter_answer_.reset();
+  }
   resp_started = false;  // nothing went to the client yet: a failure still gets a 502
   return true;
 }
 
-void Exchange::collectListAnswer(evbuffer* in, size_t n) {
+// Keeps n more bytes of the answer. True when the answer is complete before the upstream ends
+// it: an SSE answer's response event is in (the events after it are not waited for).
+bool Exchange::collectListAnswer(evbuffer* in, size_t n) {
   if (filter_buf_.size() + n > kMaxFilteredBytes) {
     filter_overflow_ = true;
   } else {
+    filter_answer_.feed(in, n);
     const size_t at = filter_buf_.size();
     filter_buf_.resize(at + n);
     evbuffer_copyout(in, filter_buf_.data() + at, n);
   }
   evbuffer_drain(in, n);
+  return !filter_overflow_ && filter_answer_.done();
 }
 
 void Exchange::sendFilteredList() {
   filtering_ = false;
+  filter_answer_.reset();
   if (filter_overflow_) {
     upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                    "Bad Gateway: the list answer is too large to filter for this caller (16 MiB)",

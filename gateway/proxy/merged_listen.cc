@@ -12,8 +12,6 @@ namespace gw::proxy {
 
 namespace {
 
-constexpr uint64_t kFirstBackoffMs = 1000;
-constexpr uint64_t kMaxBackoffMs = 30000;
 constexpr size_t kMaxEventBytes = 4 * 1024 * 1024;
 constexpr size_t kMaxHeldBytes = 4 * 1024 * 1024;
 
@@ -96,8 +94,9 @@ void MergedListen::open(Slot& slot) {
   slot.head.pinned_endpoint = -1;
   slot.framer.reset();
   slot.streaming = false;
+  slot.opened = w_->clock->now();
   upstream::UpstreamError error{};
-  if (!slot.up.start(up, slot.head, w_->clock->now(), error)) {
+  if (!slot.up.start(up, slot.head, slot.opened, error)) {
     ended(slot, true);
     return;
   }
@@ -192,7 +191,6 @@ void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) 
         ack = std::move(notifications);
         acked = true;
       }
-      backoff_ms = 0;  // a stream that acknowledged is healthy again
       if (waiting) {
         waiting = false;
         m.maybeReady();
@@ -200,7 +198,6 @@ void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) 
       return;
     }
   } else if (federation::ackNotifications(data, ack)) {
-    backoff_ms = 0;
     return;  // a reopened stream's acknowledgement: the client has one already
   }
   if (mcp::looksLikeResponse(data)) {
@@ -265,8 +262,9 @@ void MergedListen::ended(Slot& slot, bool failed) {
       return;
     }
   }
-  slot.backoff_ms =
-      slot.backoff_ms == 0 ? kFirstBackoffMs : std::min(slot.backoff_ms * 2, kMaxBackoffMs);
+  // Growing unless the stream had stayed open a while (an acknowledgement alone is no sign of
+  // health: a server may acknowledge and drop at once).
+  slot.backoff_ms = federation::reopenBackoffMs(slot.backoff_ms, w_->clock->now() - slot.opened);
   timeval tv = event::toTimeval(std::chrono::milliseconds(slot.backoff_ms));
   evtimer_add(slot.timer.get(), &tv);
 }

@@ -5,8 +5,9 @@
 // failed (bounded by federation.list_timeout); the client then gets one acknowledgement with
 // the union, then every later upstream event as it completes (whole events only, re-framed
 // by the gateway; `id:` lines are not kept since several servers share one stream). An
-// upstream stream that ends or fails is reopened with backoff (1 s doubling to 30 s) while
-// the client stays, and its new acknowledgement is not repeated to the client. The owner
+// upstream stream that ends or fails is reopened with backoff (1 s doubling to 30 s, back to
+// 1 s only after a stream that stayed open 30 s: federation::reopenBackoffMs) while the
+// client stays, and its new acknowledgement is not repeated to the client. The owner
 // closing it (the client went away: cancellation) closes every upstream stream at once.
 
 #include <memory>
@@ -72,7 +73,8 @@ class MergedListen final : public upstream::UpstreamCallbacks {
     bool waiting = false;   // the first answer is still awaited (before ready)
     bool streaming = false;
     bool failed = false;
-    uint64_t backoff_ms = 0;
+    uint64_t backoff_ms = 0;  // the last reopen wait (0: none yet)
+    core::Nanos opened{};     // when this stream was (re)opened (clock)
     void onEvent(std::string_view event, std::string_view data) noexcept override;
   };
 

@@ -111,7 +111,15 @@ void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) 
     return;
   }
   if (filtering_) {
-    collectListAnswer(in, n);
+    if (collectListAnswer(in, n)) {
+      // The response event is in: the rest of the stream (a server may keep it open) is not
+      // waited for. Sent on a turn of its own (onKeepaliveTimer, at once), outside the
+      // upstream request's read — which may still end the answer itself (onUpstreamComplete
+      // sends it first and cancels the turn).
+      up_.pauseReading();
+      timeval now{0, 0};
+      evtimer_add(keepalive_timer.get(), &now);
+    }
     return;
   }
   if (framer_ || capture_json_) {
@@ -164,6 +172,12 @@ void Exchange::onBelowLowWatermark() {
 
 void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
   auto* x = static_cast<Exchange*>(arg);
+  if (x->filtering_) {
+    if (x->filter_answer_.done()) {
+      x->sendFilteredList();  // the list's response event is in (onUpstreamData)
+    }
+    return;
+  }
   if (!x->resp_started || !x->injectKeepalive()) {
     return;
   }

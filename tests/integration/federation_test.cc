@@ -50,6 +50,7 @@ struct FedSpec {
   std::string resources;
   std::string templates;
   int list_delay_ms = 0;
+  std::string cache;  // FED_CACHE: "public:<ms>" / "private:<ms>"; "" = the SDK's default
 };
 
 // One fed-server.mjs on an ephemeral port. The constructor only starts it (so several start
@@ -61,7 +62,8 @@ class FedServer {
         process_({"node", kFixtures + "/fed-server.mjs", "0"}, dir.path(), "fed-" + s.name,
                  {"FED_NAME=" + s.name, "FED_TOOLS=" + s.tools, "FED_PROMPTS=" + s.prompts,
                   "FED_RESOURCES=" + s.resources, "FED_TEMPLATES=" + s.templates,
-                  "FED_LIST_DELAY_MS=" + std::to_string(s.list_delay_ms)}) {}
+                  "FED_LIST_DELAY_MS=" + std::to_string(s.list_delay_ms), "FED_CACHE=" + s.cache}) {
+  }
 
   uint16_t port() {
     if (port_ != 0) {
@@ -105,6 +107,7 @@ struct FedOptions {
   std::string names = "keep";
   std::string list_timeout = "5s";
   int search_list_delay_ms = 0;
+  std::string cache;  // every server's FED_CACHE
 };
 
 constexpr char kFederationYaml[] = R"(listen: "127.0.0.1:${PORT}"
@@ -131,9 +134,10 @@ access_log: { path: "${ACCESS_LOG}" }
 struct Federation {
   explicit Federation(const FedOptions& o = {})
       : weather(dir, {"weather", "forecast,alerts,shared_tool", "weather_prompt", "weather://today",
-                      "weather://city/{name}", 0}),
-        files(dir, {"files", "read_file,shared_tool", "files_prompt", "file:///etc/motd", "", 0}),
-        search(dir, {"search", "query,slow", "", "", "", o.search_list_delay_ms}),
+                      "weather://city/{name}", 0, o.cache}),
+        files(dir, {"files", "read_file,shared_tool", "files_prompt", "file:///etc/motd", "", 0,
+                    o.cache}),
+        search(dir, {"search", "query,slow", "", "", "", o.search_list_delay_ms, o.cache}),
         admin(freePort()),
         gw(kFederationYaml, {{"ADMIN", std::to_string(admin)},
                              {"A", std::to_string(weather.port())},
@@ -585,15 +589,28 @@ TEST_CASE("federation: with one server stopped the lists still answer and its to
 
 TEST_CASE(
     "federation: subscriptions/listen is merged, list_changed of one server reaches the client "
-    "and closing it closes the upstream streams",
+    "and makes the gateway refetch, and closing it closes the upstream streams",
     "[federation]") {
   requireFixtures();
-  Federation f;
+  // Every server's lists are public for 10 minutes: the merged tools/list is served from the
+  // gateway's cache, so only the list_changed notification can make the gateway fetch again.
+  FedOptions o;
+  o.cache = "public:600000";
+  Federation f(o);
   std::vector<FedServer*> servers{&f.weather, &f.files, &f.search};
   // Listen streams the gateway may hold on its own (for its caches) are not the client's: let
   // it settle after a first tools/list, then count from there.
-  REQUIRE(toolsList(f).status == 200);
+  Response first = toolsList(f);
+  REQUIRE(first.status == 200);
+  INFO("first tools/list: " << first.body);
+  CHECK(has(first.body, R"("cacheScope":"public")"));
   std::this_thread::sleep_for(Ms(500));
+  // tools/list requests files has had (the control call below is routed, not listed).
+  auto filesLists = [&] { return countOf(f.files.log(), "REQ tools/list "); };
+  const size_t lists_cached = filesLists();
+  REQUIRE(lists_cached >= 1);
+  REQUIRE(toolsList(f).status == 200);
+  CHECK(filesLists() == lists_cached);  // served from the cache
   std::map<std::string, long> baseline;
   for (FedServer* s : servers) {
     baseline[s->name()] = s->openListens();
@@ -616,7 +633,8 @@ TEST_CASE(
   CHECK(call(f, "files_add_tool", R"({"name":"fresh_tool"})") == "files:added:fresh_tool");
   CHECK(listener.waitForOutput("notifications/tools/list_changed", Ms(5000), true, false));
 
-  // The gateway's tools/list shows it (bounded: ≤ 50 polls, ≤ 5 s) and routes it to files.
+  // The gateway's tools/list shows it (bounded: ≤ 50 polls, ≤ 5 s) and routes it to files:
+  // the notification made the cached list stale and the gateway fetched it again.
   std::string body;
   auto deadline = Clock::now() + Ms(5000);
   bool listed = false;
@@ -629,6 +647,7 @@ TEST_CASE(
   }
   INFO("last tools/list: " << body);
   CHECK(listed);
+  CHECK(filesLists() > lists_cached);
   CHECK(call(f, "fresh_tool", R"({"n":1})") == R"(files:fresh_tool:{"n":1})");
 
   // End the subscription (the SDK aborts the stream and sends notifications/cancelled).

@@ -403,3 +403,46 @@ TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "
     }
   }
 }
+
+TEST_CASE("pins: new_tools: block on a federated route pins every upstream's first listing",
+          "[pins]") {
+  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  TempDir dir;
+  const std::string policy = dir.file("policy.yaml");
+  REQUIRE(writeFile(policy, policyYaml("block", "block")));
+  Server a(dir, 0, "get_status", "", "alpha");
+  auto b = std::make_unique<Server>(dir, 0, "run_query", "", "beta");
+  const uint16_t b_port = b->port();
+  const uint16_t admin = freePort();
+  Gateway gw("listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:" + std::to_string(admin) +
+             "\"\nworkers: 1\nupstreams:\n  - name: alpha\n    endpoints: [\"127.0.0.1:" +
+             std::to_string(a.port()) +
+             "\"]\n  - name: beta\n    endpoints: [\"127.0.0.1:" + std::to_string(b_port) +
+             "\"]\nroutes:\n  - name: default\n    upstreams: [alpha, beta]\n    names: prefix\n"
+             "policies: [" +
+             policy + "]\naccess_log: { path: \"${ACCESS_LOG}\" }\n");
+
+  // No store yet: one fan-out lists both upstreams, and both are pinned whole — beta's first
+  // listing is not "new" because alpha's was saved a moment before.
+  const std::string first = sdkTools(dir, gw.port());
+  INFO("first listing: " << first);
+  CHECK(first.find("alpha__get_status") != std::string::npos);
+  CHECK(first.find("beta__run_query") != std::string::npos);
+  CHECK(first.find("beta__beta_add_tool") != std::string::npos);
+  REQUIRE(waitForPins(admin, R"("beta":{"beta_add_tool":{"state":"pinned")"));
+  CHECK(waitForPins(admin, R"("pending":0)"));
+  CHECK(fetch(gw.port(), rawCall("beta__run_query")).status == 200);
+  CHECK(sdkCall(dir, gw.port(), "beta__run_query") == "beta:run_query:{}\n");
+
+  // Once beta's tools are pinned, a tool it lists later is new: hidden and refused.
+  b.reset();
+  b = std::make_unique<Server>(dir, b_port, "run_query,drop_table", "", "beta");
+  const std::string later = sdkTools(dir, gw.port());
+  INFO("later listing: " << later);
+  CHECK(later.find("beta__run_query") != std::string::npos);
+  CHECK(later.find("beta__drop_table") == std::string::npos);
+  CHECK(fetch(gw.port(), rawCall("beta__drop_table")).status == 403);
+  CHECK(waitForPins(admin, R"("drop_table":{"state":"new")"));
+}

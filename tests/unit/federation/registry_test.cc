@@ -1,6 +1,7 @@
 // federation/registry: what a refresh records — the merged answer for the client, the cache
-// (only when every contributor was public, for the smallest ttl), ownership kept from an
-// upstream's last good list when it fails, conflicts reported once, staleness, and the
+// (only when every upstream answered and was public, for the smallest ttl), ownership kept
+// from an upstream's last good list when it fails, conflicts reported once, staleness (a
+// list_changed, or the ownership ttl run out on the catalog's clock), and the
 // /federation view — and the registry keeping a route's catalog across reloads.
 
 #include <simdjson.h>
@@ -108,7 +109,7 @@ TEST_CASE("registry: public answers are cached for the smallest ttl, then expire
   record(c, ListKind::kPrompts, {okPart({"p"}, 5000, true), okPart({"q"}, 3000, true)},
          core::Nanos{0});
   c.markStale(ListKind::kPrompts);
-  CHECK(c.stale(ListKind::kPrompts));
+  CHECK(c.stale(ListKind::kPrompts, core::Nanos{0}));
   CHECK(c.cached(ListKind::kPrompts, core::Nanos{0}, left) == nullptr);
   CHECK(c.owner(ListKind::kPrompts, "q") == 1);  // still routable while stale
 }
@@ -118,9 +119,54 @@ TEST_CASE("registry: ttl 0 and one failed upstream are not cached", "[federation
   uint64_t left = 0;
   record(c, ListKind::kTools, {okPart({"x"}, 0, true), okPart({"y"}, 0, true)}, core::Nanos{0});
   CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);
-  record(c, ListKind::kTools, {okPart({"x"}, 9000, true), failedPart("rpc_error")}, core::Nanos{0});
-  // What answered was public: cached (the failed upstream is left out of it).
+  // What answered was public, but b is missing from it: served to the client that asked, not
+  // kept (the next request fetches again, and b may be back).
+  auto partial = record(c, ListKind::kTools, {okPart({"x"}, 9000, true), failedPart("rpc_error")},
+                        core::Nanos{0});
+  REQUIRE(partial.ok);
+  CHECK(partial.answer.members->find("\"x\"") != std::string::npos);
+  CHECK(partial.answer.ttl_ms == 9000);
+  CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) == nullptr);
+  CHECK(c.viewJson(core::Nanos{0}).find("\"cache\":{}") != std::string::npos);
+  // Every upstream back and public: cached.
+  record(c, ListKind::kTools, {okPart({"x"}, 9000, true), okPart({"y"}, 9000, true)},
+         core::Nanos{0});
   CHECK(c.cached(ListKind::kTools, core::Nanos{0}, left) != nullptr);
+  // The same for discover: one upstream missing, nothing cached.
+  FetchReport::Part d;
+  d.ok = true;
+  d.page.ttl_ms = 9000;
+  d.page.public_scope = true;
+  d.page.result = R"({"supportedVersions":["2026-07-28"],"capabilities":{}})";
+  REQUIRE(record(c, ListKind::kDiscover, {d, failedPart("timeout")}, core::Nanos{0}).ok);
+  CHECK(c.cached(ListKind::kDiscover, core::Nanos{0}, left) == nullptr);
+  REQUIRE(record(c, ListKind::kDiscover, {d, d}, core::Nanos{0}).ok);
+  CHECK(c.cached(ListKind::kDiscover, core::Nanos{0}, left) != nullptr);
+}
+
+TEST_CASE("registry: ownership goes stale when the smallest ttl runs out, private or public",
+          "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  const auto at = [](auto d) { return std::chrono::duration_cast<core::Nanos>(d); };
+  // Private answers are never cached, but what they say is owned for their ttl all the same.
+  record(c, ListKind::kTools, {okPart({"x"}, 5000, false), okPart({"y"}, 2000, false)}, at(10s));
+  CHECK_FALSE(c.stale(ListKind::kTools, at(11s)));
+  CHECK(c.stale(ListKind::kTools, at(12s)));          // 2000 ms ran out: the next call refreshes
+  CHECK(c.owner(ListKind::kTools, "y") == 1);         // (still routable meanwhile)
+  CHECK_FALSE(c.stale(ListKind::kPrompts, at(12s)));  // another method: never fetched
+  // A refresh renews it, for its own smallest ttl.
+  record(c, ListKind::kTools, {okPart({"x"}, 3000, true), failedPart("timeout")}, at(20s));
+  CHECK_FALSE(c.stale(ListKind::kTools, at(22s)));
+  CHECK(c.stale(ListKind::kTools, at(23s)));
+  // A refresh that no upstream answered changes nothing: still stale.
+  record(c, ListKind::kTools, {failedPart("timeout"), failedPart("timeout")}, at(24s));
+  CHECK(c.stale(ListKind::kTools, at(24s)));
+  // ttlMs 0 (the SDK's default) says nothing about how long the list holds: no expiry by
+  // time (list_changed and misses still refresh).
+  record(c, ListKind::kTools, {okPart({"x"}, 0, false), okPart({"y"}, 0, false)}, at(30s));
+  CHECK_FALSE(c.stale(ListKind::kTools, at(30s) + std::chrono::hours(24)));
+  c.markStale(ListKind::kTools);
+  CHECK(c.stale(ListKind::kTools, at(31s)));
 }
 
 TEST_CASE("registry: an upstream that fails keeps owning what it last listed", "[federation]") {

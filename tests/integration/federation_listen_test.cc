@@ -1,0 +1,88 @@
+// Federation (issue #15), the merged subscriptions/listen stream against raw upstreams: an
+// upstream whose stream acknowledges and then ends at once is reopened with a backoff that
+// grows (1 s, 2 s, 4 s, … up to 30 s) — an acknowledgement alone does not make it healthy
+// again, only a stream that stayed open for 30 s does.
+
+#include <catch.hpp>
+#include <string>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+namespace {
+
+constexpr char kAck[] = R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",)"
+                        R"("params":{"notifications":{"toolsListChanged":true}}})";
+
+constexpr char kYaml[] = R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+mcp:
+  sse_keepalive: 0s
+upstreams:
+  - name: flaky
+    endpoints: ["${A}"]
+  - name: steady
+    endpoints: ["${B}"]
+routes:
+  - name: default
+    upstreams: [flaky, steady]
+federation:
+  list_timeout: 2s
+access_log: { path: "${ACCESS_LOG}" }
+)";
+
+// Reads one request, acknowledges it, then ends the stream (`hold`: keeps it open instead).
+UpstreamScript acknowledging(bool hold) {
+  return [hold](UpstreamConn& c) {
+    if (!c.readRequest()) {
+      return;
+    }
+    c.send(sseHead(hold ? "" : "Connection: close\r\n") +
+           chunk(std::string("event: message\ndata: ") + kAck + "\n\n"));
+    if (hold) {
+      c.waitPeerClose(Ms(30000));
+      return;
+    }
+    c.send(chunk(""));  // the last chunk: the stream ended
+    c.close();
+  };
+}
+
+}  // namespace
+
+TEST_CASE("federation: an upstream listen stream that acks then ends is reopened with backoff",
+          "[federation]") {
+  RawUpstream flaky(acknowledging(false));
+  RawUpstream steady(acknowledging(true));
+  Gateway gw(kYaml, {{"A", flaky.address()}, {"B", steady.address()}});
+
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":)"
+      R"({"notifications":{"toolsListChanged":true},"_meta":)"
+      R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  Client client(gw.port());
+  REQUIRE(client.send(
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+      "Mcp-Method: subscriptions/listen\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body));
+  auto head = client.readHead(Ms(5000));
+  INFO("gateway stderr:\n" << gw.process().stderrText());
+  REQUIRE(head);
+  REQUIRE(head->status == 200);
+  REQUIRE(client.readBodyUntil("notifications/subscriptions/acknowledged", Ms(5000)));
+  const auto t0 = Clock::now();
+
+  // 6.5 s with the client listening: reopened after 1 s, then 2 s, then 4 s (t = 1, 3, 7 s)
+  // — not every second.
+  std::this_thread::sleep_for(Ms(6500));
+  const size_t opened = flaky.requestCount();
+  INFO("flaky upstream's listen requests in the first " << msBetween(t0, Clock::now())
+                                                        << " ms: " << opened);
+  CHECK(opened >= 2);  // it is reopened
+  CHECK(opened <= 4);  // 1 + reopens at ~1 s and ~3 s (7 with a 1 s backoff that never grows)
+  CHECK(steady.requestCount() == 1);
+  client.close();
+}

@@ -1,0 +1,79 @@
+// Federation (issue #15): an upstream's list answer in SSE whose response event arrives in the
+// same read as the end of the answer — framed by Content-Length, or chunked with the last chunk
+// right behind the event — is merged like any other; the fan-out stops at the response event
+// without tearing the upstream request down inside its own read.
+
+#include <catch.hpp>
+#include <string>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+namespace {
+
+bool has(const std::string& text, std::string_view needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+std::string listEvent(const std::string& tool) {
+  return R"(event: message
+data: {"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":")" +
+         tool + R"(","inputSchema":{"type":"object"}}]}}
+
+)";
+}
+
+constexpr char kYaml[] = R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: a
+    endpoints: ["${A}"]
+  - name: b
+    endpoints: ["${B}"]
+routes:
+  - name: default
+    upstreams: [a, b]
+access_log: { path: "${ACCESS_LOG}" }
+)";
+
+}  // namespace
+
+TEST_CASE("federation: an SSE list answer that ends in the read of its response event is merged",
+          "[federation]") {
+  const bool chunked = GENERATE(false, true);
+  INFO((chunked ? "chunked, last chunk in the same send" : "Content-Length"));
+  const std::string event = listEvent("a_tool");
+  const std::string answer =
+      chunked ? sseHead() + chunk(event) + chunk("")
+              : "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+                    std::to_string(event.size()) + "\r\n\r\n" + event;
+  UpstreamScript a_script = [answer](UpstreamConn& c) {
+    while (c.readRequest(Ms(10000))) {
+      if (!c.send(answer)) {
+        return;
+      }
+    }
+  };
+  RawUpstream a(a_script);
+  RawUpstream b(RawUpstream::respond(
+      200, R"({"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b_tool","inputSchema":{}}]}})"));
+  Gateway gw(kYaml, {{"A", a.address()}, {"B", b.address()}});
+
+  const std::string body = R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":)"
+                           R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  const std::string req =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+      "Mcp-Method: tools/list\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  for (int i = 0; i < 3; ++i) {
+    Response r = fetch(gw.port(), req, Ms(5000));
+    INFO("tools/list #" << i << ": " << r.head << r.body << "\ngateway stderr:\n"
+                        << gw.process().stderrText());
+    CHECK(r.status == 200);
+    CHECK(has(r.body, "\"a_tool\""));
+    CHECK(has(r.body, "\"b_tool\""));
+  }
+  CHECK(gw.process().running());
+}
