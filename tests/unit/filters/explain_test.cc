@@ -169,3 +169,28 @@ TEST_CASE("explain: inputs that cannot make a request are errors, rejections are
     CHECK(r->find("\"decision\":\"reject\"") != std::string::npos);
   }
 }
+
+TEST_CASE("explain: legacy traffic on a federated route goes to its first upstream", "[explain]") {
+  gw::policy::test::TempDir dir;
+  std::string path = dir.write("gateway.yaml",
+                               "listen: 127.0.0.1:8080\n"
+                               "upstreams:\n"
+                               "  - name: a\n    endpoints: [127.0.0.1:9000]\n"
+                               "  - name: b\n    endpoints: [127.0.0.1:9001]\n"
+                               "routes:\n"
+                               "  - name: default\n"
+                               "    upstreams: [a, b]\n");
+  std::vector<gw::settings::Diagnostic> errors;
+  auto snap = gw::filters::Snapshot::load(path, nullptr, errors);
+  REQUIRE(snap);
+  ExplainInput in;
+  in.method = "tools/list";
+  auto modern = gw::filters::explain(*snap, in, nullptr);
+  REQUIRE(modern);
+  CHECK(modern->find(R"x("sends_to":"every upstream (merged)")x") != std::string::npos);
+  in.protocol_version = "2025-06-18";  // untrusted: legacy passthrough, the body is the view
+  auto legacy = gw::filters::explain(*snap, in, nullptr);
+  REQUIRE(legacy);
+  CHECK(legacy->find(R"x("sends_to":"first upstream (legacy traffic)","owner":"a")x") !=
+        std::string::npos);
+}
