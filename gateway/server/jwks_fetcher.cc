@@ -18,6 +18,7 @@
 #include "gateway/policy/jwks_source.h"
 #include "gateway/policy/jwt.h"
 #include "gateway/tls/tls.h"
+#include "gateway/upstream/pool.h"
 
 namespace gw::server {
 
@@ -259,18 +260,8 @@ void JwksFetcher::Impl::onEvent(Fetch& f, short what) {
       return;
     }
     if (f.source->parsed().https) {
-      unsigned long errors[8];
-      size_t n = 0;
-      while (n < 8 && (errors[n] = bufferevent_get_openssl_error(bev)) != 0) {
-        ++n;
-      }
-      const unsigned long queued = tls::protocolError(errors, n);
-      SSL* ssl = bufferevent_openssl_get_ssl(bev);
-      if (tls::handshakeFailed(ssl, queued)) {
-        std::string why = tls::handshakeError(ssl, queued);
-        while (bufferevent_get_openssl_error(bev) != 0) {
-        }
-        end(f, Result::kTlsError, why);
+      if (std::optional<std::string> why = upstream::tlsHandshakeFailure(bev)) {
+        end(f, Result::kTlsError, *why);
         return;
       }
     }

@@ -365,17 +365,8 @@ void Http1Upstream::onEvent(bufferevent* bev, short what, void* arg) {
       // The TCP connect may have failed (refused: retried below) or the handshake: a
       // certificate that does not verify, no common protocol... That is no endpoint's
       // passing trouble, so it is not retried elsewhere.
-      unsigned long errors[8];
-      size_t n = 0;
-      while (n < 8 && (errors[n] = bufferevent_get_openssl_error(bev)) != 0) {
-        ++n;
-      }
-      const unsigned long queued = tls::protocolError(errors, n);
-      SSL* ssl = bufferevent_openssl_get_ssl(bev);
-      if (tls::handshakeFailed(ssl, queued)) {
-        u->tls_error_ = tls::handshakeError(ssl, queued);
-        while (bufferevent_get_openssl_error(bev) != 0) {
-        }
+      if (std::optional<std::string> why = tlsHandshakeFailure(bev)) {
+        u->tls_error_ = std::move(*why);
         u->fail(UpstreamError::kTls);
         return;
       }

@@ -39,6 +39,22 @@ bool resolveEndpoint(const settings::Address& a, Endpoint& out) {
   return out.valid;
 }
 
+std::optional<std::string> tlsHandshakeFailure(bufferevent* bev) {
+  unsigned long errors[8];
+  size_t n = 0;
+  while (n < 8 && (errors[n] = bufferevent_get_openssl_error(bev)) != 0) {
+    ++n;
+  }
+  while (bufferevent_get_openssl_error(bev) != 0) {
+  }
+  const unsigned long queued = tls::protocolError(errors, n);
+  SSL* ssl = bufferevent_openssl_get_ssl(bev);
+  if (!tls::handshakeFailed(ssl, queued)) {
+    return std::nullopt;
+  }
+  return tls::handshakeError(ssl, queued);
+}
+
 void setNoDelay(evutil_socket_t fd) noexcept {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

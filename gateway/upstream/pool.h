@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -118,6 +119,12 @@ class Pools {
 // Builds the sockaddr for `a` from its numeric `ip` (no name lookup here). False when `ip` is
 // not an IPv4 or IPv6 literal (e.g. an Address that did not come from the settings loader).
 bool resolveEndpoint(const settings::Address& a, Endpoint& out);
+
+// Why an OpenSSL bufferevent's connection failed before it was established, when it failed
+// in TLS (a certificate that does not verify, a protocol error); nullopt when it failed in
+// TCP (refused, reset: libevent lists only SSL_ERROR_SYSCALL then). Drains the bufferevent's
+// OpenSSL error list either way.
+std::optional<std::string> tlsHandshakeFailure(bufferevent* bev);
 
 // Sets TCP_NODELAY on a connected or connecting socket.
 void setNoDelay(evutil_socket_t fd) noexcept;

@@ -1299,6 +1299,19 @@ std::optional<std::string> jsonToken(std::string_view json, std::string_view key
   return std::string(json.substr(pos, end - pos));
 }
 
+std::string waitLogLine(const Gateway& gw, std::string_view needle) {
+  auto deadline = Clock::now() + Ms(3000);
+  while (Clock::now() < deadline) {
+    for (const std::string& line : fileLines(gw.accessLogPath())) {
+      if (line.find(needle) != std::string::npos) {
+        return line;
+      }
+    }
+    std::this_thread::sleep_for(Ms(10));
+  }
+  return {};
+}
+
 std::vector<std::string> fileLines(const std::string& path) {
   std::vector<std::string> out;
   std::istringstream in(readFile(path));

@@ -373,6 +373,9 @@ Response fetch(uint16_t port, const std::string& request, Ms timeout = Ms(8000))
 std::optional<std::string> jsonToken(std::string_view json, std::string_view key);
 // The lines of a text file that are not empty.
 std::vector<std::string> fileLines(const std::string& path);
+// The first access-log line of `gw` containing `needle` (waits up to 3 s), or "" when none
+// appears.
+std::string waitLogLine(const Gateway& gw, std::string_view needle);
 
 // Request builders.
 // A POST /mcp with MCP 2026-07-28 headers for tools/call of `tool`, the given extra header

@@ -103,20 +103,6 @@ std::string token(const Response& r, std::string_view key) {
   return jsonToken(r.body, key).value_or("<absent>");
 }
 
-// The first access-log line containing `needle` (waits up to 3 s), or "" when none appears.
-std::string waitLogLine(const Gateway& gw, std::string_view needle) {
-  auto deadline = Clock::now() + Ms(3000);
-  while (Clock::now() < deadline) {
-    for (const std::string& line : fileLines(gw.accessLogPath())) {
-      if (line.find(needle) != std::string::npos) {
-        return line;
-      }
-    }
-    std::this_thread::sleep_for(Ms(10));
-  }
-  return {};
-}
-
 bool allDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }

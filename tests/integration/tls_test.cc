@@ -285,19 +285,6 @@ Response adminGet(uint16_t port, const std::string& target) {
   return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
 }
 
-std::string waitLogLine(const Gateway& gw, std::string_view needle) {
-  auto deadline = Clock::now() + Ms(3000);
-  while (Clock::now() < deadline) {
-    for (const std::string& line : fileLines(gw.accessLogPath())) {
-      if (line.find(needle) != std::string::npos) {
-        return line;
-      }
-    }
-    std::this_thread::sleep_for(Ms(10));
-  }
-  return {};
-}
-
 }  // namespace
 
 TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "[tls]") {

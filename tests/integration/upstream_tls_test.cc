@@ -72,20 +72,6 @@ std::string field(const Response& r, const char* key) {
   return jsonToken(r.body, key).value_or("<absent>");
 }
 
-// The first access-log line with `needle`, waiting up to 3 s.
-std::string logLine(const Gateway& gw, const std::string& needle) {
-  auto deadline = Clock::now() + Ms(3000);
-  while (Clock::now() < deadline) {
-    for (const std::string& line : fileLines(gw.accessLogPath())) {
-      if (line.find(needle) != std::string::npos) {
-        return line;
-      }
-    }
-    std::this_thread::sleep_for(Ms(10));
-  }
-  return {};
-}
-
 struct Pki {
   TempDir dir;
   TestCert ca = makeTestCa(dir.path(), "ca", "upstream test CA");
@@ -156,7 +142,7 @@ TEST_CASE("upstream tls: a certificate that does not verify is a 502 naming the 
       CHECK(r.status == 502);
       CHECK(field(r, "code") == "-31010");
       CHECK(field(r, "id") == "7");
-      CHECK(logLine(gw, "\"outcome\":\"upstream_tls\"").find("\"status\":502") !=
+      CHECK(waitLogLine(gw, "\"outcome\":\"upstream_tls\"").find("\"status\":502") !=
             std::string::npos);
       CHECK(gw.process().waitForOutput(c.reason, Ms(3000)));
     }
@@ -172,7 +158,7 @@ TEST_CASE("upstream tls: a refused connect is not a TLS failure, the next endpoi
     Gateway gw(config(closed, "      ca: " + pki.ca.cert + "\n      server_name: localhost\n"));
     Response r = fetch(gw.port(), call(10));
     CHECK(r.status == 502);
-    CHECK(logLine(gw, "\"outcome\":\"connect_failed\"").find("\"status\":502") !=
+    CHECK(waitLogLine(gw, "\"outcome\":\"connect_failed\"").find("\"status\":502") !=
           std::string::npos);
   }
   Gateway gw(config(closed + ", 127.0.0.1:" + std::to_string(up.port()),

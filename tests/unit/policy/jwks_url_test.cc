@@ -19,36 +19,15 @@ namespace gw::policy {
 namespace {
 
 using test::AuthHeader;
+using test::b64url;
+using test::hmac;
 using test::TempDir;
 
 constexpr int64_t kNow = 1800000000;
 
-std::string b64url(const std::string& in) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(a[(acc >> bits) & 63]);
-    }
-  }
-  if (bits > 0) {
-    out.push_back(a[(acc << (6 - bits)) & 63]);
-  }
-  return out;
-}
-
 std::string hs256(const std::string& secret, const std::string& kid, const std::string& payload) {
   std::string input = b64url(R"({"alg":"HS256","kid":")" + kid + R"("})") + "." + b64url(payload);
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, &len);
-  return input + "." + b64url(std::string(reinterpret_cast<char*>(mac), len));
+  return input + "." + b64url(hmac(secret, input));
 }
 
 std::string claims(int64_t exp, const std::string& sub = "alice") {

@@ -22,28 +22,11 @@ namespace gw::policy {
 namespace {
 
 using test::AuthHeader;
+using test::b64url;
+using test::hmac;
 using test::TempDir;
 
 constexpr int64_t kNow = 1800000000;
-
-std::string b64url(const std::string& in) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(a[(acc >> bits) & 63]);
-    }
-  }
-  if (bits > 0) {
-    out.push_back(a[(acc << (6 - bits)) & 63]);
-  }
-  return out;
-}
 
 struct PkeyFree {
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
@@ -71,14 +54,6 @@ std::string sign(EVP_PKEY* k, const std::string& input) {
   sig.resize(len);
   EVP_MD_CTX_free(ctx);
   return sig;
-}
-
-std::string hmac(const std::string& key, const std::string& input) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, &len);
-  return std::string(reinterpret_cast<char*>(mac), len);
 }
 
 // DER ECDSA signature → the raw r||s JWS uses.
