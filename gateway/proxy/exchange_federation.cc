@@ -241,20 +241,17 @@ void Exchange::onRefreshed() {
 // have (-32602 "Tool X not found", in band) — or, for a request whose headers and body
 // disagree, the 400 -32020 it owes the client. The gateway does not invent that answer: it
 // cannot know, without reading the body, which of the two the server owes.
-// No upstream lists the name, even after the lists were fetched again: the JSON-RPC error a
-// server gives for a name it does not have, made here (sent to some upstream instead, a
-// call would reach a server that never offered the tool, by a name no list showed).
-void Exchange::unknownName(federation::ListKind kind) {
+void Exchange::unknownName(federation::ListKind) {
   fed_name_.clear();
   fed_unknown_ = true;
-  rejectUnknownName(kind);
+  proceedTo(0);
 }
 
-// A name no upstream of the route has — names: prefix, no upstream prefix of this route (sent
-// on unprefixed, a client would call a tool by a name no policy rule was written for), or a
-// name no list holds after one refresh: the JSON-RPC error a server gives for a name it does
-// not have (HTTP 200, in band), made by the gateway. -32602, for a resource with data.uri
-// (2026-07-28 retired -32002, SEP-2164).
+// names: prefix, a name with no upstream prefix of this route: the JSON-RPC error a server
+// gives for a name it does not have (HTTP 200, in band), made by the gateway — the name is
+// nobody's, and sending it on unprefixed would let a client call a tool by a name no policy
+// rule was written for. -32602 (a resource would get -32602 with data.uri too: 2026-07-28
+// retired -32002, SEP-2164; URIs are never prefixed, so only tools and prompts come here).
 void Exchange::rejectUnknownName(federation::ListKind kind) {
   std::string message;
   const int code = -32602;
@@ -266,7 +263,7 @@ void Exchange::rejectUnknownName(federation::ListKind kind) {
   } else {
     message = "Resource " + std::string(name) + " not found";
   }
-  filters::setReply(ctx_, 200, code, std::move(message), "unknown_name", true);
+  filters::setReply(ctx_, 200, code, std::move(message), "unknown_name", false);
   if (kind != federation::ListKind::kTools && kind != federation::ListKind::kPrompts) {
     std::string data = "{\"uri\":";
     federation::appendJsonString(data, name);
@@ -274,9 +271,17 @@ void Exchange::rejectUnknownName(federation::ListKind kind) {
     ctx_.reply.data_json = std::move(data);
   }
   ctx_.reply.id = mcp::RequestId::absent();
+  if (body_read && body) {
+    ctx_.reply.id = mcp::extractId(
+        std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(body.get(), -1)),
+                         evbuffer_get_length(body.get())));
+  }
+  if (ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+    ctx_.reply.id = mcp::RequestId::null();
+  }
   outcome = Outcome::kUnknownName;
   releaseBody();
-  replyBeforeBody();  // the id from the body, read (bounded) when it is not in yet
+  sendLocalReply();
 }
 
 // The call goes to route upstream `owner` (index in `upstreams`).
