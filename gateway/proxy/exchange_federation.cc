@@ -241,6 +241,10 @@ void Exchange::onRefreshed() {
 // have (-32602 "Tool X not found", in band) — or, for a request whose headers and body
 // disagree, the 400 -32020 it owes the client. The gateway does not invent that answer: it
 // cannot know, without reading the body, which of the two the server owes.
+// No upstream lists the name, even after the lists were fetched again: the call goes to the
+// first upstream, whose own answer the client gets (-32602 for a name it does not have). Not
+// answered here: a request whose Mcp-Name disagrees with its body must get the server's 400
+// (the conformance suite's sep-2243 check), which the gateway cannot tell without verify mode.
 void Exchange::unknownName(federation::ListKind) {
   fed_name_.clear();
   fed_unknown_ = true;
