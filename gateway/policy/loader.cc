@@ -237,8 +237,9 @@ class Loader : public config::Walker {
     t.file = file();
     t.line = pe.key_node.Mark().line + 1;
     bool ok = true;
-    const Entry* store = nullptr;
-    for (const Entry& e : entries(pe.value, pe.key_node.Mark(), kPinningKeys, pe.path)) {
+    const Entry* store = nullptr;  // points into `es`
+    const std::vector<Entry> es = entries(pe.value, pe.key_node.Mark(), kPinningKeys, pe.path);
+    for (const Entry& e : es) {
       if (e.key == "mode") {
         size_t i = 0;
         ok = readChoice(e, kPinningModes, i) && ok;

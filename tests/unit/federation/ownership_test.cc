@@ -130,8 +130,10 @@ TEST_CASE("federation: templateMatches is quick on adversarial inputs", "[federa
   CHECK_FALSE(templateMatches(std::string(8192, 'a') + "{", long_uri));
   CHECK(templateMatches(std::string(8191, 'a') + "{x}", long_uri));
 
+  // A hang guard, not a benchmark: a backtracking matcher takes hours here, the linear one
+  // milliseconds (seconds under ASan on a loaded machine; 2 s was exceeded there).
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  CHECK(elapsed < std::chrono::seconds(2));
+  CHECK(elapsed < std::chrono::seconds(60));
 }
 
 TEST_CASE("federation: Ownership gives each name to the first upstream listing it",
