@@ -139,51 +139,6 @@ FilterStatus methodNotAllowed(RequestContext& ctx) {
   return FilterStatus::kLocalReply;
 }
 
-// identity.resource_metadata: GET (or HEAD) of its well-known URI, of the root form, or of
-// the form for the MCP endpoint's path answers the RFC 9728 document. Null when `path` is
-// none of them.
-const policy::ResourceMetadata* metadataFor(const filters::Snapshot& snap,
-                                            std::string_view path) noexcept {
-  const policy::ResourceMetadata* m = snap.policy->resourceMetadata();
-  constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
-  if (m == nullptr || !path.starts_with(kWellKnown)) {
-    return nullptr;
-  }
-  const std::string_view rest = path.substr(kWellKnown.size());
-  if (rest.empty() || path == m->well_known_path || rest == snap.settings->endpoint) {
-    return m;
-  }
-  return nullptr;
-}
-
-FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& m) {
-  ctx.reply = LocalReply{};
-  ctx.reply.json_rpc = false;
-  ctx.reply.reason = "resource_metadata";
-  if (ctx.head->method == "OPTIONS") {
-    // A browser-based client's CORS preflight (SDKs send MCP-Protocol-Version with it).
-    ctx.reply.status = 200;
-    ctx.reply.extra_headers =
-        "Allow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: *\r\n"
-        "Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\n"
-        "Access-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n";
-    return FilterStatus::kLocalReply;
-  }
-  if (ctx.head->method != "GET" && ctx.head->method != "HEAD") {
-    ctx.reply.status = 405;
-    ctx.reply.text = "method not allowed\n";
-    ctx.reply.extra_headers = "Allow: GET, HEAD, OPTIONS\r\n";
-    ctx.reply.reason = "method_not_allowed";
-    return FilterStatus::kLocalReply;
-  }
-  ctx.reply.status = 200;
-  ctx.reply.text = m.document;
-  ctx.reply.content_type = "application/json";
-  // Public metadata a browser-based client reads across origins (RFC 9728 §3).
-  ctx.reply.extra_headers = "Access-Control-Allow-Origin: *\r\n";
-  return FilterStatus::kLocalReply;
-}
-
 // ---- stage 1: transport rules (Host, method/target form, path, Origin) ------------------
 // Decided from the head alone, before the MCP contract and before legacy passthrough can
 // admit anything: a Host outside mcp.allowed_hosts is 403 (DNS-rebinding protection);
@@ -200,8 +155,8 @@ FilterStatus transportStage(RequestContext& ctx) noexcept {
     return methodNotAllowed(ctx);
   }
   if (head.path != s.endpoint) {
-    if (const policy::ResourceMetadata* m = metadataFor(*ctx.snapshot, head.path)) {
-      return metadataReply(ctx, *m);
+    if (const policy::ResourceMetadata* m = detail::metadataFor(*ctx.snapshot, head.path)) {
+      return detail::metadataReply(ctx, *m);
     }
     ctx.reply = LocalReply{};
     ctx.reply.status = 404;
@@ -457,39 +412,6 @@ FilterStatus policyStage(RequestContext& ctx) noexcept {
 }  // namespace
 
 namespace detail {
-
-std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
-                            const std::vector<std::string>& scopes) {
-  std::string h = "WWW-Authenticate: Bearer ";
-  const policy::ResourceMetadata* m = pol.resourceMetadata();
-  const size_t start = h.size();
-  auto param = [&](std::string_view name, std::string_view value) {
-    h += h.size() > start ? ", " : "";
-    h += name;
-    h += "=\"";
-    h += value;  // scopes and the URL were checked at load: no quote, backslash or control
-    h += '"';
-  };
-  if (m == nullptr) {
-    param("realm", "mcp-gateway");
-  }
-  if (error != nullptr) {
-    param("error", error);
-  }
-  if (!scopes.empty()) {
-    std::string joined;
-    for (const std::string& s : scopes) {
-      joined += joined.empty() ? "" : " ";
-      joined += s;
-    }
-    param("scope", joined);
-  }
-  if (m != nullptr) {
-    param("resource_metadata", m->url);
-  }
-  h += "\r\n";
-  return h;
-}
 
 // A value from the request, escaped and shortened for an error message.
 std::string quoted(std::string_view v) {

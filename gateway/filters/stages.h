@@ -16,6 +16,12 @@ constexpr size_t kMaxEchoedValue = 64;
 
 // A value from the request, escaped and shortened for an error message.
 std::string quoted(std::string_view v);
+// identity.resource_metadata: the document when `path` is its well-known URI, the root
+// form, or the form for the MCP endpoint's path; null otherwise (oauth.cc).
+const policy::ResourceMetadata* metadataFor(const Snapshot& snap, std::string_view path) noexcept;
+// The answer to a request for that document: 200 with it (GET, HEAD), a CORS preflight
+// (OPTIONS), or 405.
+FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& m);
 // The `WWW-Authenticate: Bearer ...` line of a 401 or insufficient-scope 403 (RFC 6750 §3,
 // RFC 9728 §5.1): `error` (may be null), the scopes to ask for, and resource_metadata when
 // identity.resource_metadata is set (else realm="mcp-gateway").
