@@ -1,11 +1,13 @@
 # mcp-gateway container image: a Debian 12 build stage, then a runtime stage FROM scratch that
 # holds only the binary, the shared libraries it loads (glibc and libstdc++ included) with the
-# dynamic loader, a passwd entry for the unprivileged user (uid/gid 10001) and the default
-# config (deploy/gateway.yaml). About 13 MB; README.md ("Docker sidecar") says what weighs
+# dynamic loader, a passwd entry for the unprivileged user (uid/gid 10001), Debian's CA bundle
+# (the "system store" for upstreams[].tls and jwks_url without their own CA file) and the
+# default config (deploy/gateway.yaml). About 15 MB; README.md ("Docker sidecar") says what weighs
 # what. There is no shell, package manager or coreutils inside (the HEALTHCHECK is the
 # binary's own `healthcheck` command): debug from outside (`docker cp`, the admin endpoints)
 # or build FROM ${BASE} instead. No secret is baked in: the default config's admin listener
-# (0.0.0.0:9901) needs its token mounted at /run/secrets/admin_token.
+# (0.0.0.0:9901) needs its token mounted at /run/secrets/admin_token, and the HTTPS variant
+# (deploy/gateway-tls.yaml) its certificate and key mounted under /run/secrets/tls.
 #
 #   docker build -t mcp-gateway .                 (or: podman build --format docker ...)
 #   openssl rand -hex 32 > admin.token
@@ -23,7 +25,7 @@ FROM ${BASE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config libevent-dev libsimdjson-dev libyaml-cpp-dev \
-      libspdlog-dev node-llhttp libssl-dev libhiredis-dev prometheus-cpp-dev \
+      libspdlog-dev node-llhttp libssl-dev libhiredis-dev prometheus-cpp-dev ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -80,14 +82,19 @@ RUN set -eu; \
     printf '%s\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' \
       'mcp-gateway:x:10001:10001:mcp-gateway:/nonexistent:/usr/sbin/nologin' > /out/etc/passwd; \
     printf '%s\n' 'root:x:0:' 'mcp-gateway:x:10001:' > /out/etc/group; \
-    printf '%s\n' 'passwd: files' 'group: files' 'hosts: files dns' > /out/etc/nsswitch.conf
+    printf '%s\n' 'passwd: files' 'group: files' 'hosts: files dns' > /out/etc/nsswitch.conf; \
+    mkdir -p /out/etc/ssl/certs /out/usr/lib/ssl; \
+    cp /etc/ssl/certs/ca-certificates.crt /out/etc/ssl/certs/; \
+    ln -s /etc/ssl/certs/ca-certificates.crt /out/usr/lib/ssl/cert.pem; \
+    ln -s /etc/ssl/certs /out/usr/lib/ssl/certs; \
+    copyright ca-certificates
 
 # --- runtime ----------------------------------------------------------------------------------
 FROM scratch
 COPY --from=build /out/ /
-COPY deploy/gateway.yaml /etc/mcp-gateway/gateway.yaml
+COPY deploy/gateway.yaml deploy/gateway-tls.yaml /etc/mcp-gateway/
 USER 10001:10001
-EXPOSE 8080 9901
+EXPOSE 8080 8443 9901
 # GW_ADMIN_PORT: the admin port the health check asks (default 9901); set it when a mounted
 # config moves it.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

@@ -18,7 +18,16 @@
 #      server image (deploy/demo-server.Dockerfile) is built too, its server started from its
 #      root filesystem listens on 127.0.0.1 only, and an MCP tools/call sent to the gateway
 #      (started from its own image) comes back from that server. Both share this machine's
-#      network namespace, as the two containers share the pod's. GW_CHECK_DEMO=0 skips this.
+#      network namespace, as the two containers share the pod's. GW_CHECK_DEMO=0 skips this;
+#   5. the HTTPS variant (deploy/gateway-tls.yaml, which the image holds): a CA and a server
+#      certificate are made at run time with the openssl CLI and bind-mounted read-only at
+#      /run/secrets/tls (never in the image or the repo); the variant is refused without them
+#      and checks with them (so does deploy/k8s-tls's ConfigMap config); the gateway started
+#      on it answers the tools/call over HTTPS (curl verifies against the test CA) and a plain
+#      request with 400; a second gateway from the image, with `upstreams[].tls` and no `ca`,
+#      gets 502 -31010 from it while the image's CA bundle is Debian's, and the call goes
+#      through once the test CA is bind-mounted over that bundle (the system store is the
+#      file the image carries). Skipped with step 4.
 #
 # The base image is debian:bookworm-slim when it can be pulled; when it cannot (no registry
 # but Debian's is reachable), an equivalent is made once with debootstrap from the Debian
@@ -27,8 +36,8 @@
 # ${GW_IMAGE_CACHE} so a later run, even after the podman store is wiped, skips debootstrap;
 # podman's layer cache makes a second build of unchanged sources near-instant.
 #
-# Needs root (chroot, mounts). Installs podman, debootstrap, curl and iproute2 with apt when
-# missing. Cleans up what it made (containers, mounts, temp dirs, the processes it started);
+# Needs root (chroot, mounts). Installs podman, debootstrap, curl, iproute2 and openssl with apt
+# when missing. Cleans up what it made (containers, mounts, temp dirs, the processes it started);
 # keeps the images (the one each tag named before is removed when a build replaces it) and the
 # base cache. Exits non-zero on the first failed check.
 #
@@ -112,6 +121,7 @@ command -v podman > /dev/null || need+=(podman)
 command -v debootstrap > /dev/null || need+=(debootstrap)
 command -v curl > /dev/null || need+=(curl)
 command -v ss > /dev/null || need+=(iproute2)
+command -v openssl > /dev/null || need+=(openssl)
 if [[ ${#need[@]} -gt 0 ]]; then
   [[ "${SKIP_APT:-0}" != 1 ]] || die "missing ${need[*]} and SKIP_APT=1"
   say "installing ${need[*]}"
@@ -307,14 +317,15 @@ pass "chroot: the default config without a mounted admin token is refused: ${out
 od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "${tmp}/admin_token"
 chmod 444 "${tmp}/admin_token"
 printf 'Authorization: Bearer %s\n' "$(cat "${tmp}/admin_token")" > "${tmp}/admin_auth_header"
-mount_token() {  # mount_token PATH: the token at PATH inside the image's root filesystem
-  local target="${mnt}$1"
+mount_ro() {  # mount_ro FILE PATH: FILE, read-only, at PATH inside the image's root filesystem
+  local target="${mnt}$2"
   mkdir -p "$(dirname "${target}")"
-  : > "${target}"
-  mount --bind "${tmp}/admin_token" "${target}"
+  [[ -e "${target}" ]] || : > "${target}"
+  mount --bind "$1" "${target}"
   binds+=("${target}")
   mount -o remount,bind,ro "${target}"
 }
+mount_token() { mount_ro "${tmp}/admin_token" "$1"; }
 mount_token /run/secrets/admin_token
 mount_token /run/secrets/mcp-gateway/admin_token
 out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-gateway \
@@ -493,11 +504,132 @@ if [[ "${code}" != 200 ]] || ! grep -q '"text":"through the sidecar"' "${tmp}/ec
   die "tools/call echo through the gateway: ${code}"
 fi
 pass "tools/call echo through the gateway: 200 $(head -c 100 "${tmp}/echo")"
-kill -TERM "${gw_pid}" "${demo_pid}"
+stop_gateway() {  # stop_gateway PID WHAT: SIGTERM, and it must exit 0
+  local rc=0
+  kill -TERM "$1"
+  wait "$1" || rc=$?
+  [[ ${rc} == 0 ]] || die "$2 exited ${rc} on SIGTERM"
+}
+stop_gateway "${gw_pid}" "the sidecar gateway"
+
+# --- the HTTPS variant: deploy/gateway-tls.yaml with certificates mounted ---------------------
+# A CA and a server certificate for localhost / 127.0.0.1, made now (never in the image or the
+# repo) and bind-mounted read-only where the TLS variant expects them (a Compose bind mount of
+# deploy/tls/, a Kubernetes TLS Secret).
+tls="${tmp}/tls"
+mkdir -p "${tls}"
+(
+  cd "${tls}"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=check-image-ca \
+    -keyout ca.key -out ca.crt
+  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout tls.key -out tls.csr
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > san.ext
+  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+    -extfile san.ext -out tls.crt
+) > "${tmp}/openssl.log" 2>&1 || {
+  cat "${tmp}/openssl.log" >&2
+  die "cannot make the test certificates"
+}
+chmod 444 "${tls}/tls.key" "${tls}/tls.crt"
+tls_cfg=/etc/mcp-gateway/gateway-tls.yaml
+[[ -s "${mnt}${tls_cfg}" ]] || die "no ${tls_cfg} in the image"
+if out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-gateway \
+  check -c "${tls_cfg}" 2>&1); then
+  die "the TLS variant loads without a certificate mounted: ${out}"
+fi
+pass "chroot: the TLS variant without a mounted certificate is refused: ${out%%$'\n'*}"
+mount_ro "${tls}/tls.crt" /run/secrets/tls/tls.crt
+mount_ro "${tls}/tls.key" /run/secrets/tls/tls.key
+out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-gateway \
+  check -c "${tls_cfg}" 2>&1) || die "${tls_cfg} does not check: ${out}"
+pass "chroot: ${out} (certificate mounted at /run/secrets/tls)"
+# The config deploy/k8s-tls/gateway.yaml's ConfigMap patch holds.
+awk '/^  gateway.yaml: [|]$/ { on = 1; next } on && /^(---|[^ ])/ { on = 0 }
+     on { sub(/^    /, ""); print }' "${root}/deploy/k8s-tls/gateway.yaml" > "${mnt}/tmp/k8s-tls.yaml"
+grep -q '^tls:' "${mnt}/tmp/k8s-tls.yaml" || die "no TLS config in deploy/k8s-tls/gateway.yaml"
+chmod 644 "${mnt}/tmp/k8s-tls.yaml"
+out=$(env -i PATH=/usr/bin:/bin timeout 10 "${as_user[@]}" /usr/local/bin/mcp-gateway \
+  check -c /tmp/k8s-tls.yaml 2>&1) || die "deploy/k8s-tls's ConfigMap config does not check: ${out}"
+pass "chroot: deploy/k8s-tls's ConfigMap config: ${out}"
+
+# The image's own TLS config, only its addresses moved to this run's ports.
+free_port port
+free_port admin
+sed -e "s/0\.0\.0\.0:8443/127.0.0.1:${port}/" -e "s/0\.0\.0\.0:9901/127.0.0.1:${admin}/" \
+  -e "s/127\.0\.0\.1:3000/127.0.0.1:${mcp_port}/" -e 's/^drain_timeout: .*/drain_timeout: 1s/' \
+  "${mnt}${tls_cfg}" > "${mnt}/tmp/tls.yaml"
+for want in "listen: 127.0.0.1:${port}" "admin: 127.0.0.1:${admin}" "127.0.0.1:${mcp_port}]"; do
+  grep -qF "${want}" "${mnt}/tmp/tls.yaml" || die "${tls_cfg} changed shape: no '${want}'"
+done
+start_gateway tls /readyz
+tls_pid=${gw_pid}
+tls_port=${port}
+code=$(curl -sS --max-time 10 --cacert "${tls}/ca.crt" -o "${tmp}/echo" -w '%{http_code}' \
+  "https://127.0.0.1:${tls_port}/mcp" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+  -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -d "${body}") || code="curl failed"
+if [[ "${code}" != 200 ]] || ! grep -q '"text":"through the sidecar"' "${tmp}/echo"; then
+  cat "${tmp}/echo" "${tmp}/tls.log" "${tmp}/demo.log" >&2
+  die "tools/call echo over HTTPS through the gateway: ${code}"
+fi
+pass "HTTPS tools/call echo through the TLS variant: 200 (certificate verified by curl)"
+code=$(curl -sS --max-time 5 -o "${tmp}/plain" -w '%{http_code}' \
+  "http://127.0.0.1:${tls_port}/mcp") || code="curl failed"
+[[ "${code}" == 400 ]] && grep -q 'this port speaks HTTPS' "${tmp}/plain" ||
+  die "plain HTTP on the TLS port: ${code} $(head -c 100 "${tmp}/plain")"
+pass "plain HTTP on the TLS port: 400 $(head -c 40 "${tmp}/plain")"
+
+# Upstream TLS against the image's system store (the CA bundle the image carries): a second
+# gateway from the image sends to the first over HTTPS with no `ca` of its own. With Debian's
+# bundle the test CA is unknown (502, upstream_tls); with the test CA bind-mounted over the
+# bundle the same config goes through: the system store is the file the image holds.
+bundle=/etc/ssl/certs/ca-certificates.crt
+[[ -s "${mnt}${bundle}" ]] || die "no CA bundle ${bundle} in the image"
+[[ "$(readlink "${mnt}/usr/lib/ssl/cert.pem")" == "${bundle}" ]] ||
+  die "/usr/lib/ssl/cert.pem (OpenSSL's default file) does not lead to ${bundle}"
+relay_through() {  # relay_through NAME: a gateway whose upstream is the TLS one; sends the
+  local name="$1"  # echo call through it: its status in ${code}, its body in ${tmp}/echo
+  free_port port
+  free_port admin
+  cat > "${mnt}/tmp/${name}.yaml" << EOF
+listen: 127.0.0.1:${port}
+admin: 127.0.0.1:${admin}
+workers: 1
+upstreams:
+  - name: tls-gateway
+    endpoints: [127.0.0.1:${tls_port}]
+    path: /mcp
+    tls: { server_name: localhost }
+routes:
+  - name: default
+    upstream: tls-gateway
+drain_timeout: 1s
+EOF
+  start_gateway "${name}" /readyz
+  code=$(curl -sS --max-time 10 -o "${tmp}/echo" -w '%{http_code}' \
+    "http://127.0.0.1:${port}/mcp" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+    -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -d "${body}") || code="curl failed"
+  stop_gateway "${gw_pid}" "the ${name} gateway"
+}
+relay_through upstream-untrusted
+if [[ "${code}" != 502 ]] || ! grep -q -- '-31010' "${tmp}/echo" ||
+  ! grep -q 'certificate verify failed' "${tmp}/upstream-untrusted.log"; then
+  cat "${tmp}/echo" "${tmp}/upstream-untrusted.log" >&2
+  die "upstream TLS to an unknown CA: ${code} (expected 502 -31010, a log line naming the reason)"
+fi
+pass "upstream TLS, test CA not in the image's bundle: 502 -31010, logged: $(grep -o \
+  'certificate verify failed[^"]*' "${tmp}/upstream-untrusted.log" | head -1 | cut -c1-80)"
+mount_ro "${tls}/ca.crt" "${bundle}"
+relay_through upstream-trusted
+if [[ "${code}" != 200 ]] || ! grep -q '"text":"through the sidecar"' "${tmp}/echo"; then
+  cat "${tmp}/echo" "${tmp}/upstream-trusted.log" "${tmp}/tls.log" >&2
+  die "upstream TLS with the test CA as the system store: ${code}"
+fi
+pass "upstream TLS with the test CA as the image's system store: 200 through both gateways"
+stop_gateway "${tls_pid}" "the TLS gateway"
 rc=0
-wait "${gw_pid}" || rc=$?
-[[ ${rc} == 0 ]] || die "the sidecar gateway exited ${rc} on SIGTERM"
-rc=0
+kill -TERM "${demo_pid}"
 wait "${demo_pid}" || rc=$?
 [[ ${rc} == 0 ]] || die "the demo MCP server exited ${rc} on SIGTERM"
-pass "SIGTERM: gateway and demo server exited 0"
+pass "SIGTERM: gateways and demo server exited 0"
