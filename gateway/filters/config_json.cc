@@ -5,6 +5,7 @@
 #include "gateway/filters/json_writer.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/policy/jwt.h"
+#include "gateway/tls/server_context.h"
 
 namespace gw::filters {
 
@@ -68,6 +69,29 @@ void optionalStr(Json& j, const std::optional<std::string>& v) {
   }
 }
 
+// `tls`: the files as loaded and what the served certificate says (null: plain HTTP).
+void tlsJson(Json& j, const settings::Settings& s) {
+  j.key("tls");
+  if (!s.tls) {
+    j.null();
+    return;
+  }
+  const settings::ListenTls& t = *s.tls;
+  j.open('{').key("cert").str(t.cert).key("key").str(t.key);
+  j.key("client_ca").strOrNull(!t.client_ca.empty(), t.client_ca);
+  j.key("min_version").str(t.min_version);
+  if (t.context) {
+    const tls::CertificateInfo& c = t.context->certificate();
+    j.key("certificate").open('{');
+    j.key("sha256").str(c.fingerprint);
+    j.key("subject").str(c.subject);
+    j.key("not_before").str(c.not_before);
+    j.key("not_after").str(c.not_after);
+    j.close('}');
+  }
+  j.close('}');
+}
+
 void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
                   const policy::PolicySet& policy) {
   std::optional<std::string> file_admin;
@@ -80,7 +104,9 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   j.key("workers").num(bound.workers);
   j.key("admin");
   optionalStr(j, bound.admin);
-  if (bound.listen != s.listen.text || bound.workers != s.workers || bound.admin != file_admin) {
+  const bool file_tls = s.tls.has_value();
+  if (bound.listen != s.listen.text || bound.workers != s.workers || bound.admin != file_admin ||
+      bound.tls != file_tls) {
     j.key("restart_pending").open('{');
     if (bound.listen != s.listen.text) {
       j.key("listen").str(s.listen.text);
@@ -92,8 +118,12 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
       j.key("admin");
       optionalStr(j, file_admin);
     }
+    if (bound.tls != file_tls) {
+      j.key("tls").boolean(file_tls);
+    }
     j.close('}');
   }
+  tlsJson(j, s);
   j.key("admin_auth");  // the token file, never the token
   if (s.admin_auth) {
     j.open('{').key("token_file").str(s.admin_auth->token_file).close('}');
@@ -324,6 +354,7 @@ std::string configJson(const Snapshot& snap, const Bound* bound) {
     if (s.admin) {
       as_written.admin = s.admin->text;
     }
+    as_written.tls = s.tls.has_value();
     bound = &as_written;
   }
   Json j;

@@ -17,9 +17,10 @@ struct Bound {
   std::string listen;
   uint32_t workers = 0;
   std::optional<std::string> admin;  // nullopt: no admin listener
+  bool tls = false;                  // `listen` speaks HTTPS (fixed at start)
 };
 
-// `bound`: the running process's listen/workers/admin (null: the snapshot's, as for the
+// `bound`: the running process's listen/workers/admin/tls (null: the snapshot's, as for the
 // `explain` command, which binds nothing).
 std::string configJson(const Snapshot& snap, const Bound* bound = nullptr);
 

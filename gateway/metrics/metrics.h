@@ -188,6 +188,9 @@ class Registry {
   }
   // The keys of the last JWKS fetched successfully (mcp_gateway_jwks_keys).
   void setJwksKeys(int64_t n) noexcept { jwks_keys_.store(n); }
+  // When the served TLS certificate expires, seconds since the epoch
+  // (mcp_gateway_tls_certificate_expiry_seconds; 0: no TLS, not exported).
+  void setTlsCertificateExpiry(int64_t unix) noexcept { tls_cert_expiry_.store(unix); }
 
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.
   std::string scrape(const Gauges& g) const;
@@ -202,6 +205,7 @@ class Registry {
   std::atomic<uint64_t> admin_auth_invalid_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(JwksFetch::kCount)> jwks_fetches_{};
   std::atomic<int64_t> jwks_keys_{0};
+  std::atomic<int64_t> tls_cert_expiry_{0};
 };
 
 }  // namespace gw::metrics

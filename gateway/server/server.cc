@@ -23,6 +23,7 @@
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
 #include "gateway/server/jwks_fetcher.h"
+#include "gateway/tls/server_context.h"
 #include "gateway/upstream/pool.h"
 
 namespace gw::server {
@@ -39,6 +40,28 @@ constexpr std::chrono::milliseconds kWatchDebounce{150};
 // twice (GNU timeout signals the process and then its group within microseconds), not an
 // operator asking to exit at once. A person cannot send a second one this fast.
 constexpr std::chrono::milliseconds kRepeatSignalWindow{100};
+
+// A served certificate that expires within this long is warned about at start and reload.
+constexpr std::chrono::hours kCertificateWarning{14 * 24};
+
+// The served certificate's expiry: exported as a gauge, and a warning when it is near or past.
+void noteCertificate(const tls::CertificateInfo& cert, metrics::Registry& metrics) {
+  metrics.setTlsCertificateExpiry(cert.not_after_unix);
+  if (cert.not_after_unix == 0) {
+    return;
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const int64_t left = cert.not_after_unix - now;
+  if (left <= 0) {
+    spdlog::warn("TLS certificate {} (subject '{}') expired at {}: clients will refuse it",
+                 cert.fingerprint, cert.subject, cert.not_after);
+  } else if (left < std::chrono::seconds(kCertificateWarning).count()) {
+    spdlog::warn("TLS certificate {} (subject '{}') expires at {}, in {} h", cert.fingerprint,
+                 cert.subject, cert.not_after, left / 3600);
+  }
+}
 
 std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
   if (cfg.path == "off") {
@@ -310,6 +333,7 @@ void Server::reload() {
                    now.tls->context->fingerprint(), running->fingerprint());
     }
     shared_.tls.store(now.tls->context, std::memory_order_release);
+    noteCertificate(now.tls->context->certificate(), shared_.metrics);
   }
   // The access log is reopened on every reload (a rotated file is let go); if the new path
   // cannot be opened the old log stays.
@@ -457,6 +481,7 @@ int Server::run() {
   const settings::Settings& s = *snap->settings;
   shared_.bound.listen = s.listen.text;
   shared_.bound.workers = s.workers;
+  shared_.bound.tls = s.tls.has_value();
   if (s.admin) {
     shared_.bound.admin = s.admin->text;
     admin_exposed_ = !settings::isLoopback(s.admin->ip);
@@ -501,9 +526,12 @@ int Server::run() {
   spdlog::info("mcp-gateway listening on {}{} ({} workers), endpoint {}, admin {}", s.listen.text,
                s.tls ? " (HTTPS)" : "", n, s.endpoint, s.admin ? s.admin->text : "off");
   if (s.tls) {
-    spdlog::info("TLS certificate {} (sha256), minimum version {}{}", s.tls->context->fingerprint(),
-                 s.tls->min_version,
-                 s.tls->client_ca.empty() ? "" : ", client certificates required");
+    const tls::CertificateInfo& cert = s.tls->context->certificate();
+    spdlog::info("TLS certificate {} (sha256), minimum version {}{}; subject '{}', valid until {}",
+                 cert.fingerprint, s.tls->min_version,
+                 s.tls->client_ca.empty() ? "" : ", client certificates required", cert.subject,
+                 cert.not_after);
+    noteCertificate(s.tls->context->certificate(), shared_.metrics);
   }
 
   event::EventPtr tick(event_new(

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -98,6 +99,20 @@ std::vector<X509Ptr> readCerts(const std::string& pem) {
   }
   ERR_clear_error();  // the end of the input reads as "no start line"
   return out;
+}
+
+// An ASN.1 time as ISO 8601 UTC ("" when OpenSSL cannot read it); `unix` gets it in seconds.
+std::string isoTime(const ASN1_TIME* t, int64_t* unix = nullptr) {
+  struct tm tm {};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) {
+    return "";
+  }
+  if (unix != nullptr) {
+    *unix = static_cast<int64_t>(timegm(&tm));
+  }
+  char buf[32];
+  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf, n);
 }
 
 std::string hex(const unsigned char* p, size_t n) {
@@ -365,8 +380,13 @@ BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
     SHA256(reinterpret_cast<const unsigned char*>(sid.data()), sid.size(), sid_md);
     SSL_CTX_set_session_id_context(ctx.get(), sid_md, sizeof sid_md);
 
+    CertificateInfo info;
+    info.fingerprint = hex(md, md_len);
+    info.subject = peerSubject(chain.front().get());
+    info.not_before = isoTime(X509_get0_notBefore(chain.front().get()));
+    info.not_after = isoTime(X509_get0_notAfter(chain.front().get()), &info.not_after_unix);
     r.context = std::make_shared<const ServerContext>(ctx.release(), !cfg.client_ca.empty(),
-                                                      hex(md, md_len));
+                                                      std::move(info));
     return r;
   } catch (...) {
     return fail(Field::kCert, "out of memory while building the TLS context");

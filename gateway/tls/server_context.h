@@ -28,10 +28,19 @@ struct ServerConfig {
   MinVersion min_version = MinVersion::kTls12;
 };
 
+// What the served (leaf) certificate says, read once at build: logs and /config.
+struct CertificateInfo {
+  std::string fingerprint;  // SHA-256 of its DER, lower-case hex
+  std::string subject;      // as peerSubject() reads it (first DNS/URI SAN, else CN)
+  std::string not_before;   // ISO 8601 UTC, "2026-12-06T18:20:30Z"
+  std::string not_after;
+  int64_t not_after_unix = 0;  // seconds since the epoch (0 when unreadable)
+};
+
 class ServerContext {
  public:
-  explicit ServerContext(SSL_CTX* ctx, bool client_certs, std::string fingerprint) noexcept
-      : ctx_(ctx), client_certs_(client_certs), fingerprint_(std::move(fingerprint)) {}
+  explicit ServerContext(SSL_CTX* ctx, bool client_certs, CertificateInfo cert) noexcept
+      : ctx_(ctx), client_certs_(client_certs), cert_(std::move(cert)) {}
   ~ServerContext();
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
@@ -42,12 +51,13 @@ class ServerContext {
   // Client certificates are required and verified against client_ca.
   bool clientCerts() const noexcept { return client_certs_; }
   // SHA-256 of the leaf certificate's DER, lower-case hex (logs and /config).
-  const std::string& fingerprint() const noexcept { return fingerprint_; }
+  const std::string& fingerprint() const noexcept { return cert_.fingerprint; }
+  const CertificateInfo& certificate() const noexcept { return cert_; }
 
  private:
   SSL_CTX* ctx_;
   bool client_certs_;
-  std::string fingerprint_;
+  CertificateInfo cert_;
 };
 
 // Which configured file a build error is about (the loader points at that key).

@@ -17,6 +17,7 @@
 #include <catch.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -688,6 +689,68 @@ TEST_CASE("tls: the file watcher reloads a renewed certificate", "[tls][reload]"
         return c.ok() && !c.fingerprint().empty() && c.fingerprint() != fp1;
       },
       Ms(5000)));
+}
+
+TEST_CASE("tls: /config, /metrics and the log describe the served certificate", "[tls][admin]") {
+  Pki pki;
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  const uint16_t admin = freePort();
+  REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("gw.pem"))));
+  REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("gw.key"))));
+  Gateway gw(tlsConfig(
+      up.address(),
+      pairLines(pki, "live") + "  client_ca: " + pki.file("ca.pem") + "\n  min_version: \"1.3\"\n",
+      "admin: 127.0.0.1:" + std::to_string(admin) + "\nwatch_files: false\n"));
+  TlsOptions o;
+  o.ca = pki.file("ca.pem");
+  o.cert = pki.file("alice.pem");
+  o.key = pki.file("alice.key");
+  std::string fp;
+  {
+    TlsConn c(gw.port(), o);
+    REQUIRE(c.ok());
+    fp = c.fingerprint();
+  }
+  REQUIRE(fp.size() == 64);
+
+  Response cfg = adminGet(admin, "/config");
+  REQUIRE(cfg.status == 200);
+  CHECK(cfg.body.find("\"tls\":{\"cert\":\"" + pki.file("live.pem") + "\",\"key\":\"" +
+                      pki.file("live.key") + "\",\"client_ca\":\"" + pki.file("ca.pem") +
+                      "\",\"min_version\":\"1.3\",\"certificate\":{\"sha256\":\"" + fp +
+                      "\",\"subject\":\"localhost\",\"not_before\":\"") != std::string::npos);
+  CHECK(cfg.body.find("restart_pending") == std::string::npos);
+
+  // The expiry gauge: the test certificates are good for 2 days from now.
+  const std::string metrics = adminGet(admin, "/metrics").body;
+  const double expiry = sample(metrics, "mcp_gateway_tls_certificate_expiry_seconds");
+  const double now = static_cast<double>(::time(nullptr));
+  CHECK(expiry > now + 2 * 86400 - 3600);
+  CHECK(expiry < now + 2 * 86400 + 60);
+  // /config's not_after is the same instant, ISO 8601 UTC.
+  const time_t t = static_cast<time_t>(expiry);
+  tm utc{};
+  REQUIRE(::gmtime_r(&t, &utc) != nullptr);
+  char iso[32];
+  REQUIRE(std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &utc) > 0);
+  CHECK(cfg.body.find(std::string("\"not_after\":\"") + iso + "\"}") != std::string::npos);
+  // Two days is under the 14-day warning.
+  CHECK(
+      gw.process().waitForOutput("(subject 'localhost') expires at " + std::string(iso), Ms(2000)));
+  CHECK(
+      gw.process().waitForOutput("subject 'localhost', valid until " + std::string(iso), Ms(2000)));
+
+  // A reload with a new pair: /config follows it.
+  pki.issue("next", "/CN=next-cn", "");
+  REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("next.pem"))));
+  REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("next.key"))));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitFor(
+      [&] {
+        return adminGet(admin, "/config").body.find("\"subject\":\"next-cn\"") != std::string::npos;
+      },
+      Ms(5000)));
+  CHECK(adminGet(admin, "/config").body.find(fp) == std::string::npos);
 }
 
 TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway", "[tls][sdk]") {

@@ -91,4 +91,11 @@ TEST_CASE("config json: listen, workers and admin show what is bound, the file v
             "\"listen\":\"127.0.0.1:9000\",\"endpoint\":\"/mcp\",\"workers\":4,"
             "\"admin\":\"127.0.0.1:9901\",\"restart_pending\":{\"listen\":\"127.0.0.1:8080\","
             "\"workers\":0,\"admin\":null},"));
+
+  // A port started with TLS whose file dropped `tls`: it still speaks HTTPS until a restart.
+  gw::filters::Bound was_tls{
+      .listen = "127.0.0.1:8080", .workers = 0, .admin = std::nullopt, .tls = true};
+  CHECK(has(configFor("default: allow\n", &was_tls),
+            "\"admin\":null,\"restart_pending\":{\"tls\":false},\"tls\":null,"));
+  CHECK(has(plain, "\"admin\":null,\"tls\":null,\"admin_auth\":null,"));
 }
