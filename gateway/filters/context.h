@@ -75,6 +75,8 @@ struct RequestContext {
 
   policy::Identity identity;  // who is calling (identity stage)
   policy::AuthResult auth = policy::AuthResult::kAnonymous;
+  // Set with a 401 that a coming JWKS fetch may turn around (the exchange may wait for it).
+  policy::KeysPending keys_pending;
   std::string_view policy_rule;  // the rule that decided (access log); "" before
   // The enforced rule's decision, audit-mode rules that matched, rate limits that applied
   // (in that order per message; policy_decisions_total and the access log's "audit").
@@ -86,6 +88,7 @@ struct RequestContext {
   void reset() noexcept {
     identity.clear();
     auth = policy::AuthResult::kAnonymous;
+    keys_pending = {};
     policy_rule = {};
     verdicts.clear();
     forward_credentials = false;

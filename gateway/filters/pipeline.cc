@@ -369,7 +369,7 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
-  ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why);
+  ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
   // No credential in the request (anonymous, or missing where one is needed), but a client
   // certificate verified on the connection: the certificate is the credential. A credential
   // in the request wins, and a bad one is refused as usual.

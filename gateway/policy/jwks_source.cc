@@ -164,6 +164,33 @@ std::vector<std::shared_ptr<JwksSource>> JwksSource::live() {
   return out;
 }
 
+JwksSource::Ask JwksSource::askRefetch() noexcept {
+  Ask a;
+  a.ended = ended_.load(std::memory_order_acquire);
+  asked_.store(true, std::memory_order_release);
+  a.coming =
+      fetching_.load(std::memory_order_acquire) || askAllowed(std::chrono::steady_clock::now());
+  return a;
+}
+
+bool JwksSource::askAllowed(std::chrono::steady_clock::time_point now) const noexcept {
+  return now.time_since_epoch().count() >= ask_open_ns_.load(std::memory_order_acquire);
+}
+
+void JwksSource::fetchBegins(std::chrono::steady_clock::time_point now, bool asked) noexcept {
+  if (asked) {
+    const auto open =
+        now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(kMinAskedInterval);
+    ask_open_ns_.store(open.time_since_epoch().count(), std::memory_order_release);
+  }
+  fetching_.store(true, std::memory_order_release);
+}
+
+void JwksSource::fetchEnded() noexcept {
+  fetching_.store(false, std::memory_order_release);
+  ended_.fetch_add(1, std::memory_order_acq_rel);
+}
+
 size_t JwksSource::publish(std::string document, std::vector<Jwk> keys) {
   std::lock_guard lock(publish_mu_);
   if (generation_ != 0 && document == document_) {

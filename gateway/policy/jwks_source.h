@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,12 +70,26 @@ class JwksSource {
   std::shared_ptr<const KeySet> keys() const noexcept {
     return keys_.load(std::memory_order_acquire);
   }
-  // Request path: a token named a kid the set lacks, or there is no set yet. One relaxed
-  // store; the fetcher acts on it at most once per kMinAskedInterval.
-  void askRefetch() noexcept { asked_.store(true, std::memory_order_relaxed); }
+  // What askRefetch() says about the fetch a request may wait for.
+  struct Ask {
+    bool coming = false;  // a fetch runs now, or one starts at the fetcher's next tick
+    uint64_t ended = 0;   // fetchesEnded() before the ask: the wait is over when it moves
+  };
+  // Request path: a token named a kid the set lacks, or there is no set yet. Lock-free; the
+  // fetcher acts on it at most once per kMinAskedInterval, so `coming` is false when the
+  // last asked-for fetch began less than that long ago and none runs now.
+  Ask askRefetch() noexcept;
+  // Fetches that ended (whatever their result). Any thread.
+  uint64_t fetchesEnded() const noexcept { return ended_.load(std::memory_order_acquire); }
 
   // Fetcher: takes the ask (true when some token asked since the last take).
   bool takeAsk() noexcept { return asked_.exchange(false, std::memory_order_relaxed); }
+  // Fetcher: whether an ask taken at `now` may start a fetch (kMinAskedInterval since the
+  // last asked-for one).
+  bool askAllowed(std::chrono::steady_clock::time_point now) const noexcept;
+  // Fetcher: a fetch begins (`asked`: because a token asked) and ends.
+  void fetchBegins(std::chrono::steady_clock::time_point now, bool asked) noexcept;
+  void fetchEnded() noexcept;
   // Fetcher: publishes the keys parsed from `document`. A document byte-equal to the last
   // published one keeps the current set and its generation. Returns the number of keys held.
   size_t publish(std::string document, std::vector<Jwk> keys);
@@ -86,6 +101,11 @@ class JwksSource {
   std::atomic<int64_t> refresh_s_{900};
   std::atomic<std::shared_ptr<const KeySet>> keys_;
   std::atomic<bool> asked_{false};
+  std::atomic<bool> fetching_{false};
+  std::atomic<uint64_t> ended_{0};
+  // steady_clock nanoseconds from which an ask starts a fetch (kMinAskedInterval after the
+  // last asked-for one began).
+  std::atomic<int64_t> ask_open_ns_{std::numeric_limits<int64_t>::min()};
   std::mutex publish_mu_;  // the fetcher's (document_, generation)
   std::string document_;
   uint64_t generation_ = 0;

@@ -78,18 +78,27 @@ AuthResult fail(const char** reason, AuthResult r, const char* why) noexcept {
   return r;
 }
 
+// With jwks_url and no key set yet, or a kid the set lacks: the source is asked to refetch
+// (the fetcher rate-limits that), and when a fetch is coming `pending` says which.
+void askRefetch(JwksSource& source, KeysPending* pending) noexcept {
+  const JwksSource::Ask a = source.askRefetch();
+  if (a.coming && pending != nullptr) {
+    pending->source = &source;
+    pending->ended = a.ended;
+  }
+}
+
 // A JWT: from the verified-token cache when this key-set generation verified it before,
-// else verified (and remembered when good). With jwks_url and no key set yet, or a kid the
-// set lacks, the source is asked to refetch (the fetcher rate-limits that) and this request
-// is refused: the next one after the fetch uses the new keys.
+// else verified (and remembered when good). A token the key set cannot verify for want of
+// its key is refused after asking for a refetch (askRefetch): the caller may wait for it.
 AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, int64_t now_unix,
-                           Identity& out, const char** reason) noexcept {
+                           Identity& out, const char** reason, KeysPending* pending) noexcept {
   std::shared_ptr<const KeySet> fetched;
   uint64_t generation = 0;
   if (jwt.source != nullptr) {
     fetched = jwt.source->keys();
     if (fetched == nullptr) {
-      jwt.source->askRefetch();
+      askRefetch(*jwt.source, pending);
       return fail(reason, AuthResult::kInvalid, "the JWKS has not been fetched yet");
     }
     generation = fetched->generation;
@@ -106,7 +115,7 @@ AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, in
     // compared with now - skew.
     jwt.cache->insert(digest, generation, facts.exp, now_unix - jwt.skew_s, out);
   } else if (facts.unknown_key && jwt.source != nullptr) {
-    jwt.source->askRefetch();
+    askRefetch(*jwt.source, pending);
   }
   return r;
 }
@@ -114,7 +123,8 @@ AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, in
 }  // namespace
 
 AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields, int64_t now_unix,
-                                   Identity& out, const char** reason) const noexcept {
+                                   Identity& out, const char** reason,
+                                   KeysPending* pending) const noexcept {
   out.clear();
   if (reason != nullptr) {
     *reason = "";
@@ -144,7 +154,7 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
     if (jwt_ == nullptr) {
       return fail(reason, AuthResult::kInvalid, "JWTs are not accepted");
     }
-    return authenticateJwt(*jwt_, token, now_unix, out, reason);
+    return authenticateJwt(*jwt_, token, now_unix, out, reason, pending);
   }
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);

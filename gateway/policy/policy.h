@@ -161,6 +161,16 @@ struct ToolPinning {
   int line = 0;
 };
 
+class JwksSource;
+
+// A JWT refused because the key set lacks its key (or there is none yet) while a JWKS fetch
+// is running or about to start: the request may wait until `source->fetchesEnded()` moves
+// past `ended`, then be authenticated once more (proxy/exchange.cc does).
+struct KeysPending {
+  const JwksSource* source = nullptr;
+  uint64_t ended = 0;
+};
+
 class PolicySet {
  public:
   // Parses and validates every file; all problems are appended to `errors` with
@@ -178,8 +188,10 @@ class PolicySet {
   // Reads `Authorization: Bearer <token>`: a token with two dots is a JWT, anything else an
   // API key. `out` is cleared first and filled on kAuthenticated. `*reason` (if non-null)
   // gets static text saying why on kMissing / kInvalid; it never contains the credential.
+  // `pending` (if non-null) is set on a kInvalid that a coming JWKS fetch may turn around.
   AuthResult authenticate(const std::vector<http::HeaderField>& fields, int64_t now_unix,
-                          Identity& out, const char** reason) const noexcept;
+                          Identity& out, const char** reason,
+                          KeysPending* pending = nullptr) const noexcept;
   // First matching enforced rule decides; `Decision::rule` points into this PolicySet.
   // Audit-mode rules are read past; each one that matches before the deciding rule is
   // appended to `audit` (when non-null) with the decision it would have made.

@@ -12,6 +12,7 @@
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/verifier.h"
+#include "gateway/policy/jwks_source.h"
 #include "gateway/proxy/worker_context.h"
 
 namespace gw::proxy {
@@ -41,12 +42,8 @@ void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
 
 void Exchange::prepare() {
   w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
-  ctx_.reset();
-  arena_.reset();
-  ctx_.snapshot = snap_.get();
-  ctx_.head = &head;
-  ctx_.client_ip = http::clientAddress(head.fields, peer_, s_->trusted_proxies);  // views head_buf
-  ctx_.peer_subject = peer_subject_;
+  resetContext();
+  keys_waited_ = keys_waiting_ = false;
   body_mode = BodyMode::kNone;
   resp_started = false;
   body_read = false;
@@ -65,6 +62,15 @@ void Exchange::prepare() {
   fed_log_.clear();
 }
 
+void Exchange::resetContext() {
+  ctx_.reset();
+  arena_.reset();
+  ctx_.snapshot = snap_.get();
+  ctx_.head = &head;
+  ctx_.client_ip = http::clientAddress(head.fields, peer_, s_->trusted_proxies);  // views head_buf
+  ctx_.peer_subject = peer_subject_;
+}
+
 void Exchange::start() {
   const bool has_body = head.framing != http::BodyFraming::kNone;
 
@@ -77,6 +83,10 @@ void Exchange::start() {
 
   filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
   if (st == filters::FilterStatus::kLocalReply) {
+    if (ctx_.keys_pending.source != nullptr && !keys_waited_) {
+      waitForKeys();
+      return;
+    }
     replyBeforeBody();
     return;
   }
@@ -104,6 +114,38 @@ void Exchange::start() {
   }
   // Head-only decisions first: the limits, then (limitsPassed) the body or the upstream.
   runLimits();
+}
+
+// ---- a JWT whose key a JWKS fetch is bringing --------------------------------------------
+
+namespace {
+// How often a waiting request looks whether the fetch ended, and how long it waits at most
+// (the fetch itself gives up after 10 s; server/jwks_fetcher.cc).
+constexpr std::chrono::milliseconds kKeysPoll{10};
+constexpr std::chrono::seconds kKeysWait{12};
+}  // namespace
+
+// The token names a key the JWKS lacks (an identity provider that rotated its keys), or there
+// is no key set yet, and a fetch is running or starts at the fetcher's next tick: rather than
+// a 401 the client would take for a bad token, the request waits for that fetch to end, then
+// runs the pipeline once more; a second refusal stands. Nothing of the body was read.
+void Exchange::waitForKeys() {
+  keys_waited_ = keys_waiting_ = true;
+  keys_ = ctx_.keys_pending;
+  keys_deadline_ = now() + std::chrono::duration_cast<core::Nanos>(kKeysWait);
+  timeval tv = event::toTimeval(kKeysPoll);
+  evtimer_add(keepalive_timer.get(), &tv);
+}
+
+void Exchange::onKeysPoll() {
+  if (keys_.source->fetchesEnded() == keys_.ended && now() < keys_deadline_) {
+    timeval tv = event::toTimeval(kKeysPoll);
+    evtimer_add(keepalive_timer.get(), &tv);
+    return;
+  }
+  keys_waiting_ = false;
+  resetContext();
+  start();
 }
 
 // A request answered from its head alone (401, 403, 404, 405, 415, 429…): its body is never
@@ -313,6 +355,7 @@ void Exchange::finish() {
 }
 
 void Exchange::cancel() {
+  stopKeysWait();
   if (redis_handle_ != 0 && redis_owner_ != nullptr) {
     redis_owner_->cancel(redis_handle_);
     redis_handle_ = 0;
@@ -371,6 +414,7 @@ Exchange* ExchangePool::take(event_base* base) {
 
 void ExchangePool::give(Exchange* x) noexcept {
   evtimer_del(x->keepalive_timer.get());
+  x->keys_waiting_ = false;
   x->framer_.reset();
   x->up_.release(false);
   x->up_open_ = false;

@@ -125,7 +125,17 @@ class Exchange final : public downstream::StreamCallbacks,
   friend class ExchangePool;
 
   // request and body
+  void resetContext();  // the pipeline's context for `head`, as new
   void replyBeforeBody();
+  // a JWT whose key a JWKS fetch is bringing (the keep-alive timer polls)
+  void waitForKeys();
+  void onKeysPoll();
+  void stopKeysWait() noexcept {
+    if (keys_waiting_) {
+      keys_waiting_ = false;
+      evtimer_del(keepalive_timer.get());
+    }
+  }
   void beginBodyRead();
   void sendLocalReply();
   // rate limits
@@ -216,6 +226,10 @@ class Exchange final : public downstream::StreamCallbacks,
   bool logged_ = false;         // endRequest ran
   uint64_t body_reserved_ = 0;  // bytes of Shared::buffered_body_bytes this request holds
   mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
+  bool keys_waited_ = false;    // this request waited for a JWKS fetch once already
+  bool keys_waiting_ = false;   // ... and still does (keepalive_timer polls)
+  policy::KeysPending keys_;    // the fetch it waits for
+  core::Nanos keys_deadline_{};
 
   // rate limits
   std::vector<filters::LimitCheck> limits_;

@@ -172,6 +172,10 @@ void Exchange::onBelowLowWatermark() {
 
 void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
   auto* x = static_cast<Exchange*>(arg);
+  if (x->keys_waiting_) {
+    x->onKeysPoll();
+    return;
+  }
   if (x->filtering_) {
     if (x->filter_answer_.done()) {
       x->sendFilteredList();  // the list's response event is in (onUpstreamData)
@@ -210,6 +214,7 @@ void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
 // The exchange cannot finish: the upstream is closed at once (never pooled) and the request
 // is logged; the caller closes the client.
 void Exchange::endAborted(Outcome why) {
+  stopKeysWait();
   outcome = why;
   stopFederation();
   if (status == 0) {

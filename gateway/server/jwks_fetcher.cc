@@ -56,7 +56,6 @@ struct JwksFetcher::Impl {
     std::weak_ptr<JwksSource> source;
     tls::ContextPtr tls;  // made on the first https fetch
     Clock::time_point due{};
-    std::optional<Clock::time_point> last_asked;
     std::unique_ptr<Fetch> fetch;
   };
 
@@ -134,9 +133,10 @@ void JwksFetcher::Impl::onTick() {
     }
     const bool asked = src->takeAsk();
     if (now >= st.due) {
+      src->fetchBegins(now, false);
       begin(st, src, made ? "start" : "refresh");
-    } else if (asked && (!st.last_asked || now - *st.last_asked >= JwksSource::kMinAskedInterval)) {
-      st.last_asked = now;
+    } else if (asked && src->askAllowed(now)) {
+      src->fetchBegins(now, true);
       begin(st, src, "a token named a key the set lacks");
     }
   }
@@ -337,6 +337,8 @@ void JwksFetcher::Impl::end(Fetch& f, Result r, const std::string& reason,
   // next ask): they must not start a second fetch, nor use up the asked-for interval.
   f.source->takeAsk();
   st.due = Clock::now() + next;
+  // Requests waiting for this fetch (proxy/exchange.cc) go on when they see the count move.
+  f.source->fetchEnded();
   st.fetch.reset();  // frees f
 }
 

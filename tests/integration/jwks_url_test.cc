@@ -1,8 +1,9 @@
 // identity.jwt.jwks_url (issue #17 item 4) against a local HTTPS JWKS server
 // (tests/fixtures/jwks-server.mjs, certificates made here): the key set is fetched at start,
-// a token with a kid the set lacks makes the gateway fetch again (rotation), an unknown kid
-// does not fetch more than once per 30 s, every fetch shows in /metrics, and a JWKS server
-// that went away leaves the last keys working. Tokens are HS256 (kty oct keys).
+// a token with a kid the set lacks makes the gateway fetch again (rotation) and waits for that
+// fetch instead of a 401, an unknown kid does not fetch more than once per 30 s, every fetch shows
+// in /metrics, and a JWKS server that went away leaves the last keys working. Tokens are HS256 (kty
+// oct keys).
 
 #include <catch.hpp>
 
@@ -64,6 +65,7 @@ class JwksServer {
     }
   }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return process_->pid(); }
   // GETs answered so far.
   size_t requests() const {
     const std::string out = process_->stdoutText();
@@ -148,27 +150,28 @@ struct Setup {
 TEST_CASE("jwks_url: fetched at start, a rotated key is fetched on its unknown kid",
           "[oauth][jwks]") {
   Setup s;
-  // Until the first fetch completes a JWT gets 401; then k1 is accepted.
-  CHECK(s.untilAccepted(token(kS1, "k1")) >= 0);
+  // The first request may come before the first fetch ended: it waits for it, no 401.
+  CHECK(s.untilAccepted(token(kS1, "k1")) == 0);
   CHECK(s.jwks.requests() == 1);
   CHECK(s.metric(R"(mcp_gateway_jwks_fetches_total{result="ok"})") == 1);
   CHECK(s.metric("mcp_gateway_jwks_keys") == 1);
   // The many requests above verified k1's token once; the rest came from the cache.
 
-  // Rotation: the IdP now publishes k2 only. The first k2 token asks for a refetch; it may
-  // itself be refused (401) while the fetch is under way, the next one is accepted.
+  // Rotation: the IdP now publishes k2 only. The first k2 token asks for a refetch and
+  // waits for it: it is accepted, not refused.
   REQUIRE(writeFile(s.keys_file, keySet("k2", kS2)));
-  const int refused = s.untilAccepted(token(kS2, "k2"));
-  CHECK(refused >= 0);
-  CHECK(refused <= 2);
+  CHECK(s.untilAccepted(token(kS2, "k2")) == 0);
   CHECK(s.jwks.requests() == 2);
   CHECK(s.metric(R"(mcp_gateway_jwks_fetches_total{result="ok"})") == 2);
   // k1 left the set, cached verdict or not.
   CHECK(s.call(token(kS1, "k1")) == 401);
 
-  // Unknown kids within 30 s of the last asked-for fetch fetch nothing.
+  // Unknown kids within 30 s of the last asked-for fetch fetch nothing, and are refused at
+  // once (no fetch is coming to wait for).
   for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
     CHECK(s.call(token(kS2, "k9-" + std::to_string(i))) == 401);
+    CHECK(std::chrono::steady_clock::now() - t0 < Ms(1000));
     std::this_thread::sleep_for(Ms(100));
   }
   std::this_thread::sleep_for(Ms(800));
@@ -180,8 +183,10 @@ TEST_CASE("jwks_url: a JWKS server that went away leaves the last keys working",
   Setup s;
   CHECK(s.untilAccepted(token(kS1, "k1")) >= 0);
   s.jwks.stop();
-  // An unknown kid asks for a fetch; it fails (nothing listens) and is counted.
+  // An unknown kid asks for a fetch and waits for it; it fails (nothing listens), is counted,
+  // and the token is refused.
   CHECK(s.call(token(kS1, "k7")) == 401);
+  CHECK(s.metric(R"(mcp_gateway_jwks_fetches_total{result="connect_error"})") == 1);
   const bool counted = waitFor(
       [&] { return s.metric(R"(mcp_gateway_jwks_fetches_total{result="connect_error"})") == 1; },
       Ms(5000));
@@ -208,4 +213,34 @@ TEST_CASE("jwks_url: a certificate that does not verify is a tls_error, JWTs sta
       [&] { return s.metric(R"(mcp_gateway_jwks_fetches_total{result="tls_error"})") >= 1; },
       Ms(5000)));
   CHECK(s.call(token(kS1, "k1")) == 401);
+}
+
+TEST_CASE("jwks_url: a request waits for a slow fetch, a client that leaves is let go",
+          "[oauth][jwks]") {
+  Setup s;
+  CHECK(s.untilAccepted(token(kS1, "k1")) == 0);
+  REQUIRE(writeFile(s.keys_file, keySet("k2", kS2)));
+  // The JWKS server stops answering (its connections hang) while two k2 requests wait.
+  REQUIRE(::kill(s.jwks.pid(), SIGSTOP) == 0);
+  const std::string call =
+      mcpPost(toolsCallBody("echo", 7), "Authorization: Bearer " + token(kS2, "k2") + "\r\n");
+  Client leaving(s.gw->port());
+  REQUIRE(leaving.send(call));
+  Client staying(s.gw->port());
+  REQUIRE(staying.send(call));
+  // Neither is answered while the fetch hangs.
+  CHECK_FALSE(staying.readResponse(Ms(600)));
+  leaving.close();
+  std::this_thread::sleep_for(Ms(100));
+  // The gateway serves a cached token meanwhile.
+  CHECK(s.call(token(kS1, "k1")) == 200);
+  REQUIRE(::kill(s.jwks.pid(), SIGCONT) == 0);
+  auto r = staying.readResponse(Ms(12000));
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(s.jwks.requests() == 2);
+  // The one that left was logged as the client's cancellation, before any answer.
+  CHECK(waitFor(
+      [&] { return readFile(s.gw->accessLogPath()).find("\"status\":499") != std::string::npos; },
+      Ms(3000)));
 }

@@ -3,6 +3,7 @@
 // until the first fetch, an unknown kid asks for a refetch), and the verified-token cache.
 
 #include <catch.hpp>
+#include <chrono>
 
 #include <openssl/hmac.h>
 
@@ -220,6 +221,64 @@ TEST_CASE("jwks_url: refused until the first fetch, an unknown kid asks for a re
   forged.back() = forged.back() == 'A' ? 'B' : 'A';
   CHECK(auth(*set, forged, id, &reason) == AuthResult::kInvalid);
   CHECK_FALSE(src.takeAsk());
+}
+
+TEST_CASE("jwks_url: a refusal says which fetch the request may wait for") {
+  std::vector<settings::Diagnostic> errors;
+  auto set = load(urlPolicy("https://pending.example.com/jwks"), errors);
+  REQUIRE(set != nullptr);
+  JwksSource& src = *set->jwt()->source;
+  Identity id;
+  const char* reason = "";
+  const std::string t1 = hs256(kS1, "k1", claims(kNow + 300));
+  AuthHeader h("Bearer " + t1);
+  using Clock = std::chrono::steady_clock;
+
+  // No set yet, no fetch asked for before: a fetch is coming.
+  KeysPending p;
+  CHECK(set->authenticate(h.fields, kNow, id, &reason, &p) == AuthResult::kInvalid);
+  CHECK(p.source == &src);
+  CHECK(p.ended == 0);
+
+  // The fetcher takes it and begins; while it runs, every refusal may wait for it.
+  REQUIRE(src.takeAsk());
+  src.fetchBegins(Clock::now(), true);
+  p = {};
+  CHECK(set->authenticate(h.fields, kNow, id, &reason, &p) == AuthResult::kInvalid);
+  CHECK(p.source == &src);
+  src.publish(jwks("k2", kS2), keysOf(jwks("k2", kS2)));
+  src.fetchEnded();
+  CHECK(src.fetchesEnded() == 1);
+
+  // k1 is not in the set, and the last asked-for fetch began under 30 s ago: nothing is
+  // coming, so the refusal is final (the ask is still recorded for later).
+  p = {};
+  CHECK(set->authenticate(h.fields, kNow, id, &reason, &p) == AuthResult::kInvalid);
+  CHECK(std::string(reason) == "unknown key id");
+  CHECK(p.source == nullptr);
+  CHECK(src.takeAsk());
+  CHECK_FALSE(src.askAllowed(Clock::now()));
+  CHECK(src.askAllowed(Clock::now() + JwksSource::kMinAskedInterval));
+
+  // A refresh (not asked for) running: a refusal waits for it, from the count before it.
+  src.fetchBegins(Clock::now(), false);
+  p = {};
+  CHECK(set->authenticate(h.fields, kNow, id, &reason, &p) == AuthResult::kInvalid);
+  CHECK(p.source == &src);
+  CHECK(p.ended == 1);
+  src.fetchEnded();
+
+  // A good token or a bad signature: nothing to wait for.
+  const std::string t2 = hs256(kS2, "k2", claims(kNow + 300, "bob"));
+  AuthHeader h2("Bearer " + t2);
+  p = {};
+  CHECK(set->authenticate(h2.fields, kNow, id, &reason, &p) == AuthResult::kAuthenticated);
+  CHECK(p.source == nullptr);
+  std::string forged = t2;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  AuthHeader h3("Bearer " + forged);
+  CHECK(set->authenticate(h3.fields, kNow, id, &reason, &p) == AuthResult::kInvalid);
+  CHECK(p.source == nullptr);
 }
 
 TEST_CASE("token cache: verified tokens answer from the cache until exp, per PolicySet") {
