@@ -83,6 +83,10 @@ const char* authName(policy::AuthResult a) {
       return "missing";
     case policy::AuthResult::kInvalid:
       return "invalid";
+    case policy::AuthResult::kUnsupported:
+      return "unsupported";
+    case policy::AuthResult::kMalformed:
+      return "malformed";
   }
   return "anonymous";
 }

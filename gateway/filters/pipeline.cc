@@ -390,15 +390,30 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
     ctx.forward_credentials =
         pol.forwardCredentials() || ctx.snapshot->settings->policy_files.empty();
   }
-  if (ctx.auth == policy::AuthResult::kMissing || ctx.auth == policy::AuthResult::kInvalid) {
-    bool invalid = ctx.auth == policy::AuthResult::kInvalid;
-    setReply(ctx, 401, mcp::code::kUnauthorized,
-             std::string("Unauthorized: ") + (*why ? why : "credentials required"),
-             invalid ? "auth_invalid" : "auth_missing");
-    const policy::ResourceMetadata* m = pol.resourceMetadata();
-    ctx.reply.extra_headers = detail::bearerChallenge(pol, invalid ? "invalid_token" : nullptr,
-                                                      m != nullptr ? m->scopes_supported : kNone);
-    return FilterStatus::kLocalReply;
+  const policy::ResourceMetadata* m = pol.resourceMetadata();
+  switch (ctx.auth) {
+    case policy::AuthResult::kAnonymous:
+    case policy::AuthResult::kAuthenticated:
+      return FilterStatus::kContinue;
+    case policy::AuthResult::kMalformed:
+      // RFC 6750 §3.1 invalid_request: the request itself is malformed, not the token.
+      setReply(ctx, 400, mcp::code::kUnauthorized, std::string("Bad Request: ") + why,
+               "auth_invalid");
+      ctx.reply.extra_headers = detail::bearerChallenge(pol, "invalid_request", kNone);
+      return FilterStatus::kLocalReply;
+    case policy::AuthResult::kMissing:
+    case policy::AuthResult::kUnsupported:
+    case policy::AuthResult::kInvalid: {
+      // A challenge; error="invalid_token" only when a Bearer token came and was refused
+      // (no error code for a request without one, or with another scheme: RFC 6750 §3.1).
+      const bool invalid = ctx.auth == policy::AuthResult::kInvalid;
+      setReply(ctx, 401, mcp::code::kUnauthorized,
+               std::string("Unauthorized: ") + (*why ? why : "credentials required"),
+               ctx.auth == policy::AuthResult::kMissing ? "auth_missing" : "auth_invalid");
+      ctx.reply.extra_headers = detail::bearerChallenge(pol, invalid ? "invalid_token" : nullptr,
+                                                        m != nullptr ? m->scopes_supported : kNone);
+      return FilterStatus::kLocalReply;
+    }
   }
   return FilterStatus::kContinue;
 }

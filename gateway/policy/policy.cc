@@ -136,19 +136,22 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
                       : fail(reason, AuthResult::kMissing, "credentials required");
   }
   if (count > 1) {
-    return fail(reason, AuthResult::kInvalid, "more than one Authorization header");
+    return fail(reason, AuthResult::kMalformed, "more than one Authorization header");
   }
   std::string_view value = http::findField(fields, "authorization")->value;
   constexpr std::string_view kBearer = "bearer ";
+  if (core::iequals(value, kBearer.substr(0, kBearer.size() - 1))) {
+    return fail(reason, AuthResult::kMalformed, "empty Bearer credential");
+  }
   if (!core::istartsWith(value, kBearer)) {
-    return fail(reason, AuthResult::kInvalid, "Authorization is not a Bearer credential");
+    return fail(reason, AuthResult::kUnsupported, "Authorization is not a Bearer credential");
   }
   std::string_view token = value.substr(kBearer.size());
   while (!token.empty() && token.front() == ' ') {
     token.remove_prefix(1);
   }
   if (token.empty()) {
-    return fail(reason, AuthResult::kInvalid, "empty Bearer credential");
+    return fail(reason, AuthResult::kMalformed, "empty Bearer credential");
   }
   if (std::count(token.begin(), token.end(), '.') == 2) {
     if (jwt_ == nullptr) {

@@ -45,6 +45,8 @@ enum class AuthResult : uint8_t {
   kAuthenticated,  // a valid API key or JWT
   kMissing,        // no credentials and anonymous: deny (→ 401)
   kInvalid,        // credentials present but wrong: bad key, bad / expired token (→ 401)
+  kUnsupported,    // an Authorization scheme other than Bearer (→ 401, no error code)
+  kMalformed,      // two Authorization fields, an empty Bearer credential (→ 400)
 };
 
 struct RequestView {

@@ -1623,6 +1623,19 @@ TEST_CASE("stages: identity and policy - 401, 403 by tool, by method, by default
       .reason = "auth_invalid",
       .header = "WWW-Authenticate: Bearer realm=\"mcp-gateway\", error=\"invalid_token\"\r\n",
       .id = Id::kEchoed};
+  const Want unsupported{.head = kReply,
+                         .status = 401,
+                         .code = -31006,
+                         .reason = "auth_invalid",
+                         .header = "WWW-Authenticate: Bearer realm=\"mcp-gateway\"\r\n",
+                         .id = Id::kEchoed};
+  const Want malformed{
+      .head = kReply,
+      .status = 400,
+      .code = -31006,
+      .reason = "auth_invalid",
+      .header = "WWW-Authenticate: Bearer realm=\"mcp-gateway\", error=\"invalid_request\"\r\n",
+      .id = Id::kEchoed};
   auto denied = [](const char* rule) {
     return Want{.head = kReply,
                 .status = 403,
@@ -1639,12 +1652,12 @@ TEST_CASE("stages: identity and policy - 401, 403 by tool, by method, by default
       {.what = "an unknown API key",
        .req = {.fields = call("get_weather", {{"Authorization", "Bearer nope"}})},
        .want = invalid},
-      {.what = "a Basic credential",
+      {.what = "a Basic credential: a challenge without an error code (RFC 6750 3.1)",
        .req = {.fields = call("get_weather", {{"Authorization", "Basic YTpi"}})},
-       .want = invalid},
-      {.what = "Bearer with no credential",
+       .want = unsupported},
+      {.what = "Bearer with no credential: 400 invalid_request",
        .req = {.fields = call("get_weather", {{"Authorization", "Bearer"}})},
-       .want = invalid},
+       .want = malformed},
       {.what = "a JWT while no jwt is configured",
        .req = {.fields = call("get_weather", {{"Authorization", "Bearer a.b.c"}})},
        .want = invalid},

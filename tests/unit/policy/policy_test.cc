@@ -95,12 +95,19 @@ TEST_CASE("api keys: the right key authenticates, others do not") {
   }
   SECTION("not bearer") {
     AuthHeader h("Basic Ym9iOmtleQ==");
-    CHECK(set->authenticate(h.fields, 0, id, &reason) == AuthResult::kInvalid);
+    CHECK(set->authenticate(h.fields, 0, id, &reason) == AuthResult::kUnsupported);
   }
   SECTION("two Authorization headers") {
     AuthHeader h("Bearer x");
     h.fields.push_back(h.fields[0]);
-    CHECK(set->authenticate(h.fields, 0, id, &reason) == AuthResult::kInvalid);
+    CHECK(set->authenticate(h.fields, 0, id, &reason) == AuthResult::kMalformed);
+  }
+  SECTION("Bearer without a credential, in every case") {
+    for (const char* v : {"Bearer", "bearer", "BEARER", "Bearer    "}) {
+      AuthHeader h(v);
+      CHECK(set->authenticate(h.fields, 0, id, &reason) == AuthResult::kMalformed);
+      CHECK(std::string(reason) == "empty Bearer credential");
+    }
   }
 }
 
