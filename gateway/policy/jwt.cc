@@ -18,11 +18,28 @@
 #include <openssl/param_build.h>
 #include <simdjson.h>
 
+#include "gateway/core/ascii.h"
+
 namespace gw::policy {
 
 namespace {
 
 constexpr size_t kMaxTokenBytes = 16 * 1024;
+
+// An absolute URI split into "scheme://authority" and the rest ("" for no path or "/").
+bool splitResource(std::string_view u, std::string_view& origin, std::string_view& rest) {
+  const size_t sep = u.find("://");
+  if (sep == std::string_view::npos || sep == 0) {
+    return false;
+  }
+  const size_t end = u.find_first_of("/?#", sep + 3);
+  origin = u.substr(0, end == std::string_view::npos ? u.size() : end);
+  rest = end == std::string_view::npos ? std::string_view{} : u.substr(end);
+  if (rest == "/") {
+    rest = {};
+  }
+  return true;
+}
 
 constexpr std::array<int8_t, 256> makeB64UrlTable() {
   std::array<int8_t, 256> t{};
@@ -485,7 +502,7 @@ AuthResult verifyJwtWith(const PolicySet::Jwt& jwt, const std::vector<Jwk>& keys
       seen_aud = true;
       auto accepted = [&](std::string_view a) {
         for (const std::string& want : jwt.audiences) {
-          if (a == want) {
+          if (sameAudience(a, want)) {
             return true;
           }
         }
@@ -600,6 +617,15 @@ AuthResult verifyJwtWith(const PolicySet::Jwt& jwt, const std::vector<Jwk>& keys
     facts->exp = exp >= 9.0e15 ? int64_t{9000000000000000} : static_cast<int64_t>(exp);
   }
   return AuthResult::kAuthenticated;
+}
+
+bool sameAudience(std::string_view aud, std::string_view want) noexcept {
+  if (aud == want) {
+    return true;
+  }
+  std::string_view a_origin, a_rest, w_origin, w_rest;
+  return splitResource(aud, a_origin, a_rest) && splitResource(want, w_origin, w_rest) &&
+         core::iequals(a_origin, w_origin) && a_rest == w_rest;
 }
 
 }  // namespace gw::policy

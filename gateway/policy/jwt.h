@@ -52,6 +52,13 @@ struct PolicySet::Jwt {
 // unused trailing bits zero. False on anything else.
 bool base64UrlDecode(std::string_view in, std::string& out) noexcept;
 
+// Whether a token's `aud` entry names the configured audience `want`: the same string, or,
+// for absolute URIs, the same with scheme and host compared case-insensitively and "no path"
+// equal to "/" (the 2026-07-28 authorization spec: canonical resource URIs are lower case but
+// servers SHOULD accept upper-case scheme and host; with or without the trailing slash).
+// Paths, ports and queries compare exactly.
+bool sameAudience(std::string_view aud, std::string_view want) noexcept;
+
 // Parses a JWKS document ({"keys":[...]}) into keys; false with a message naming the
 // offending key's index on any problem (unsupported kty, bad encoding, weak RSA key, ...).
 bool parseJwks(std::string_view json, std::vector<Jwk>& out, std::string& error);

@@ -424,3 +424,27 @@ TEST_CASE("jwt: with resource_metadata the resource is the audience tokens must 
 
 }  // namespace
 }  // namespace gw::policy
+
+TEST_CASE("jwt: audiences compare scheme and host case-insensitively, the rest exactly") {
+  using gw::policy::sameAudience;
+  const std::string_view want = "https://gw.example.com/mcp";
+  for (std::string_view same : {"https://gw.example.com/mcp", "HTTPS://GW.EXAMPLE.COM/mcp",
+                                "https://Gw.Example.Com/mcp", "Https://gw.example.com/mcp"}) {
+    CAPTURE(same);
+    CHECK(sameAudience(same, want));
+  }
+  for (std::string_view other :
+       {"https://gw.example.com/MCP", "https://gw.example.com/mcp/", "https://gw.example.com",
+        "https://gw.example.com:8443/mcp", "http://gw.example.com/mcp",
+        "https://gw.example.org/mcp", "https://gw.example.com/mcp?x=1", "gw.example.com/mcp", "",
+        "https://"}) {
+    CAPTURE(other);
+    CHECK_FALSE(sameAudience(other, want));
+  }
+  // With and without the trailing slash of an origin-only resource are one.
+  CHECK(sameAudience("https://gw.example.com/", "https://gw.example.com"));
+  CHECK(sameAudience("HTTPS://GW.EXAMPLE.COM", "https://gw.example.com/"));
+  // Audiences that are not URIs compare exactly.
+  CHECK(sameAudience("my-api", "my-api"));
+  CHECK_FALSE(sameAudience("MY-API", "my-api"));
+}
