@@ -349,12 +349,16 @@ def probe(port, legacy=False):
     return problems
 
 
-def runWrk(port, seconds, conns, latency, legacy=False):
+def runWrk(port, seconds, conns, latency, legacy=False, scheme="http", headers=()):
+    """headers: extra request header lines ("Name: value"), sent with every request (bench/tls.py:
+    a bearer token); scheme "https" for a TLS listener."""
     argv = ["taskset", "-c", kLoadCpu, "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
             "-s", os.path.join(kHere, "mcp_call.lua")]
+    for h in headers:
+        argv += ["-H", h]
     if latency:
         argv.append("--latency")
-    argv.append(f"http://127.0.0.1:{port}/mcp")
+    argv.append(f"{scheme}://127.0.0.1:{port}/mcp")
     if legacy:
         argv += ["--", "legacy"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60).stdout
@@ -886,12 +890,23 @@ def writeReport(path, chartName, gateway, seconds, latSeconds, runs, idleConns, 
         f.write("\n".join(L) + "\n")
 
 
-if __name__ == "__main__":
+def runDriver(driverMain, failed=None):
+    """Runs a driver's main() (this one's, federation.py's, tls.py's): SIGTERM and SIGINT end
+    it like an error, and every child is stopped however it ends; `failed` is printed to stderr
+    when it did not finish."""
     def onSignal(signum, frame):
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, onSignal)
     signal.signal(signal.SIGINT, onSignal)
+    ok = False
     try:
-        main()
+        driverMain()
+        ok = True
     finally:
         stopAll()
+        if not ok and failed:
+            print(failed, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    runDriver(main)

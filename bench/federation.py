@@ -794,13 +794,7 @@ def main():
         profile = profileCalls(procs, ports, profileSeconds, tmp)
     loads.append(("end", B.loadavg()))
     after = probeAll(False)  # still answering as expected after the runs?
-    logs = {}
-    for n in gwProcs:
-        try:
-            with open(f"{tmp}/{n}.log", errors="replace") as f:
-                logs[n] = [l.rstrip() for l in f if l.strip()][-20:]
-        except OSError:
-            logs[n] = []
+    logs = {n: tailOf(f"{tmp}/{n}.log") for n in gwProcs}
     B.stopAll()
 
     os.makedirs(resultsDir, exist_ok=True)
@@ -830,22 +824,75 @@ def gatewayState():
         return "?"
 
 
-def writeReport(path, gateway, seconds, latSeconds, runs, tools, listModes, setupsOf, cap, lat,
-                rssStart, rssEnd, notes, after, logs, loads, sizes, profile, profileSeconds):
-    L = []
-    w = L.append
-    v = B.versions(gateway)
-    total = tools * len(kUps)
-    fedList = [f"fed-{m}" for m in listModes]
-    w(f"## Federation — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n")
+# ---- report pieces shared with bench/tls.py ---------------------------------------------------
+
+def tailOf(path, lines=20):
+    """The last non-empty lines of a log file ([] when it cannot be read)."""
+    try:
+        with open(path, errors="replace") as f:
+            return [l.rstrip() for l in f if l.strip()][-lines:]
+    except OSError:
+        return []
+
+
+def writeEnvironment(w, gateway, loads):
+    """The report's environment lines: host, load averages, versions (and whether the checkout's
+    gateway sources are committed)."""
     w("### Environment\n")
     w(f"- host: {platform.node()}, {os.cpu_count()} CPUs, kernel {platform.release()}")
     w("- load average (1/5/15 min) when each phase began: "
       + "; ".join(f"{n} {x}" for n, x in loads) + " — **the machine is shared; only same-round "
       "ratios are meaningful**")
-    for k, x in v.items():
+    for k, x in B.versions(gateway).items():
         w(f"- {k}: {x}" + (f"; {gatewayState()}" if k == "mcp-gateway" and
                             not os.environ.get("BENCH_GATEWAY") else ""))
+
+
+def ratioLine(label, rs, goal=None):
+    """A table row: the per-round ratios and their median in bold (with the verdict on goal)."""
+    m = med(rs)
+    g = ""
+    if goal is not None and m is not None:
+        g = " — goal ≥ %.2f: %s" % (goal, "**MET**" if m >= goal else "**NOT MET**")
+    return (f"| {label} | " + " | ".join(fmt(x, 2) for x in rs) + f" | **{fmt(m, 2)}**{g} |")
+
+
+def roundsTable(w, title, data, key, digits, unit, runs, setupsOf, workloads):
+    """data[workload][setup] = per-round dicts: one row per workload and setup, every round's
+    `key` and the median."""
+    w(f"#### {title}\n")
+    w("| workload | setup | " + " | ".join(f"round {i + 1}" for i in range(runs))
+      + " | median |")
+    w("|---|---|" + "---|" * (runs + 1))
+    for workload in workloads:
+        for s in setupsOf[workload]:
+            vals = [r.get(key) for r in data[workload][s]]
+            w(f"| {workload} | {s} | " + " | ".join(fmt(x, digits) for x in vals)
+              + f" | **{fmt(med(vals), digits)}** {unit} |")
+    w("")
+
+
+def writeLogs(w, logs):
+    """The report's section of gateway log lines ({name: lines}; nothing when all are empty)."""
+    logged = {n: l for n, l in logs.items() if l}
+    if logged:
+        w("### Gateway log lines (last 20 per gateway, `log_level: warn`)\n")
+        for n, lines in logged.items():
+            w(f"- {n}:")
+            w("```")
+            w("\n".join(lines))
+            w("```")
+        w("")
+
+
+def writeReport(path, gateway, seconds, latSeconds, runs, tools, listModes, setupsOf, cap, lat,
+                rssStart, rssEnd, notes, after, logs, loads, sizes, profile, profileSeconds):
+    L = []
+    w = L.append
+    total = tools * len(kUps)
+    fedList = [f"fed-{m}" for m in listModes]
+    w(f"## Federation — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n")
+    writeEnvironment(w, gateway, loads)
     w(f"- capacity: `wrk -t1 -c50 -d{seconds}s`; latency: `wrk -t1 -c1 -d{latSeconds}s "
       f"--latency`; {runs} rounds per phase, each visiting every workload and setup once (order "
       "rotated per round); every figure is the median over the rounds, every ratio the median "
@@ -885,13 +932,6 @@ def writeReport(path, gateway, seconds, latSeconds, runs, tools, listModes, setu
       f"the list, body unchanged; `plain` sends all four to `{kDirect}`). Each gateway setup "
       "and cache mode runs as its own gateway process; nginx and HAProxy serve both cache "
       "modes with one process and two listeners.\n")
-
-    def ratioLine(label, rs, goal=None):
-        m = med(rs)
-        g = ""
-        if goal is not None and m is not None:
-            g = " — goal ≥ %.2f: %s" % (goal, "**MET**" if m >= goal else "**NOT MET**")
-        return (f"| {label} | " + " | ".join(fmt(x, 2) for x in rs) + f" | **{fmt(m, 2)}**{g} |")
 
     head = "| ratio | " + " | ".join(f"round {i + 1}" for i in range(runs)) + " | median |"
     sep = "|" + "---|" * (runs + 2)
@@ -940,16 +980,7 @@ def writeReport(path, gateway, seconds, latSeconds, runs, tools, listModes, setu
     w("")
 
     def table(title, data, key, digits, unit):
-        w(f"#### {title}\n")
-        w("| workload | setup | " + " | ".join(f"round {i + 1}" for i in range(runs))
-          + " | median |")
-        w("|---|---|" + "---|" * (runs + 1))
-        for workload in kWorkloads:
-            for s in setupsOf[workload]:
-                vals = [r.get(key) for r in data[workload][s]]
-                w(f"| {workload} | {s} | " + " | ".join(fmt(x, digits) for x in vals)
-                  + f" | **{fmt(med(vals), digits)}** {unit} |")
-        w("")
+        roundsTable(w, title, data, key, digits, unit, runs, setupsOf, kWorkloads)
 
     w("### Raw figures\n")
     table("requests per second (wrk -c50)", cap, "rps", 0, "req/s")
@@ -1028,15 +1059,7 @@ def writeReport(path, gateway, seconds, latSeconds, runs, tools, listModes, setu
     for n in rssEnd:
         w(f"| {n} | {rssStart[n] / 1024:.1f} | {rssEnd[n] / 1024:.1f} |")
     w("")
-    logged = {n: l for n, l in logs.items() if l}
-    if logged:
-        w("### Gateway log lines (last 20 per gateway, `log_level: warn`)\n")
-        for n, lines in logged.items():
-            w(f"- {n}:")
-            w("```")
-            w("\n".join(lines))
-            w("```")
-        w("")
+    writeLogs(w, logs)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -1202,16 +1225,5 @@ def writeProfile(w, profile, seconds):
 
 
 if __name__ == "__main__":
-    def onSignal(signum, frame):
-        raise SystemExit(128 + signum)
-    signal.signal(signal.SIGTERM, onSignal)
-    signal.signal(signal.SIGINT, onSignal)
-    ok = False
-    try:
-        main()
-        ok = True
-    finally:
-        B.stopAll()
-        if not ok:
-            print("[federation] failed; the work directory /tmp/mcp-bench-fed-* above is kept "
-                  "(configs and every process's log)", file=sys.stderr, flush=True)
+    B.runDriver(main, "[federation] failed; the work directory /tmp/mcp-bench-fed-* above is "
+                      "kept (configs and every process's log)")

@@ -1,7 +1,8 @@
 -- wrk script for the mcp-gateway benchmark (bench/run.sh): a 250-byte JSON-RPC tools/call POST
 -- with the 2026-07-28 mirrored headers, rotating Mcp-Name over tool_a, tool_b, tool_c (the three
 -- routes of every routing setup). The body's params.name always equals Mcp-Name, so verify mode
--- accepts it. done() prints one machine-readable BENCH line that bench/bench.py parses.
+-- accepts it. Headers given with `wrk -H` are added to every request. done() prints one
+-- machine-readable BENCH line that bench/bench.py parses.
 
 local kBodyBytes = 250
 local names = { "tool_a", "tool_b", "tool_c" }
@@ -27,6 +28,13 @@ function init(args)
       ["Content-Type"] = "application/json",
       ["Accept"] = "application/json, text/event-stream",
     }
+    -- Headers given with `wrk -H` (bench/tls.py: Authorization); wrk.format does not add them
+    -- to a request built with its own header table.
+    for k, v in pairs(wrk.headers) do
+      if k ~= "Host" then
+        headers[k] = v
+      end
+    end
     if not legacy then
       headers["MCP-Protocol-Version"] = "2026-07-28"
       headers["Mcp-Method"] = "tools/call"
