@@ -14,6 +14,9 @@
 # After bench.py it runs bench/federation.py (federated vs plain route; report
 # bench/results/<YYYY-MM-DD-HHMM>-federation.md): BENCH_FEDERATION=0 skips it, BENCH_MAIN=0
 # skips bench.py (only the federation part runs); BENCH_FED_TOOLS sets its tools per upstream.
+# Then bench/tls.py (issue #17: TLS termination and JWT; the handshake client bench/tls_handshake.c,
+# OpenSSL, is built beside the SSE tools; report bench/results/<YYYY-MM-DD-HHMM>-tls.md):
+# BENCH_TLS=0 skips it; BENCH_TLS_CONNS, BENCH_TLS_VERSION (see README.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,6 +46,8 @@ command -v taskset >/dev/null || missing+=(util-linux)
 command -v python3 >/dev/null || missing+=(python3)
 command -v ninja >/dev/null || missing+=(ninja-build)
 command -v gcc >/dev/null || missing+=(gcc)
+command -v openssl >/dev/null || missing+=(openssl)
+[[ -e /usr/include/openssl/ssl.h ]] || missing+=(libssl-dev)
 if ((${#missing[@]})); then
   echo "bench: installing ${missing[*]}"
   sudo_cmd=()
@@ -64,6 +69,10 @@ if [[ -z "${BENCH_GATEWAY:-}" ]]; then
 fi
 gcc -O2 -Wall -Wextra -Werror -pthread -o "$build/bench-sse-upstream" "$here/sse_upstream.c"
 gcc -O2 -Wall -Wextra -Werror -o "$build/bench-sse-client" "$here/sse_client.c"
+if [[ "${BENCH_TLS:-1}" != 0 ]]; then
+  gcc -O2 -Wall -Wextra -Werror -o "$build/bench-tls-handshake" "$here/tls_handshake.c" \
+    -lssl -lcrypto
+fi
 
 # 10k idle connections need more than the usual 1024 descriptors per process.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -85,4 +94,8 @@ fi
 # The federation workload (bench/federation.py): federated vs plain route, nginx and HAProxy.
 if [[ "${BENCH_FEDERATION:-1}" != 0 ]]; then
   run_driver python3 "$here/federation.py" "$gateway" "$here/results"
+fi
+# TLS termination (gateway, nginx, HAProxy) and the JWT identity path (bench/tls.py).
+if [[ "${BENCH_TLS:-1}" != 0 ]]; then
+  run_driver python3 "$here/tls.py" "$gateway" "$here/results" "$build/bench-tls-handshake"
 fi
