@@ -365,6 +365,16 @@ const std::vector<std::string> kNone;
 
 FilterStatus identityStage(RequestContext& ctx) noexcept {
   const policy::PolicySet& pol = *ctx.snapshot->policy;
+  if (pol.checksCredentials() && http::queryHasParam(ctx.head->target, "access_token")) {
+    // A token in the URI (RFC 6750 §2.3) lands in logs and is forwarded with the target: the
+    // MCP authorization spec forbids it, so the request is malformed (never forwarded).
+    setReply(ctx, 400, mcp::code::kUnauthorized,
+             "Bad Request: access tokens are not accepted in the URI query (send them in "
+             "Authorization: Bearer)",
+             "auth_invalid");
+    ctx.reply.extra_headers = detail::bearerChallenge(pol, "invalid_request", kNone);
+    return FilterStatus::kLocalReply;
+  }
   const char* why = "";
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch())

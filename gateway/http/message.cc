@@ -27,6 +27,63 @@ size_t countFields(const std::vector<HeaderField>& fields, std::string_view name
   return n;
 }
 
+namespace {
+
+int hexValue(char c) noexcept {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// Whether the query parameter name `raw` (still encoded) decodes to `name`.
+bool decodesTo(std::string_view raw, std::string_view name) noexcept {
+  size_t j = 0;
+  for (size_t i = 0; i < raw.size(); ++i, ++j) {
+    char c = raw[i];
+    if (c == '+') {
+      c = ' ';
+    } else if (c == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
+               hexValue(raw[i + 2]) >= 0) {
+      c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
+      i += 2;
+    }
+    if (j >= name.size() || name[j] != c) {
+      return false;
+    }
+  }
+  return j == name.size();
+}
+
+}  // namespace
+
+bool queryHasParam(std::string_view target, std::string_view name) noexcept {
+  target = target.substr(0, target.find('#'));
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) {
+    return false;
+  }
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find_first_of("&;");
+    std::string_view pair = query.substr(0, amp);
+    if (decodesTo(pair.substr(0, pair.find('=')), name)) {
+      return true;
+    }
+    if (amp == std::string_view::npos) {
+      break;
+    }
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
+
 Expectation expectation(const std::vector<HeaderField>& fields, Version version) noexcept {
   const HeaderField* ex = findField(fields, "expect");
   if (ex == nullptr) {

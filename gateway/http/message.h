@@ -87,6 +87,11 @@ const HeaderField* findField(const std::vector<HeaderField>& fields,
 // Number of fields with this name (case-insensitive).
 size_t countFields(const std::vector<HeaderField>& fields, std::string_view name) noexcept;
 
+// Whether the query of request-target `target` (after '?', up to a '#') has a parameter
+// named `name` (case-sensitive), its name percent-decoded ("access%5Ftoken" is
+// "access_token") and '+' taken as a space; with or without '=value'. No allocation.
+bool queryHasParam(std::string_view target, std::string_view name) noexcept;
+
 // What a request's Expect fields ask for (RFC 9110 §10.1.1). Only `100-continue` (any case,
 // exactly one field, no list) is understood: kContinue on HTTP/1.1, kNone on HTTP/1.0 (a
 // server MUST ignore it there). Anything else — another expectation, a list, two fields, an

@@ -229,6 +229,8 @@ class PolicySet {
   struct Jwt;  // jwt.h
   const std::vector<ApiKey>& apiKeys() const noexcept { return api_keys_; }
   const Jwt* jwt() const noexcept { return jwt_.get(); }
+  // API keys or JWTs are configured: the gateway is the resource server that checks tokens.
+  bool checksCredentials() const noexcept { return !api_keys_.empty() || jwt_ != nullptr; }
 
   ~PolicySet();
   PolicySet(const PolicySet&) = delete;

@@ -56,3 +56,22 @@ TEST_CASE("expect: anything else is 417, whatever the version (RFC 9110 10.1.1)"
 
 }  // namespace
 }  // namespace gw::http
+
+TEST_CASE("queryHasParam: every spelling of a parameter name, nothing else", "[http]") {
+  using gw::http::queryHasParam;
+  for (std::string_view t :
+       {"/mcp?access_token=abc", "/mcp?x=1&access_token=abc", "/mcp?x=1;access_token",
+        "/mcp?access%5Ftoken=abc", "/mcp?access%5ftoken=", "/mcp?%61ccess_token=1",
+        "/mcp?a=1&&access_token=2#frag", "https://gw.test/mcp?access_token=1"}) {
+    CAPTURE(t);
+    CHECK(queryHasParam(t, "access_token"));
+  }
+  for (std::string_view t :
+       {"/mcp", "/mcp?", "/mcp?access_tokens=1", "/mcp?xaccess_token=1", "/mcp?ACCESS_TOKEN=1",
+        "/mcp?x=access_token", "/mcp#?access_token=1", "/mcp?x=1#&access_token=1",
+        "/mcp?access%5Gtoken=1", "/mcp?access%5", "/mcp?access_token%", "/access_token"}) {
+    CAPTURE(t);
+    CHECK_FALSE(queryHasParam(t, "access_token"));
+  }
+  CHECK(queryHasParam("/mcp?a+b=1", "a b"));
+}
