@@ -222,7 +222,7 @@ void cleanse(TicketKey& k) {
   OPENSSL_cleanse(k.hmac.data(), k.hmac.size());
 }
 
-int ticketKeyCallback(SSL*, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cctx,
+int ticketKeyCallback(SSL* ssl, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cctx,
                       EVP_MAC_CTX* hctx, int enc) {
   TicketKey k;
   int result = 1;
@@ -235,6 +235,11 @@ int ticketKeyCallback(SSL*, unsigned char* key_name, unsigned char* iv, EVP_CIPH
     result = ticketKeys().find(key_name, k);
     if (result == 0) {
       return 0;  // unknown or expired key: a full handshake
+    }
+    // TLS 1.3 clients use a ticket once (RFC 8446 C.4): a resumed connection gets a fresh one
+    // (OpenSSL sends one only when told to renew), or every other connection would be full.
+    if (SSL_version(ssl) == TLS1_3_VERSION) {
+      result = 2;
     }
   }
   char digest[] = "SHA256";

@@ -220,6 +220,24 @@ TEST_CASE("ticket keys: a rotated key still resumes for one period, then not", "
   }
 }
 
+TEST_CASE("ticket keys: a resumed TLS 1.3 connection gets a fresh ticket to resume with", "[tls]") {
+  Pair pair;
+  auto ctx = pair.context();
+  Handshake h = connectOnce(*ctx, 0, nullptr);
+  REQUIRE(h.ok);
+  // A chain of single-use tickets: each resumption hands out the next one.
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    REQUIRE(h.session != nullptr);
+    Handshake next = connectOnce(*ctx, 0, h.session);
+    SSL_SESSION_free(h.session);
+    REQUIRE(next.ok);
+    CHECK(next.resumed);
+    h = next;
+  }
+  SSL_SESSION_free(h.session);
+}
+
 TEST_CASE("ticket keys: a context built later (a reload) resumes the earlier one's tickets",
           "[tls]") {
   Pair pair;
