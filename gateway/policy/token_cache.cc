@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 namespace gw::policy {
@@ -11,9 +12,34 @@ namespace gw::policy {
 TokenCache::TokenCache(size_t capacity)
     : per_stripe_(std::max<size_t>(1, (capacity + kStripes - 1) / kStripes)) {}
 
+namespace {
+
+// SHA-256 through a digest fetched once and a context per thread: the one-shot SHA256()
+// fetches the algorithm by name and allocates a context on every call, which cost more than
+// hashing the token itself (bench/tls.py's JWT workload).
+struct Sha256 {
+  EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~Sha256() {
+    EVP_MD_CTX_free(ctx);
+    EVP_MD_free(md);
+  }
+  bool run(std::string_view in, unsigned char* out) noexcept {
+    unsigned int n = 0;
+    return md != nullptr && ctx != nullptr && EVP_DigestInit_ex2(ctx, md, nullptr) == 1 &&
+           EVP_DigestUpdate(ctx, in.data(), in.size()) == 1 &&
+           EVP_DigestFinal_ex(ctx, out, &n) == 1 && n == 32;
+  }
+};
+
+}  // namespace
+
 TokenCache::Digest TokenCache::digest(std::string_view token) noexcept {
   Digest d{};
-  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), d.data());
+  thread_local Sha256 sha;
+  if (!sha.run(token, d.data())) {
+    SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), d.data());
+  }
   return d;
 }
 
