@@ -48,17 +48,19 @@ import bench as B  # noqa: E402  (configs, spawn/stopAll, CPU readers, runWrk, m
 import federation as F  # noqa: E402  (callBody, mcpHeaders, perRun, report pieces)
 
 kTlsSetups = ["gateway", "nginx", "haproxy"]
-kJwtSetups = ["jwt", "none", "no-policies"]
+kJwtSetups = ["jwt", "none", "none-token", "no-policies"]
 kWorkloads = ["keepalive", "full", "resumed", "jwt"]
 kSetupsOf = {"keepalive": kTlsSetups, "full": kTlsSetups, "resumed": kTlsSetups,
              "jwt": kJwtSetups}
 kRefs = ["nginx", "haproxy"]
+kWithToken = ("jwt", "none-token")  # the JWT setups wrk sends the token to
 kJwtGoal = 0.95
 kIssuer = "https://issuer.bench.invalid"
 kAudience = "mcp-gateway-bench"
 kKid = "bench-rs256"
 kTokenLifetime = 24 * 3600  # seconds: far beyond any run
-kConfOf = {"gateway": "gw-tls", "jwt": "gw-jwt", "none": "gw-none", "no-policies": "gw-plain"}
+kConfOf = {"gateway": "gw-tls", "jwt": "gw-jwt", "none": "gw-none",
+           "none-token": "gw-none-token", "no-policies": "gw-plain"}
 
 fmt = B.fmt
 med = B.med
@@ -173,7 +175,7 @@ default: deny
     with open(f"{tmp}/policy-none.yaml", "w") as f:
         f.write(rules)
     for setup, policy in (("jwt", "policy-jwt.yaml"), ("none", "policy-none.yaml"),
-                          ("no-policies", None)):
+                          ("none-token", "policy-none.yaml"), ("no-policies", None)):
         text = header.replace(listen, f"listen: 127.0.0.1:{ports[setup]}\n")
         text += f"admin: 127.0.0.1:{ports[setup + '-admin']}\n"
         if policy:
@@ -237,6 +239,7 @@ def probeAll(ports, token):
                               status=401)]
     for setup in ("none", "no-policies"):
         problems[setup] = probe(ports[setup])
+    problems["none-token"] = probe(ports["none-token"], headers=bearer)
     return {s: p for s, p in problems.items() if p}
 
 
@@ -305,7 +308,7 @@ def measure(procs, ports, workload, setup, seconds, token, client, conns, versio
     if workload in ("full", "resumed"):
         r = runHandshakes(client, ports[setup], workload, conns, seconds, version)
     else:
-        headers = [f"Authorization: Bearer {token}"] if setup == "jwt" else []
+        headers = [f"Authorization: Bearer {token}"] if setup in kWithToken else []
         r = B.runWrk(ports[setup], seconds, 50, False,
                      scheme="https" if workload == "keepalive" else "http", headers=headers)
     l1 = B.cpuBusyTicks(B.kLoadCpu)
@@ -346,7 +349,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="mcp-bench-tls-")
     ports = {s: B.freePort() for s in B.kSetups + ["sse", "nginx-sse", "gateway-admin"]}
-    for s in ("jwt", "none", "no-policies"):
+    for s in kJwtSetups:
         ports[s] = B.freePort()
         ports[s + "-admin"] = B.freePort()
     ports["gateway"] = ports["gateway-header"]  # bench.py's header config, with tls added
@@ -406,7 +409,7 @@ def main():
             f"{fmt(singleUse[setup]['tickets_per_conn'], 2)} tickets per connection")
     for setup in kJwtSetups:
         B.runWrk(ports[setup], 1, 50, False,
-                 headers=[f"Authorization: Bearer {token}"] if setup == "jwt" else [])
+                 headers=[f"Authorization: Bearer {token}"] if setup in kWithToken else [])
 
     data = {w: {s: [] for s in kSetupsOf[w]} for w in kWorkloads}
     loads.append(("rounds", B.loadavg()))
@@ -481,6 +484,8 @@ def writeReport(path, gateway, seconds, runs, conns, version, data, infos, singl
       "bytes, valid 24 h) as `Authorization: Bearer` on every request |")
     w("| none | the same config and policy without `identity` (anonymous callers allowed); wrk "
       "sends no token |")
+    w("| none-token | the `none` gateway again (its own process), wrk sending the jwt setup's "
+      "token, which it neither checks nor forwards: the same bytes as jwt, no verification |")
     w("| no-policies | bench.py's `gateway-header` config as it is (no `policies:`); no token |")
     w("")
     w(f"Workloads: **keepalive** = `wrk -t1 -c50 -d{seconds}s https://…` with "
@@ -493,7 +498,7 @@ def writeReport(path, gateway, seconds, runs, conns, version, data, infos, singl
       "same one again). CPU per handshake = the "
       "proxy's CPU ÷ connections, so it includes accepting the connection and relaying its one "
       "request (the keep-alive figure shows what a request alone costs). **jwt** = `wrk -t1 "
-      f"-c50 -d{seconds}s http://…` against jwt / none / no-policies.\n")
+      f"-c50 -d{seconds}s http://…` against jwt / none / none-token / no-policies.\n")
 
     head = "| ratio | " + " | ".join(f"round {i + 1}" for i in range(runs)) + " | median |"
     sep = "|" + "---|" * (runs + 2)
@@ -508,12 +513,15 @@ def writeReport(path, gateway, seconds, runs, conns, version, data, infos, singl
         w(f"| {cpuTitle} | " + " | ".join(fmt(med(perRun(d, 'cpu_us', 'gateway', r)), 2)
                                           for r in kRefs) + " |")
     w("")
+    tickets = {s: med([r["tickets_per_conn"] for r in data["resumed"][s]]) for s in kTlsSetups}
+    same = all(t is not None and abs(t - tickets["gateway"]) < 0.05 for t in tickets.values())
     w("Rates: > 1 = the gateway is faster; CPU: < 1 = the gateway is cheaper. When a proxy is "
       "not near 100 % busy (tables below), CPU 1 (the load side) was the limit and the rate "
-      "ratio understates the difference: the CPU ratio is the efficiency figure. On a resumed "
-      "handshake nginx and HAProxy issue a new session ticket and the gateway does not "
-      "(*tickets per connection* below), so the gateway's resumed figure leaves out that "
-      "work.\n")
+      "ratio understates the difference: the CPU ratio is the efficiency figure. Tickets sent "
+      "per resumed connection (*tickets per connection* below): " +
+      ", ".join(f"{s} {fmt(t, 2)}" for s, t in tickets.items()) +
+      (" — the same work on all three.\n" if same else
+       " — they differ, so the resumed figures compare unequal work.\n"))
     w("Per round:\n")
     w(head)
     w(sep)
@@ -531,6 +539,9 @@ def writeReport(path, gateway, seconds, runs, conns, version, data, infos, singl
     w(F.ratioLine("CPU per request, jwt ÷ none", perRun(d, "cpu_us", "jwt", "none")))
     w(F.ratioLine("req/s, jwt ÷ no-policies", perRun(d, "rps", "jwt", "no-policies")))
     w(F.ratioLine("CPU per request, jwt ÷ no-policies", perRun(d, "cpu_us", "jwt", "no-policies")))
+    w(F.ratioLine("req/s, jwt ÷ none-token (the same bytes)", perRun(d, "rps", "jwt", "none-token")))
+    w(F.ratioLine("CPU per request, jwt ÷ none-token (the same bytes)",
+                  perRun(d, "cpu_us", "jwt", "none-token")))
     w(F.ratioLine("req/s, none ÷ no-policies", perRun(d, "rps", "none", "no-policies")))
     w("")
     w("With the gateway well below 100 % busy (tables below) the req/s ratio also carries the "
