@@ -495,10 +495,15 @@ body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
 body+='"arguments":{"message":"through the sidecar"},"_meta":{'
 body+='"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
 body+='"io.modelcontextprotocol/clientCapabilities":{}}}}'
-code=$(curl -sS --max-time 10 -o "${tmp}/echo" -w '%{http_code}' \
-  "http://127.0.0.1:${port}/mcp" -H 'Content-Type: application/json' \
-  -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
-  -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -d "${body}") || code="curl failed"
+echo_call() {  # echo_call URL [CURL-ARGS...]: the echo tools/call; status in ${code}, body in
+  local url="$1"  # ${tmp}/echo
+  shift
+  code=$(curl -sS --max-time 10 "$@" -o "${tmp}/echo" -w '%{http_code}' "${url}" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' \
+    -d "${body}") || code="curl failed"
+}
+echo_call "http://127.0.0.1:${port}/mcp"
 if [[ "${code}" != 200 ]] || ! grep -q '"text":"through the sidecar"' "${tmp}/echo"; then
   cat "${tmp}/echo" "${tmp}/sidecar.log" "${tmp}/demo.log" >&2
   die "tools/call echo through the gateway: ${code}"
@@ -564,10 +569,7 @@ done
 start_gateway tls /readyz
 tls_pid=${gw_pid}
 tls_port=${port}
-code=$(curl -sS --max-time 10 --cacert "${tls}/ca.crt" -o "${tmp}/echo" -w '%{http_code}' \
-  "https://127.0.0.1:${tls_port}/mcp" -H 'Content-Type: application/json' \
-  -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
-  -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -d "${body}") || code="curl failed"
+echo_call "https://127.0.0.1:${tls_port}/mcp" --cacert "${tls}/ca.crt"
 if [[ "${code}" != 200 ]] || ! grep -q '"text":"through the sidecar"' "${tmp}/echo"; then
   cat "${tmp}/echo" "${tmp}/tls.log" "${tmp}/demo.log" >&2
   die "tools/call echo over HTTPS through the gateway: ${code}"
@@ -606,10 +608,7 @@ routes:
 drain_timeout: 1s
 EOF
   start_gateway "${name}" /readyz
-  code=$(curl -sS --max-time 10 -o "${tmp}/echo" -w '%{http_code}' \
-    "http://127.0.0.1:${port}/mcp" -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
-    -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -d "${body}") || code="curl failed"
+  echo_call "http://127.0.0.1:${port}/mcp"
   stop_gateway "${gw_pid}" "the ${name} gateway"
 }
 relay_through upstream-untrusted

@@ -29,19 +29,6 @@ size_t countFields(const std::vector<HeaderField>& fields, std::string_view name
 
 namespace {
 
-int hexValue(char c) noexcept {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // Whether the query parameter name `raw` (still encoded) decodes to `name`.
 bool decodesTo(std::string_view raw, std::string_view name) noexcept {
   size_t j = 0;
@@ -49,9 +36,9 @@ bool decodesTo(std::string_view raw, std::string_view name) noexcept {
     char c = raw[i];
     if (c == '+') {
       c = ' ';
-    } else if (c == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
-               hexValue(raw[i + 2]) >= 0) {
-      c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
+    } else if (c == '%' && i + 2 < raw.size() && core::hexValue(raw[i + 1]) >= 0 &&
+               core::hexValue(raw[i + 2]) >= 0) {
+      c = static_cast<char>(core::hexValue(raw[i + 1]) * 16 + core::hexValue(raw[i + 2]));
       i += 2;
     }
     if (j >= name.size() || name[j] != c) {
