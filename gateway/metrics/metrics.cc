@@ -348,7 +348,7 @@ std::string Registry::scrape(const Gauges& g) const {
   fams.push_back(scalar("mcp_gateway_jwks_keys", "Keys in the last JWKS fetched successfully",
                         MetricType::Gauge, static_cast<double>(jwks_keys_.load())));
   if (int64_t expiry = tls_cert_expiry_.load(); expiry != 0) {
-    fams.push_back(scalar("mcp_gateway_tls_certificate_expiry_seconds",
+    fams.push_back(scalar("mcp_gateway_tls_certificate_expiry_timestamp_seconds",
                           "When the served TLS certificate expires (notAfter, Unix time)",
                           MetricType::Gauge, static_cast<double>(expiry)));
   }

@@ -189,7 +189,7 @@ class Registry {
   // The keys of the last JWKS fetched successfully (mcp_gateway_jwks_keys).
   void setJwksKeys(int64_t n) noexcept { jwks_keys_.store(n); }
   // When the served TLS certificate expires, seconds since the epoch
-  // (mcp_gateway_tls_certificate_expiry_seconds; 0: no TLS, not exported).
+  // (mcp_gateway_tls_certificate_expiry_timestamp_seconds; 0: no TLS, not exported).
   void setTlsCertificateExpiry(int64_t unix) noexcept { tls_cert_expiry_.store(unix); }
 
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.

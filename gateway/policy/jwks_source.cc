@@ -173,6 +173,14 @@ JwksSource::Ask JwksSource::askRefetch() noexcept {
   return a;
 }
 
+bool JwksSource::beginWait() noexcept {
+  if (waiters_.fetch_add(1, std::memory_order_relaxed) >= kMaxWaiters) {
+    waiters_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
 bool JwksSource::askAllowed(std::chrono::steady_clock::time_point now) const noexcept {
   return now.time_since_epoch().count() >= ask_open_ns_.load(std::memory_order_acquire);
 }

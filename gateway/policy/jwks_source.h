@@ -81,6 +81,11 @@ class JwksSource {
   Ask askRefetch() noexcept;
   // Fetches that ended (whatever their result). Any thread.
   uint64_t fetchesEnded() const noexcept { return ended_.load(std::memory_order_acquire); }
+  // Requests waiting for a fetch of this source, at most kMaxWaiters (the rest get their 401
+  // at once): a flood of made-up kids during a slow fetch cannot park every connection.
+  static constexpr int kMaxWaiters = 1024;
+  bool beginWait() noexcept;
+  void endWait() noexcept { waiters_.fetch_sub(1, std::memory_order_relaxed); }
 
   // Fetcher: takes the ask (true when some token asked since the last take).
   bool takeAsk() noexcept { return asked_.exchange(false, std::memory_order_relaxed); }
@@ -103,6 +108,7 @@ class JwksSource {
   std::atomic<bool> asked_{false};
   std::atomic<bool> fetching_{false};
   std::atomic<uint64_t> ended_{0};
+  std::atomic<int> waiters_{0};
   // steady_clock nanoseconds from which an ask starts a fetch (kMinAskedInterval after the
   // last asked-for one began).
   std::atomic<int64_t> ask_open_ns_{std::numeric_limits<int64_t>::min()};

@@ -97,11 +97,13 @@ int dotCount(std::string_view token) noexcept {
 
 // With jwks_url and no key set yet, or a kid the set lacks: the source is asked to refetch
 // (the fetcher rate-limits that), and when a fetch is coming `pending` says which.
-void askRefetch(JwksSource& source, KeysPending* pending) noexcept {
+// `ended_before`: source.fetchesEnded() read before the key set was: a fetch that ended since
+// brought a set this request has not tried, so it is worth a wait too (it ends at once).
+void askRefetch(JwksSource& source, uint64_t ended_before, KeysPending* pending) noexcept {
   const JwksSource::Ask a = source.askRefetch();
-  if (a.coming && pending != nullptr) {
+  if ((a.coming || a.ended != ended_before) && pending != nullptr) {
     pending->source = &source;
-    pending->ended = a.ended;
+    pending->ended = ended_before;
   }
 }
 
@@ -112,10 +114,12 @@ AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, in
                            Identity& out, const char** reason, KeysPending* pending) noexcept {
   std::shared_ptr<const KeySet> fetched;
   uint64_t generation = 0;
+  uint64_t ended_before = 0;
   if (jwt.source != nullptr) {
+    ended_before = jwt.source->fetchesEnded();
     fetched = jwt.source->keys();
     if (fetched == nullptr) {
-      askRefetch(*jwt.source, pending);
+      askRefetch(*jwt.source, ended_before, pending);
       return fail(reason, AuthResult::kInvalid, "the JWKS has not been fetched yet");
     }
     generation = fetched->generation;
@@ -132,7 +136,7 @@ AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, in
     // compared with now - skew.
     jwt.cache->insert(digest, generation, facts.exp, now_unix - jwt.skew_s, out);
   } else if (facts.unknown_key && jwt.source != nullptr) {
-    askRefetch(*jwt.source, pending);
+    askRefetch(*jwt.source, ended_before, pending);
   }
   return r;
 }

@@ -169,7 +169,7 @@ class JwksSource;
 // is running or about to start: the request may wait until `source->fetchesEnded()` moves
 // past `ended`, then be authenticated once more (proxy/exchange.cc does).
 struct KeysPending {
-  const JwksSource* source = nullptr;
+  JwksSource* source = nullptr;  // held by the PolicySet the request runs on
   uint64_t ended = 0;
 };
 

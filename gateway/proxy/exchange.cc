@@ -83,8 +83,7 @@ void Exchange::start() {
 
   filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
   if (st == filters::FilterStatus::kLocalReply) {
-    if (ctx_.keys_pending.source != nullptr && !keys_waited_) {
-      waitForKeys();
+    if (ctx_.keys_pending.source != nullptr && !keys_waited_ && waitForKeys()) {
       return;
     }
     replyBeforeBody();
@@ -119,9 +118,12 @@ void Exchange::start() {
 // ---- a JWT whose key a JWKS fetch is bringing --------------------------------------------
 
 namespace {
-// How often a waiting request looks whether the fetch ended, and how long it waits at most
-// (the fetch itself gives up after 10 s; server/jwks_fetcher.cc).
+// How often a waiting request looks whether the fetch ended (every 10 ms for its first
+// 200 ms, then every 100 ms), and how long it waits at most (the fetch itself gives up after
+// 10 s; server/jwks_fetcher.cc).
 constexpr std::chrono::milliseconds kKeysPoll{10};
+constexpr std::chrono::milliseconds kKeysPollSlow{100};
+constexpr std::chrono::milliseconds kKeysPollFastFor{200};
 constexpr std::chrono::seconds kKeysWait{12};
 }  // namespace
 
@@ -129,23 +131,40 @@ constexpr std::chrono::seconds kKeysWait{12};
 // is no key set yet, and a fetch is running or starts at the fetcher's next tick: rather than
 // a 401 the client would take for a bad token, the request waits for that fetch to end, then
 // runs the pipeline once more; a second refusal stands. Nothing of the body was read.
-void Exchange::waitForKeys() {
-  keys_waited_ = keys_waiting_ = true;
+bool Exchange::waitForKeys() {
+  keys_waited_ = true;
+  if (!ctx_.keys_pending.source->beginWait()) {
+    return false;
+  }
+  keys_waiting_ = true;
   keys_ = ctx_.keys_pending;
-  keys_deadline_ = now() + std::chrono::duration_cast<core::Nanos>(kKeysWait);
+  keys_since_ = now();
   timeval tv = event::toTimeval(kKeysPoll);
   evtimer_add(keepalive_timer.get(), &tv);
+  return true;
 }
 
 void Exchange::onKeysPoll() {
-  if (keys_.source->fetchesEnded() == keys_.ended && now() < keys_deadline_) {
-    timeval tv = event::toTimeval(kKeysPoll);
+  const core::Nanos waited = now() - keys_since_;
+  if (keys_.source->fetchesEnded() == keys_.ended &&
+      waited < std::chrono::duration_cast<core::Nanos>(kKeysWait)) {
+    timeval tv = event::toTimeval(waited < std::chrono::duration_cast<core::Nanos>(kKeysPollFastFor)
+                                      ? kKeysPoll
+                                      : kKeysPollSlow);
     evtimer_add(keepalive_timer.get(), &tv);
     return;
   }
-  keys_waiting_ = false;
+  stopKeysWait();
   resetContext();
   start();
+}
+
+void Exchange::stopKeysWait() noexcept {
+  if (keys_waiting_) {
+    keys_waiting_ = false;
+    evtimer_del(keepalive_timer.get());
+    keys_.source->endWait();
+  }
 }
 
 // A request answered from its head alone (401, 403, 404, 405, 415, 429…): its body is never
@@ -413,8 +432,8 @@ Exchange* ExchangePool::take(event_base* base) {
 }
 
 void ExchangePool::give(Exchange* x) noexcept {
+  x->stopKeysWait();
   evtimer_del(x->keepalive_timer.get());
-  x->keys_waiting_ = false;
   x->framer_.reset();
   x->up_.release(false);
   x->up_open_ = false;

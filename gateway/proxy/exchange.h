@@ -127,15 +127,11 @@ class Exchange final : public downstream::StreamCallbacks,
   // request and body
   void resetContext();  // the pipeline's context for `head`, as new
   void replyBeforeBody();
-  // a JWT whose key a JWKS fetch is bringing (the keep-alive timer polls)
-  void waitForKeys();
+  // a JWT whose key a JWKS fetch is bringing (the keep-alive timer polls); false: no wait
+  // (the source has kMaxWaiters already)
+  bool waitForKeys();
   void onKeysPoll();
-  void stopKeysWait() noexcept {
-    if (keys_waiting_) {
-      keys_waiting_ = false;
-      evtimer_del(keepalive_timer.get());
-    }
-  }
+  void stopKeysWait() noexcept;
   void beginBodyRead();
   void sendLocalReply();
   // rate limits
@@ -229,7 +225,7 @@ class Exchange final : public downstream::StreamCallbacks,
   bool keys_waited_ = false;    // this request waited for a JWKS fetch once already
   bool keys_waiting_ = false;   // ... and still does (keepalive_timer polls)
   policy::KeysPending keys_;    // the fetch it waits for
-  core::Nanos keys_deadline_{};
+  core::Nanos keys_since_{};    // when the wait began
 
   // rate limits
   std::vector<filters::LimitCheck> limits_;

@@ -112,6 +112,12 @@ void JwksFetcher::stop() {
     event_base_loopbreak(impl_->base.get());
     thread_.join();
   }
+  // A fetch cut short still ends: nothing may wait for it (proxy/exchange.cc).
+  for (auto& [key, st] : impl_->states) {
+    if (st.fetch != nullptr) {
+      st.fetch->source->fetchEnded();
+    }
+  }
   impl_->states.clear();
 }
 

@@ -238,7 +238,9 @@ int ticketKeyCallback(SSL* ssl, unsigned char* key_name, unsigned char* iv, EVP_
     }
     // TLS 1.3 clients use a ticket once (RFC 8446 C.4): a resumed connection gets a fresh one
     // (OpenSSL sends one only when told to renew), or every other connection would be full.
-    if (SSL_version(ssl) == TLS1_3_VERSION) {
+    // Not with client certificates: a renewed ticket carries the certificate on, so a chain
+    // of resumptions could outlive it; their sessions end with the first ticket's lifetime.
+    if (SSL_version(ssl) == TLS1_3_VERSION && (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) == 0) {
       result = 2;
     }
   }

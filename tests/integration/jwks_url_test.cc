@@ -239,6 +239,11 @@ TEST_CASE("jwks_url: a request waits for a slow fetch, a client that leaves is l
   REQUIRE(r);
   CHECK(r->status == 200);
   CHECK(s.jwks.requests() == 2);
+  // The same keep-alive connection goes on (its exchange back from the pool, no wait left).
+  REQUIRE(staying.send(call));
+  r = staying.readResponse(Ms(3000));
+  REQUIRE(r);
+  CHECK(r->status == 200);
   // The one that left was logged as the client's cancellation, before any answer.
   CHECK(waitFor(
       [&] { return readFile(s.gw->accessLogPath()).find("\"status\":499") != std::string::npos; },

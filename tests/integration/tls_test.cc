@@ -723,7 +723,7 @@ TEST_CASE("tls: /config, /metrics and the log describe the served certificate", 
 
   // The expiry gauge: the test certificates are good for 2 days from now.
   const std::string metrics = adminGet(admin, "/metrics").body;
-  const double expiry = sample(metrics, "mcp_gateway_tls_certificate_expiry_seconds");
+  const double expiry = sample(metrics, "mcp_gateway_tls_certificate_expiry_timestamp_seconds");
   const double now = static_cast<double>(::time(nullptr));
   CHECK(expiry > now + 2 * 86400 - 3600);
   CHECK(expiry < now + 2 * 86400 + 60);

@@ -81,14 +81,20 @@ class Pair {
     REQUIRE(std::system(cmd.c_str()) == 0);
   }
   ~Pair() { std::filesystem::remove_all(dir_); }
+  std::string file(const char* name) const { return dir_ + "/" + name; }
   Pair(const Pair&) = delete;
   Pair& operator=(const Pair&) = delete;
 
   // A server context on this pair (each call builds a new one, as a reload does).
-  std::shared_ptr<const ServerContext> context() const {
+  // `client_certs`: clients must present a certificate chaining to this pair's own
+  // (self-signed, so it is its own CA; the client presents the same pair).
+  std::shared_ptr<const ServerContext> context(bool client_certs = false) const {
     ServerConfig cfg;
     cfg.cert = dir_ + "/c.pem";
     cfg.key = dir_ + "/k.pem";
+    if (client_certs) {
+      cfg.client_ca = cfg.cert;
+    }
     BuildResult r = buildServerContext(cfg);
     REQUIRE(r.context != nullptr);
     return r.context;
@@ -106,13 +112,20 @@ struct Handshake {
   bool resumed = false;
   SSL_SESSION* session = nullptr;
 };
-Handshake connectOnce(const ServerContext& server, int max_version, SSL_SESSION* resume) {
+Handshake connectOnce(const ServerContext& server, int max_version, SSL_SESSION* resume,
+                      const Pair* client_cert = nullptr) {
   Handshake h;
   SSL_CTX* cctx = SSL_CTX_new(TLS_client_method());
   REQUIRE(cctx != nullptr);
   SSL_CTX_set_session_cache_mode(cctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);
   if (max_version != 0) {
     SSL_CTX_set_max_proto_version(cctx, max_version);
+  }
+  if (client_cert != nullptr) {
+    REQUIRE(SSL_CTX_use_certificate_file(cctx, client_cert->file("c.pem").c_str(),
+                                         SSL_FILETYPE_PEM) == 1);
+    REQUIRE(SSL_CTX_use_PrivateKey_file(cctx, client_cert->file("k.pem").c_str(),
+                                        SSL_FILETYPE_PEM) == 1);
   }
   SSL* c = SSL_new(cctx);
   SSL* s = server.newSession();
@@ -236,6 +249,26 @@ TEST_CASE("ticket keys: a resumed TLS 1.3 connection gets a fresh ticket to resu
     h = next;
   }
   SSL_SESSION_free(h.session);
+}
+
+TEST_CASE("ticket keys: with client certificates a TLS 1.3 ticket is not renewed", "[tls]") {
+  // A renewed ticket would carry the client certificate on past its own lifetime: under mTLS
+  // the chain ends with the first ticket (its one use), and the next connection is full.
+  Pair pair;
+  auto ctx = pair.context(true);
+  Handshake first = connectOnce(*ctx, 0, nullptr, &pair);
+  REQUIRE(first.ok);
+  REQUIRE(first.session != nullptr);
+  Handshake resumed = connectOnce(*ctx, 0, first.session, &pair);
+  REQUIRE(resumed.ok);
+  CHECK(resumed.resumed);
+  REQUIRE(resumed.session != nullptr);
+  Handshake again = connectOnce(*ctx, 0, resumed.session, &pair);
+  REQUIRE(again.ok);
+  CHECK_FALSE(again.resumed);
+  for (SSL_SESSION* x : {first.session, resumed.session, again.session}) {
+    SSL_SESSION_free(x);
+  }
 }
 
 TEST_CASE("ticket keys: a context built later (a reload) resumes the earlier one's tickets",
