@@ -111,18 +111,6 @@ const Target kProtected[] = {
     {"POST", "/metrics", "{}", 405},
 };
 
-// The value of the exposition line that starts with `series`, or -1.
-double sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::stod(text.substr(pos + series.size() + 1));
-    }
-    pos += series.size();
-  }
-  return -1;
-}
-
 void checkRefused(const Response& r, const char* challenge) {
   CHECK(r.status == 401);
   CHECK(r.header("WWW-Authenticate") == challenge);

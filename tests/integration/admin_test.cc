@@ -97,10 +97,6 @@ struct AdminGateway {
   Gateway gw;
 };
 
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
 Response adminPost(uint16_t port, const std::string& target, const std::string& body) {
   return fetch(port, "POST " + target +
                          " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n"
@@ -110,18 +106,6 @@ Response adminPost(uint16_t port, const std::string& target, const std::string& 
 
 std::string field(const std::string& json, std::string_view key) {
   return jsonToken(json, key).value_or("<absent>");
-}
-
-// The value of the exposition line that starts with `series` ("name{labels}"), or -1.
-double sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::stod(text.substr(pos + series.size() + 1));
-    }
-    pos += series.size();
-  }
-  return -1;
 }
 
 // Polls /metrics until `series` has `want` (bounded: ~10 s; CI machines run two suites'

@@ -75,22 +75,6 @@ Ran sdkCall(const TempDir& dir, uint16_t port, const std::string& tool, int n) {
              "audit-client-" + std::to_string(n));
 }
 
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
-// The value of the exposition line `series value`, or -1.
-double sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::stod(text.substr(pos + series.size() + 1));
-    }
-    pos += series.size();
-  }
-  return -1;
-}
-
 std::string decisions(const std::string& rule, const std::string& decision,
                       const std::string& mode) {
   return "mcp_gateway_policy_decisions_total{rule=\"" + rule + "\",decision=\"" + decision +

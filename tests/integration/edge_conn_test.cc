@@ -127,18 +127,6 @@ size_t countOf(const std::string& text, std::string_view needle) {
   return n;
 }
 
-// The value of the exposition line that starts with `series`, or -1.
-double sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::strtod(text.c_str() + pos + series.size() + 1, nullptr);
-    }
-    pos += series.size();
-  }
-  return -1;
-}
-
 std::string metricsText(uint16_t admin) {
   return fetch(admin, "GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n").body;
 }

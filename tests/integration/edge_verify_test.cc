@@ -73,10 +73,6 @@ std::string field(const std::string& json, std::string_view key) {
   return jsonToken(json, key).value_or("<absent>");
 }
 
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
 struct Reject {
   const char* what;
   std::string request;

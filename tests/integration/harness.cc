@@ -1370,6 +1370,21 @@ std::string sseHead(std::string_view extra_headers) {
   return h;
 }
 
+Response adminGet(uint16_t port, const std::string& target) {
+  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+}
+
+double sample(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      return std::strtod(text.c_str() + pos + series.size() + 1, nullptr);
+    }
+    pos += series.size();
+  }
+  return -1;
+}
+
 Response fetch(uint16_t port, const std::string& request, Ms timeout) {
   Client c(port);
   REQUIRE(c.connected());

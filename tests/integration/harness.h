@@ -367,6 +367,10 @@ class Client {
 // Sends one request on a fresh connection and returns the whole response; REQUIREs that the
 // connection, the send and a complete response all happen.
 Response fetch(uint16_t port, const std::string& request, Ms timeout = Ms(8000));
+// GET `target` from an admin listener (no token), Connection: close.
+Response adminGet(uint16_t port, const std::string& target);
+// The value on the Prometheus exposition line of `series` ("name{labels}"), or -1.
+double sample(const std::string& text, const std::string& series);
 
 // The raw JSON token after `"key":` in a flat JSON text (a string keeps its quotes), for log
 // lines whose exact spacing is not ours to fix; nullopt if the key is absent.

@@ -135,13 +135,7 @@ struct Setup {
   }
   // The value of one sample line in /metrics (-1 when absent).
   double metric(const std::string& series) {
-    const std::string body =
-        fetch(admin, "GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n").body;
-    const size_t at = body.find("\n" + series + " ");
-    if (at == std::string::npos) {
-      return -1;
-    }
-    return std::stod(body.substr(at + series.size() + 2));
+    return sample(adminGet(admin, "/metrics").body, series);
   }
 };
 

@@ -121,22 +121,6 @@ class LogReader {
   size_t seen_ = 0;
 };
 
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
-// The value of the exposition line that starts with `series`, or -1.
-double sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::stod(text.substr(pos + series.size() + 1));
-    }
-    pos += series.size();
-  }
-  return -1;
-}
-
 // The SDK v2 server fixture answering 2025-era requests (stateless).
 class LegacySdkServer {
  public:

@@ -23,10 +23,6 @@ std::string field(const std::string& json, std::string_view key) {
   return jsonToken(json, key).value_or("<absent>");
 }
 
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
 // The access-log lines written so far (waits up to 3 s until there are at least `want`).
 std::vector<std::string> accessLines(const Gateway& gw, size_t want) {
   std::vector<std::string> lines;

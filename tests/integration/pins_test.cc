@@ -96,10 +96,6 @@ std::string sdkTools(const TempDir& dir, uint16_t port) {
                                                              : r.out.substr(at, end - at + 1);
 }
 
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
 // Polls /pins until it contains `needle` (bounded: ~10 s).
 bool waitForPins(uint16_t admin, const std::string& needle) {
   for (int i = 0; i < 200; ++i) {
@@ -109,17 +105,6 @@ bool waitForPins(uint16_t admin, const std::string& needle) {
     std::this_thread::sleep_for(Ms(50));
   }
   return false;
-}
-
-double sample(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::stod(text.substr(pos + series.size() + 1));
-    }
-    pos += series.size();
-  }
-  return -1;
 }
 
 std::string policyYaml(const std::string& mode, const std::string& new_tools = "allow") {

@@ -274,18 +274,6 @@ std::string pairLines(const Pki& pki, const std::string& name = "gw") {
   return "  cert: " + pki.file(name + ".pem") + "\n  key: " + pki.file(name + ".key") + "\n";
 }
 
-double sample(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) {
-    return -1;
-  }
-  return std::atof(text.c_str() + at + series.size() + 2);
-}
-
-Response adminGet(uint16_t port, const std::string& target) {
-  return fetch(port, "GET " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
-}
-
 }  // namespace
 
 TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "[tls]") {
