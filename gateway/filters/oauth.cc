@@ -1,11 +1,15 @@
-// The gateway as the OAuth resource server (issue #17): the RFC 9728 protected resource
-// metadata it answers itself, and the RFC 6750 challenges of its 401s and 403s.
+// The gateway as the OAuth resource server (issue #17): the identity stage, the RFC 9728
+// protected resource metadata it answers itself, and the RFC 6750 challenges of its 401s and
+// 403s.
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gateway/filters/stages.h"
+#include "gateway/http/message.h"
+#include "gateway/mcp/jsonrpc.h"
 
 namespace gw::filters::detail {
 
@@ -84,6 +88,75 @@ std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
   }
   h += "\r\n";
   return h;
+}
+
+namespace {
+
+const std::vector<std::string> kNone;
+
+// The answer to a refused credential (`auth` neither kAnonymous nor kAuthenticated): 400
+// invalid_request for a malformed request, else a 401 challenge whose error="invalid_token"
+// says a Bearer token came and was refused (no error code without one, or with another
+// scheme: RFC 6750 §3.1).
+FilterStatus refuse(RequestContext& ctx, const policy::PolicySet& pol, policy::AuthResult auth,
+                    const char* why) {
+  if (auth == policy::AuthResult::kMalformed) {
+    setReply(ctx, 400, mcp::code::kUnauthorized, std::string("Bad Request: ") + why,
+             "auth_invalid");
+    ctx.reply.extra_headers = bearerChallenge(pol, "invalid_request", kNone);
+    return FilterStatus::kLocalReply;
+  }
+  const policy::ResourceMetadata* m = pol.resourceMetadata();
+  setReply(ctx, 401, mcp::code::kUnauthorized,
+           std::string("Unauthorized: ") + (*why ? why : "credentials required"),
+           auth == policy::AuthResult::kMissing ? "auth_missing" : "auth_invalid");
+  ctx.reply.extra_headers =
+      bearerChallenge(pol, auth == policy::AuthResult::kInvalid ? "invalid_token" : nullptr,
+                      m != nullptr ? m->scopes_supported : kNone);
+  return FilterStatus::kLocalReply;
+}
+
+}  // namespace
+
+FilterStatus identityStage(RequestContext& ctx) noexcept {
+  const policy::PolicySet& pol = *ctx.snapshot->policy;
+  if (pol.checksCredentials() && http::queryHasParam(ctx.head->target, "access_token")) {
+    // A token in the URI (RFC 6750 §2.3) lands in logs and is forwarded with the target: the
+    // MCP authorization spec forbids it, so the request is malformed (never forwarded).
+    return refuse(ctx, pol, policy::AuthResult::kMalformed,
+                  "access tokens are not accepted in the URI query (send them in "
+                  "Authorization: Bearer)");
+  }
+  const char* why = "";
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
+  // No credential in the request (anonymous, or missing where one is needed), but a client
+  // certificate verified on the connection: the certificate is the credential. A credential
+  // in the request wins, and a bad one is refused as usual.
+  if (!ctx.peer_subject.empty() &&
+      (ctx.auth == policy::AuthResult::kAnonymous || ctx.auth == policy::AuthResult::kMissing)) {
+    ctx.identity.clear();
+    ctx.identity.authenticated = true;
+    ctx.identity.subject.assign(ctx.peer_subject);
+    ctx.auth = policy::AuthResult::kAuthenticated;
+  }
+  // Credentials stop at a gateway that checks them, unless the route or policy says so.
+  // (A legacy request inspected from its body has no route yet: legacyBodyStage adds the
+  // route's forward_credentials once it has one.)
+  if (ctx.route != nullptr) {
+    ctx.forward_credentials =
+        credentialForwarding(*ctx.route, pol, *ctx.snapshot->settings).forward;
+  } else {
+    ctx.forward_credentials =
+        pol.forwardCredentials() || ctx.snapshot->settings->policy_files.empty();
+  }
+  if (ctx.auth == policy::AuthResult::kAnonymous ||
+      ctx.auth == policy::AuthResult::kAuthenticated) {
+    return FilterStatus::kContinue;
+  }
+  return refuse(ctx, pol, ctx.auth, why);
 }
 
 }  // namespace gw::filters::detail

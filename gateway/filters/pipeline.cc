@@ -360,73 +360,7 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   return FilterStatus::kContinue;
 }
 
-// ---- stage 4: identity (API key / JWT) --------------------------------------------------
-const std::vector<std::string> kNone;
-
-FilterStatus identityStage(RequestContext& ctx) noexcept {
-  const policy::PolicySet& pol = *ctx.snapshot->policy;
-  if (pol.checksCredentials() && http::queryHasParam(ctx.head->target, "access_token")) {
-    // A token in the URI (RFC 6750 §2.3) lands in logs and is forwarded with the target: the
-    // MCP authorization spec forbids it, so the request is malformed (never forwarded).
-    setReply(ctx, 400, mcp::code::kUnauthorized,
-             "Bad Request: access tokens are not accepted in the URI query (send them in "
-             "Authorization: Bearer)",
-             "auth_invalid");
-    ctx.reply.extra_headers = detail::bearerChallenge(pol, "invalid_request", kNone);
-    return FilterStatus::kLocalReply;
-  }
-  const char* why = "";
-  auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
-  ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
-  // No credential in the request (anonymous, or missing where one is needed), but a client
-  // certificate verified on the connection: the certificate is the credential. A credential
-  // in the request wins, and a bad one is refused as usual.
-  if (!ctx.peer_subject.empty() &&
-      (ctx.auth == policy::AuthResult::kAnonymous || ctx.auth == policy::AuthResult::kMissing)) {
-    ctx.identity.clear();
-    ctx.identity.authenticated = true;
-    ctx.identity.subject.assign(ctx.peer_subject);
-    ctx.auth = policy::AuthResult::kAuthenticated;
-  }
-  // Credentials stop at a gateway that checks them, unless the route or policy says so.
-  // (A legacy request inspected from its body has no route yet: legacyBodyStage adds the
-  // route's forward_credentials once it has one.)
-  if (ctx.route != nullptr) {
-    ctx.forward_credentials =
-        credentialForwarding(*ctx.route, pol, *ctx.snapshot->settings).forward;
-  } else {
-    ctx.forward_credentials =
-        pol.forwardCredentials() || ctx.snapshot->settings->policy_files.empty();
-  }
-  const policy::ResourceMetadata* m = pol.resourceMetadata();
-  switch (ctx.auth) {
-    case policy::AuthResult::kAnonymous:
-    case policy::AuthResult::kAuthenticated:
-      return FilterStatus::kContinue;
-    case policy::AuthResult::kMalformed:
-      // RFC 6750 §3.1 invalid_request: the request itself is malformed, not the token.
-      setReply(ctx, 400, mcp::code::kUnauthorized, std::string("Bad Request: ") + why,
-               "auth_invalid");
-      ctx.reply.extra_headers = detail::bearerChallenge(pol, "invalid_request", kNone);
-      return FilterStatus::kLocalReply;
-    case policy::AuthResult::kMissing:
-    case policy::AuthResult::kUnsupported:
-    case policy::AuthResult::kInvalid: {
-      // A challenge; error="invalid_token" only when a Bearer token came and was refused
-      // (no error code for a request without one, or with another scheme: RFC 6750 §3.1).
-      const bool invalid = ctx.auth == policy::AuthResult::kInvalid;
-      setReply(ctx, 401, mcp::code::kUnauthorized,
-               std::string("Unauthorized: ") + (*why ? why : "credentials required"),
-               ctx.auth == policy::AuthResult::kMissing ? "auth_missing" : "auth_invalid");
-      ctx.reply.extra_headers = detail::bearerChallenge(pol, invalid ? "invalid_token" : nullptr,
-                                                        m != nullptr ? m->scopes_supported : kNone);
-      return FilterStatus::kLocalReply;
-    }
-  }
-  return FilterStatus::kContinue;
-}
+// ---- stage 4: identity (API key / JWT): oauth.cc ------------------------------------------
 
 // ---- stage 5: per-tool policy ------------------------------------------------------------
 
@@ -564,14 +498,14 @@ FilterStatus Pipeline::onHeaders(RequestContext& ctx, mcp::ValueArena& arena) no
   if (ctx.legacy_inspect) {
     // Legacy POST: who is calling is known from the head (401 before the body is read);
     // route, policy and limits need the body's view (onBody, then proxy/'s limits).
-    st = identityStage(ctx);
+    st = detail::identityStage(ctx);
     return st != FilterStatus::kContinue ? st : FilterStatus::kNeedBody;
   }
   st = routeStage(ctx);
   if (st != FilterStatus::kContinue) {
     return st;
   }
-  st = identityStage(ctx);
+  st = detail::identityStage(ctx);
   if (st != FilterStatus::kContinue) {
     return st;
   }

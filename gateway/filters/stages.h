@@ -27,6 +27,9 @@ FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& 
 // identity.resource_metadata is set (else realm="mcp-gateway").
 std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
                             const std::vector<std::string>& scopes);
+// Stage 4 (oauth.cc): who is calling — the request's API key or JWT, else its verified client
+// certificate — and whether Authorization goes upstream; 400/401 with a Bearer challenge.
+FilterStatus identityStage(RequestContext& ctx) noexcept;
 // The policy decision on `view` (403 with the rule's reason when denied).
 FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) noexcept;
 // Legacy inspection: route and policy on the body's view (legacy_stage.cc).
