@@ -13,19 +13,15 @@
 #include "gateway/filters/config_json.h"
 #include "gateway/settings/settings.h"
 #include "tests/unit/policy/test_util.h"
+#include "tests/unit/settings/load_util.h"
 
 namespace gw::settings {
 namespace {
 
-constexpr char kToken[] = "0123456789abcdef0123456789abcdef";  // 32 bytes
+using test::dump;
+using test::hasError;
 
-std::string dump(const LoadResult& r) {
-  std::string out;
-  for (const Diagnostic& d : r.errors) {
-    out += d.str() + "\n";
-  }
-  return out;
-}
+constexpr char kToken[] = "0123456789abcdef0123456789abcdef";  // 32 bytes
 
 std::string base(std::string_view extra) {
   std::string y =

@@ -14,9 +14,13 @@
 
 #include "gateway/settings/settings.h"
 #include "gateway/tls/server_context.h"
+#include "tests/unit/settings/load_util.h"
 
 namespace gw::settings {
 namespace {
+
+using test::dump;
+using test::hasError;
 
 // A private directory with a CA, a server pair signed by it and a second, unrelated key.
 class Certs {
@@ -53,23 +57,6 @@ class Certs {
  private:
   std::string dir_;
 };
-
-std::string dump(const LoadResult& r) {
-  std::string out;
-  for (const Diagnostic& d : r.errors) {
-    out += d.str() + "\n";
-  }
-  return out;
-}
-
-bool hasError(const LoadResult& r, int line, int column, std::string_view text) {
-  for (const Diagnostic& d : r.errors) {
-    if (d.line == line && d.column == column && d.message.find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
 
 LoadResult load(const Certs& c, std::string_view tls_block) {
   std::string y =

@@ -13,39 +13,15 @@
 #include <string_view>
 
 #include "gateway/settings/settings.h"
+#include "tests/unit/settings/load_util.h"
 
 namespace gw::settings {
 namespace {
 
+using test::dump;
+using test::hasError;
+
 using namespace std::chrono_literals;
-
-std::string dump(const LoadResult& r) {
-  std::string out;
-  for (const Diagnostic& d : r.errors) {
-    out += d.str() + "\n";
-  }
-  return out;
-}
-
-// True when some diagnostic sits at line:column and its message contains `text`.
-bool hasError(const LoadResult& r, int line, int column, std::string_view text) {
-  for (const Diagnostic& d : r.errors) {
-    if (d.line == line && d.column == column && d.message.find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// True when some diagnostic's message contains `text` (position not checked).
-bool hasError(const LoadResult& r, std::string_view text) {
-  for (const Diagnostic& d : r.errors) {
-    if (d.message.find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // A minimal valid config with `extra` appended at the top level.
 std::string withBase(std::string_view extra) {

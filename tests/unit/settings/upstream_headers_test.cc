@@ -14,17 +14,13 @@
 #include "gateway/filters/config_json.h"
 #include "gateway/settings/settings.h"
 #include "tests/unit/policy/test_util.h"
+#include "tests/unit/settings/load_util.h"
 
 namespace gw::settings {
 namespace {
 
-std::string dump(const LoadResult& r) {
-  std::string out;
-  for (const Diagnostic& d : r.errors) {
-    out += d.str() + "\n";
-  }
-  return out;
-}
+using test::dump;
+using test::hasError;
 
 // One upstream whose `headers:` block (line 4) has `lines` (each "      Name: value\n")
 // starting at line 5.

@@ -11,17 +11,13 @@
 #include "gateway/mcp/session.h"
 #include "gateway/settings/settings.h"
 #include "tests/unit/policy/test_util.h"
+#include "tests/unit/settings/load_util.h"
 
 namespace gw::settings {
 namespace {
 
-std::string dump(const LoadResult& r) {
-  std::string out;
-  for (const Diagnostic& d : r.errors) {
-    out += d.str() + "\n";
-  }
-  return out;
-}
+using test::dump;
+using test::hasError;
 
 std::string upstreamWith(std::string_view extra) {
   std::string y =
