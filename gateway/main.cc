@@ -190,6 +190,13 @@ int pinsCommand(int argc, char** argv) {
   gw::pins::Store store;
   bool existed = false;
   std::string error;
+  // An approval is read, made and written under the store's lock: a gateway sharing the file
+  // merges it before its own next write instead of overwriting it.
+  gw::pins::FileLock lock;
+  if (sub == "approve" && !lock.acquire(cfg.store, std::chrono::seconds(10), error)) {
+    std::fprintf(stderr, "mcp-gateway pins: %s\n", error.c_str());
+    return 1;
+  }
   if (!gw::pins::Store::load(cfg.store, store, existed, error)) {
     std::fprintf(stderr, "mcp-gateway pins: %s\n", error.c_str());
     return 1;

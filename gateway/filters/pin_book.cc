@@ -2,6 +2,7 @@
 
 #include "gateway/filters/pin_book.h"
 
+#include <chrono>
 #include <ctime>
 #include <utility>
 
@@ -11,6 +12,9 @@
 namespace gw::filters {
 
 namespace {
+
+// How long a write waits for another writer of the store file (one re-read, merge and save).
+constexpr std::chrono::milliseconds kLockWait{2000};
 
 std::string_view modeName(policy::ToolPinning::Mode m) {
   switch (m) {
@@ -33,7 +37,8 @@ PinBook::PinBook(const policy::ToolPinning& cfg, pins::Store store, bool existed
 void PinBook::replace(const policy::ToolPinning& cfg, pins::Store store, bool existed) {
   std::lock_guard lock(mu_);
   cfg_ = cfg;
-  store_ = std::move(store);
+  // Merged, not replaced: a replica's write must not make this one forget pins it holds.
+  store_.merge(store);
   existed_ = existed_ || existed;
   pending_.store(store_.pendingCount(), std::memory_order_release);
 }
@@ -54,6 +59,31 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
     defs.emplace_back(std::move(name), std::move(d));
   }
   std::lock_guard lock(mu_);
+  bool must_write = unsaved_;
+  for (const auto& [name, def] : defs) {
+    must_write = must_write || store_.wouldChange(upstream, name, def);
+  }
+  // Before a write, what other writers (replicas sharing the file, `pins approve`) put there
+  // is merged in under the file's lock, so that no one's pins are lost and this listing is
+  // judged against every pin there is. A store the file cannot be read as is left alone.
+  pins::FileLock file_lock;
+  bool can_write = false;
+  if (must_write) {
+    std::string error;
+    pins::Store disk;
+    bool disk_existed = false;
+    if (!file_lock.acquire(cfg_.store, kLockWait, error)) {
+      out.save_error = std::move(error);
+    } else if (!pins::Store::load(cfg_.store, disk, disk_existed, error)) {
+      out.save_error = std::move(error) +
+                       "; the file is left as it is, never overwritten, until it is repaired or "
+                       "removed";
+    } else {
+      store_.merge(disk);
+      existed_ = existed_ || disk_existed;
+      can_write = true;
+    }
+  }
   // new_tools: block is decided per upstream, before this listing: an upstream with no pins
   // yet (a fresh store, or an upstream the store has never seen) pins everything it lists the
   // first time. Otherwise the first upstream of a federated fan-out to be observed (and
@@ -77,7 +107,9 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
       out.pending.push_back(std::move(f));
     }
   }
-  if (changed || unsaved_) {
+  if ((changed || unsaved_) && !can_write) {
+    unsaved_ = true;  // written with the next observation that can
+  } else if (changed || unsaved_) {
     std::string error;
     if (store_.save(cfg_.store, error)) {
       last_written_ = store_.serialize();

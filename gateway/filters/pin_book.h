@@ -1,10 +1,13 @@
 #pragma once
 // tool_pinning (issue #16) at run time: the pins store of the running configuration, shared by
-// every worker and kept across reloads while `store` names the same file (a reload replaces
-// its contents with the file's: the file is the truth, and `mcp-gateway pins approve` edits
+// every worker and kept across reloads while `store` names the same file (a reload merges the
+// file's contents in: `mcp-gateway pins approve` and other gateways sharing the file write
 // it). Workers observe each upstream's tools/list items here; a change is written to the
-// file at once (atomically: gw::pins::Store::save). Calls ask blocked(): nothing at all while
-// no tool is pending, else one lookup under the book's mutex.
+// file at once: under the file's lock (pins::FileLock) the file is re-read and merged in
+// (pins::Store::merge), the listing observed, and the result saved atomically. A file that
+// cannot be read (corrupt) is never overwritten: the pins stay in memory and the error is
+// reported with every write attempt. Calls ask blocked(): nothing at all while no tool is
+// pending, else one lookup under the book's mutex.
 
 #include <atomic>
 #include <memory>
@@ -29,7 +32,8 @@ class PinBook {
   policy::ToolPinning::Mode mode() const noexcept { return cfg_.mode; }
   bool blocks() const noexcept { return cfg_.mode == policy::ToolPinning::Mode::kBlock; }
 
-  // At a reload naming the same file: its contents and settings become these.
+  // At a reload naming the same file: its settings become these and the file's contents are
+  // merged in (pins::Store::merge).
   void replace(const policy::ToolPinning& cfg, pins::Store store, bool existed);
 
   // What observing one upstream's list found.
@@ -42,11 +46,13 @@ class PinBook {
   struct Observed {
     std::vector<Finding> pending;      // every tool of the list awaiting approval
     std::vector<std::string> invalid;  // items that could not be hashed: "why"
-    std::string save_error;            // the store could not be written ("" = fine)
+    std::string save_error;            // the store could not be locked, read or written ("" = fine)
   };
   // Hashes and records each item (a tools/list `tools` element's JSON text) of `upstream`;
-  // writes the store when it changed. `now`: RFC 3339 UTC. With new_tools: block, a tool not
-  // pinned yet is "new" (pending) only when the store already holds pins of `upstream`.
+  // when that changes the store, first merges the file in and then writes it (see above), all
+  // under the file's lock (waits up to 2 s for another writer). `now`: RFC 3339 UTC. With
+  // new_tools: block, a tool not pinned yet is "new" (pending) only when the store already holds
+  // pins of `upstream`.
   void observe(std::string_view upstream, std::span<const std::string> items, std::string_view now,
                Observed& out);
 

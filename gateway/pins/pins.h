@@ -4,14 +4,16 @@
 // records its pin, a definition that differs from its pin is a pending change (the tool is
 // hidden and its calls refused in block mode) until an operator approves it with
 // `mcp-gateway pins approve`. This module hashes tools/list items, holds the store as a plain
-// value, reads and writes its file (atomically) and nothing else: no logging, no event loop,
-// no clocks read (callers pass `now` as RFC 3339 UTC text), no locks (the owner of a Store
-// serialises access to it), no exceptions thrown (allocation failure aside).
+// value, merges two stores, reads and writes its file (atomically) and locks it for writers
+// sharing it (FileLock), and nothing else: no logging, no event loop, no clocks read (callers
+// pass `now` as RFC 3339 UTC text), no in-process locks (the owner of a Store serialises
+// access to it), no exceptions thrown (allocation failure aside).
 //
 // Inputs from upstreams are untrusted: hashTool() parses the whole text strictly (RFC 8259,
 // UTF-8 checked, nesting bounded) and returns false with a short reason for anything else.
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -157,6 +159,23 @@ class Store {
                bool block_new, std::string_view now,
                std::vector<std::string_view>* changed_fields = nullptr);
 
+  // Whether observe() of this definition would change the store (set dirty()): false only when
+  // it matches its pin with nothing pending, or is the very definition already pending.
+  bool wouldChange(std::string_view upstream, std::string_view tool,
+                   const Definition& def) const noexcept;
+
+  // Merges `other` (the file as another gateway sharing it or `mcp-gateway pins approve` left
+  // it) into this store; no pin and no pending change of either is lost. Per tool:
+  //  - the pin: the one side's when only one has it; of two different pins the one with the
+  //    later `since` (an approval is later than the pin it replaces), `other`'s on a tie;
+  //  - the pending entry: dropped when its hash is the merged pin's (approved, or the tool
+  //    went back to its pin: an approval is not undone by an older pending copy); of two
+  //    different ones the later `since` (`other`'s on a tie), of two equal ones the earlier
+  //    `since`; "new" becomes "changed" when the merged tool has a pin.
+  // Tools and upstreams only one side has are kept. Returns whether this store changed; does
+  // not set dirty().
+  bool merge(const Store& other);
+
   // True when the tool has a pending entry (hide it and refuse its calls in block mode).
   bool blocked(std::string_view upstream, std::string_view tool) const noexcept;
 
@@ -178,6 +197,30 @@ class Store {
  private:
   Upstreams upstreams_;
   bool dirty_ = false;
+};
+
+// An exclusive advisory lock (flock(2)) on "<store path>.lock", taken by every writer of a
+// store file — the gateways sharing it and `mcp-gateway pins approve` — from re-reading the
+// file to replacing it, so that no writer replaces what another wrote without merging it.
+// (The lock is on a sidecar file because the store itself is replaced by rename.) Released
+// by the destructor, or by the kernel when the process dies: a crashed writer leaves no stale
+// lock. Readers need no lock: a save is atomic.
+class FileLock {
+ public:
+  FileLock() = default;
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  // Creates "<store_path>.lock" (mode 0644) when missing and waits up to `wait` for the
+  // lock, polling every 5 ms. False with `error` naming the lock file when it cannot be
+  // opened or another writer held it all that time. Releases a lock this object held before.
+  bool acquire(const std::string& store_path, std::chrono::milliseconds wait, std::string& error);
+  bool held() const noexcept { return fd_ >= 0; }
+  void release() noexcept;
+
+ private:
+  int fd_ = -1;
 };
 
 }  // namespace gw::pins

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -359,6 +360,96 @@ Seen Store::observe(std::string_view upstream, std::string_view tool, const Defi
     *changed_fields = changedFields(entry.pin->def, def);
   }
   return Seen::kChanged;
+}
+
+bool Store::wouldChange(std::string_view upstream, std::string_view tool,
+                        const Definition& def) const noexcept {
+  const ToolEntry* entry = find(upstream, tool);
+  if (entry == nullptr) {
+    return true;
+  }
+  if (entry->pin && entry->pin->def.sha256 == def.sha256) {
+    return entry->pending.has_value();
+  }
+  return !entry->pending || entry->pending->def.sha256 != def.sha256;
+}
+
+namespace {
+
+// The merged pending entry of one tool, given its merged pin (see Store::merge).
+std::optional<Pending> mergePending(const std::optional<Pin>& pin,
+                                    const std::optional<Pending>& mine,
+                                    const std::optional<Pending>& theirs) {
+  const auto live = [&](const std::optional<Pending>& p) {
+    return p && (!pin || p->def.sha256 != pin->def.sha256);
+  };
+  std::optional<Pending> out;
+  if (live(mine) && live(theirs)) {
+    if (mine->def.sha256 == theirs->def.sha256) {
+      out = mine->since < theirs->since ? mine : theirs;
+    } else {
+      out = mine->since > theirs->since ? mine : theirs;
+    }
+  } else if (live(mine)) {
+    out = mine;
+  } else if (live(theirs)) {
+    out = theirs;
+  }
+  if (out) {
+    out->is_new = !pin.has_value();
+  }
+  return out;
+}
+
+ToolEntry mergeEntry(const ToolEntry& mine, const ToolEntry& theirs) {
+  ToolEntry out;
+  if (mine.pin && theirs.pin) {
+    const bool keep_mine =
+        mine.pin->def.sha256 != theirs.pin->def.sha256 && mine.pin->since > theirs.pin->since;
+    out.pin = keep_mine ? mine.pin : theirs.pin;
+  } else {
+    out.pin = mine.pin ? mine.pin : theirs.pin;
+  }
+  out.pending = mergePending(out.pin, mine.pending, theirs.pending);
+  return out;
+}
+
+bool samePin(const std::optional<Pin>& a, const std::optional<Pin>& b) {
+  return a.has_value() == b.has_value() && (!a || (a->def == b->def && a->since == b->since));
+}
+
+bool samePending(const std::optional<Pending>& a, const std::optional<Pending>& b) {
+  return a.has_value() == b.has_value() &&
+         (!a || (a->def == b->def && a->since == b->since && a->is_new == b->is_new));
+}
+
+}  // namespace
+
+bool Store::merge(const Store& other) {
+  bool changed = false;
+  for (const auto& [upstream, theirs] : other.upstreams_) {
+    auto up = upstreams_.find(upstream);
+    if (up == upstreams_.end()) {
+      upstreams_.emplace(upstream, theirs);
+      changed = changed || !theirs.empty();
+      continue;
+    }
+    for (const auto& [tool, entry] : theirs) {
+      auto it = up->second.find(tool);
+      if (it == up->second.end()) {
+        up->second.emplace(tool, entry);
+        changed = true;
+        continue;
+      }
+      ToolEntry merged = mergeEntry(it->second, entry);
+      if (!samePin(merged.pin, it->second.pin) ||
+          !samePending(merged.pending, it->second.pending)) {
+        it->second = std::move(merged);
+        changed = true;
+      }
+    }
+  }
+  return changed;
 }
 
 bool Store::blocked(std::string_view upstream, std::string_view tool) const noexcept {

@@ -1,13 +1,16 @@
-// pins/: reading the store file and replacing it atomically (see pins.h). Plain POSIX calls;
-// every failure becomes an error text naming the path.
+// pins/: reading the store file, replacing it atomically and the writers' advisory lock (see
+// pins.h). Plain POSIX calls; every failure becomes an error text naming the path.
 
 #include <fcntl.h>
 #include <simdjson.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <system_error>
 
@@ -43,6 +46,12 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
 
   int get() const noexcept { return fd_; }
+  // Gives the descriptor up (the caller closes it).
+  int take() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   // Closes now; the close(2) result (0 or -1 with errno).
   int reset() noexcept {
     const int rc = fd_ >= 0 ? ::close(fd_) : 0;
@@ -188,6 +197,50 @@ bool Store::save(const std::string& path, std::string& error) const {
     return false;
   }
   return true;
+}
+
+FileLock::~FileLock() {
+  release();
+}
+
+void FileLock::release() noexcept {
+  if (fd_ >= 0) {
+    ::close(fd_);  // releases the flock
+    fd_ = -1;
+  }
+}
+
+bool FileLock::acquire(const std::string& store_path, std::chrono::milliseconds wait,
+                       std::string& error) {
+  release();
+  const std::string path = store_path + ".lock";
+  // Opened read-only: closing it is no IN_CLOSE_WRITE for a watcher of the directory.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (fd.get() < 0) {
+    const int err = errno;
+    error = "pins store lock " + path + ": " + errnoText(err);
+    return false;
+  }
+  constexpr long kPollNs = 5'000'000;
+  const long polls = std::max<long>(1, static_cast<long>(wait.count()) * 1'000'000 / kPollNs);
+  for (long i = 0; i <= polls; ++i) {
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      fd_ = fd.take();
+      return true;
+    }
+    const int err = errno;
+    if (err != EWOULDBLOCK && err != EINTR) {
+      error = "pins store lock " + path + ": " + errnoText(err);
+      return false;
+    }
+    if (i < polls) {
+      const timespec pause{0, kPollNs};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+  error = "pins store lock " + path + ": held by another writer for more than " +
+          std::to_string(wait.count()) + " ms";
+  return false;
 }
 
 }  // namespace gw::pins

@@ -8,7 +8,9 @@
 
 #include <catch.hpp>
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gateway/filters/pin_book.h"
@@ -18,8 +20,18 @@ namespace {
 
 constexpr std::string_view kNow = "2026-01-01T00:00:00Z";
 
-std::string toolJson(std::string_view name) {
-  return R"({"name":")" + std::string(name) + R"(","description":"d","inputSchema":{}})";
+std::string toolJson(std::string_view name, std::string_view description = "d") {
+  return R"({"name":")" + std::string(name) + R"(","description":")" + std::string(description) +
+         R"(","inputSchema":{}})";
+}
+
+pins::Store fileStore(const std::string& path) {
+  pins::Store s;
+  bool existed = false;
+  std::string error;
+  INFO(error);
+  REQUIRE(pins::Store::load(path, s, existed, error));
+  return s;
 }
 
 // A store path in a fresh private directory (the file itself does not exist yet).
@@ -31,6 +43,7 @@ struct StoreDir {
   }
   ~StoreDir() {
     std::remove(path.c_str());
+    std::remove((path + ".lock").c_str());
     rmdir(dir.c_str());
   }
   std::string dir;
@@ -116,6 +129,125 @@ TEST_CASE("pin book: new_tools allow pins what it first sees, whenever", "[pins]
   CHECK(observe(book, "a", {"a_one"}).pending.empty());
   CHECK(observe(book, "a", {"a_one", "a_two"}).pending.empty());
   CHECK_FALSE(book.anyPending());
+}
+
+// Issue 24 item 4: replicas sharing one store file. Each book re-reads and merges the file
+// under its lock before writing, so neither loses the other's pins.
+TEST_CASE("pin book: two books sharing one file keep both writers' pins", "[pins]") {
+  StoreDir d;
+  REQUIRE_FALSE(d.dir.empty());
+  // Both started before the file existed.
+  PinBook one(blockNew(d.path), pins::Store{}, false);
+  PinBook two(blockNew(d.path), pins::Store{}, false);
+  observe(one, "a", {"a_one"});
+  observe(two, "b", {"b_one"});
+  observe(one, "c", {"c_one"});
+  pins::Store file = fileStore(d.path);
+  CHECK(file.find("a", "a_one") != nullptr);
+  CHECK(file.find("b", "b_one") != nullptr);
+  CHECK(file.find("c", "c_one") != nullptr);
+
+  // Upstream a, pinned by `one`, rug-pulls its tool when `two` first lists it: `two` judges it
+  // against the pin in the file instead of trusting it on first sight.
+  std::vector<std::string> items{toolJson("a_one", "rug pull")};
+  PinBook::Observed seen;
+  two.observe("a", items, kNow, seen);
+  CHECK(seen.save_error.empty());
+  REQUIRE(seen.pending.size() == 1);
+  CHECK_FALSE(seen.pending[0].is_new);
+  CHECK(two.blocked("a", "a_one"));
+  const pins::Store after = fileStore(d.path);
+  const pins::ToolEntry* e = after.find("a", "a_one");
+  REQUIRE(e != nullptr);
+  CHECK(e->pending.has_value());
+}
+
+TEST_CASE("pin book: books writing the same file at once lose nothing", "[pins]") {
+  StoreDir d;
+  REQUIRE_FALSE(d.dir.empty());
+  PinBook one(blockNew(d.path), pins::Store{}, false);
+  PinBook two(blockNew(d.path), pins::Store{}, false);
+  constexpr int kUpstreams = 40;
+  const auto run = [](PinBook& book, std::string prefix, std::vector<std::string>& errors) {
+    for (int i = 0; i < kUpstreams; ++i) {
+      const std::string up = prefix + std::to_string(i);
+      std::vector<std::string> items{toolJson(up + "_tool")};
+      PinBook::Observed seen;
+      book.observe(up, items, kNow, seen);
+      if (!seen.save_error.empty()) {
+        errors.push_back(seen.save_error);
+      }
+    }
+  };
+  std::vector<std::string> errors_one;
+  std::vector<std::string> errors_two;
+  std::thread t1(run, std::ref(one), "one_", std::ref(errors_one));
+  std::thread t2(run, std::ref(two), "two_", std::ref(errors_two));
+  t1.join();
+  t2.join();
+  CHECK(errors_one.empty());
+  CHECK(errors_two.empty());
+  const pins::Store file = fileStore(d.path);
+  CHECK(file.upstreams().size() == 2 * kUpstreams);
+}
+
+TEST_CASE("pin book: an approval in the file is merged at a reload, not lost at a write",
+          "[pins]") {
+  StoreDir d;
+  REQUIRE_FALSE(d.dir.empty());
+  PinBook book(blockNew(d.path), pins::Store{}, false);
+  observe(book, "a", {"a_one", "a_two"});
+  std::vector<std::string> items{toolJson("a_one", "v2"), toolJson("a_two")};
+  PinBook::Observed seen;
+  book.observe("a", items, kNow, seen);
+  REQUIRE(book.blocked("a", "a_one"));
+
+  // `mcp-gateway pins approve` rewrites the file; the watcher's reload hands the file over.
+  pins::Store file = fileStore(d.path);
+  REQUIRE(file.approveAll("2026-01-02T00:00:00Z") == 1);
+  std::string error;
+  REQUIRE(file.save(d.path, error));
+  book.replace(blockNew(d.path), fileStore(d.path), true);
+  CHECK_FALSE(book.blocked("a", "a_one"));
+
+  // A reload with a file that lacks this book's pins (another writer's older copy) keeps them.
+  book.replace(blockNew(d.path), pins::Store{}, true);
+  CHECK(book.json().find("a_two") != std::string::npos);
+  // The next write keeps the approval.
+  observe(book, "b", {"b_one"});
+  const pins::Store after = fileStore(d.path);
+  REQUIRE(after.find("a", "a_one") != nullptr);
+  CHECK_FALSE(after.find("a", "a_one")->pending.has_value());
+  CHECK(after.find("b", "b_one") != nullptr);
+}
+
+TEST_CASE("pin book: a corrupt store file is reported and never overwritten", "[pins]") {
+  StoreDir d;
+  REQUIRE_FALSE(d.dir.empty());
+  PinBook book(blockNew(d.path), pins::Store{}, false);
+  observe(book, "a", {"a_one"});
+  const std::string corrupt = "{\"version\": 1, \"upstreams\": {";  // cut short
+  {
+    std::ofstream f(d.path, std::ios::binary | std::ios::trunc);
+    f << corrupt;
+  }
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> items{toolJson("b_one")};
+    PinBook::Observed seen;
+    book.observe("b", items, kNow, seen);
+    CHECK(seen.save_error.find(d.path) != std::string::npos);
+    CHECK(seen.save_error.find("never overwritten") != std::string::npos);
+  }
+  std::ifstream in(d.path, std::ios::binary);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == corrupt);
+  // The pins are still enforced from memory; once the file is removed they are written.
+  CHECK(book.json().find("b_one") != std::string::npos);
+  std::remove(d.path.c_str());
+  std::vector<std::string> items{toolJson("a_one")};
+  PinBook::Observed seen;
+  book.observe("a", items, kNow, seen);
+  CHECK(seen.save_error.empty());
+  CHECK(fileStore(d.path).find("b", "b_one") != nullptr);
 }
 
 }  // namespace gw::filters

@@ -484,5 +484,115 @@ TEST_CASE("pins store: a parsed store is not dirty and copies are independent", 
   CHECK_FALSE(back.dirty());
 }
 
+// merge(): what two writers of one shared file hold is combined, nothing lost (issue 24 item 4).
+TEST_CASE("pins store: merge keeps every writer's pins and pending changes", "[pins]") {
+  Store mine;
+  mine.observe("a", "t", tool("t"), false, kT1);
+  Store theirs;
+  theirs.observe("b", "u", tool("u"), false, kT1);
+  theirs.observe("a", "other", tool("other"), false, kT2);
+  CHECK(mine.merge(theirs));
+  REQUIRE(mine.find("a", "t") != nullptr);
+  REQUIRE(mine.find("a", "other") != nullptr);
+  REQUIRE(mine.find("b", "u") != nullptr);
+  CHECK(mine.dirty());  // observe set it; merge leaves it as it was
+  // Merging the same again changes nothing.
+  CHECK_FALSE(mine.merge(theirs));
+  Store copy = mine;
+  CHECK_FALSE(mine.merge(copy));
+}
+
+TEST_CASE("pins store: merge does not undo an approval with an older pending copy", "[pins]") {
+  // Both replicas saw the change; an operator approved it in the file (later).
+  Store mine;
+  mine.observe("a", "t", tool("t", "one"), false, kT1);
+  mine.observe("a", "t", tool("t", "two"), false, kT2);
+  REQUIRE(mine.blocked("a", "t"));
+  Store file = mine;
+  REQUIRE(file.approve("a", "t", kT3) == 1);
+  CHECK(mine.merge(file));
+  CHECK_FALSE(mine.blocked("a", "t"));
+  REQUIRE(mine.find("a", "t")->pin);
+  CHECK(mine.find("a", "t")->pin->def == tool("t", "two"));
+  CHECK(mine.find("a", "t")->pin->since == kT3);
+
+  // The other way round: the file holds the older pending entry, this store the approval.
+  Store file2;
+  file2.observe("a", "t", tool("t", "one"), false, kT1);
+  file2.observe("a", "t", tool("t", "two"), false, kT2);
+  Store approved = file2;
+  approved.approve("a", "t", kT3);
+  approved.merge(file2);
+  CHECK_FALSE(approved.blocked("a", "t"));
+  CHECK(approved.find("a", "t")->pin->def == tool("t", "two"));
+
+  // An approved "new" tool: the pin wins over the pending copy.
+  Store n;
+  n.observe("a", "fresh", tool("fresh"), true, kT1);
+  Store n_file = n;
+  n_file.approveAll(kT2);
+  n.merge(n_file);
+  CHECK_FALSE(n.blocked("a", "fresh"));
+  CHECK(n.find("a", "fresh")->pin);
+}
+
+TEST_CASE("pins store: merge keeps a pending change the other side never saw", "[pins]") {
+  // This replica saw a rug pull; the file (another replica) only has the pin.
+  Store mine;
+  mine.observe("a", "t", tool("t", "one"), false, kT1);
+  Store file = mine;
+  mine.observe("a", "t", tool("t", "rug pull"), false, kT2);
+  CHECK_FALSE(mine.merge(file));
+  CHECK(mine.blocked("a", "t"));
+  // And the file takes it from this store.
+  CHECK(file.merge(mine));
+  CHECK(file.blocked("a", "t"));
+  CHECK_FALSE(file.find("a", "t")->pending->is_new);
+
+  // A "new" pending on one side and a pin (of another definition) on the other: the pending
+  // entry is kept as a change against that pin.
+  Store pinned;
+  pinned.observe("a", "x", tool("x", "one"), false, kT1);
+  Store pending;
+  pending.observe("a", "x", tool("x", "two"), true, kT2);
+  CHECK(pinned.merge(pending));
+  const ToolEntry* e = pinned.find("a", "x");
+  REQUIRE(e->pin);
+  REQUIRE(e->pending);
+  CHECK_FALSE(e->pending->is_new);
+  CHECK(e->pending->def == tool("x", "two"));
+
+  // Two pins of different definitions: the later one (an approval) wins, either way round.
+  Store early;
+  early.observe("a", "y", tool("y", "one"), false, kT1);
+  Store late;
+  late.observe("a", "y", tool("y", "two"), false, kT4);
+  Store early2 = early;
+  early.merge(late);
+  CHECK(early.find("a", "y")->pin->def == tool("y", "two"));
+  late.merge(early2);
+  CHECK(late.find("a", "y")->pin->def == tool("y", "two"));
+  // The merged store is a valid store.
+  Store round;
+  std::string error;
+  CHECK(Store::parse(pinned.serialize(), round, error));
+  CHECK(Store::parse(file.serialize(), round, error));
+}
+
+TEST_CASE("pins store: wouldChange says whether observe would write", "[pins]") {
+  Store s;
+  CHECK(s.wouldChange("a", "t", tool("t")));
+  s.observe("a", "t", tool("t"), false, kT1);
+  CHECK_FALSE(s.wouldChange("a", "t", tool("t")));
+  CHECK(s.wouldChange("a", "t", tool("t", "two")));
+  s.observe("a", "t", tool("t", "two"), false, kT2);
+  CHECK_FALSE(s.wouldChange("a", "t", tool("t", "two")));
+  CHECK(s.wouldChange("a", "t", tool("t")));  // back to its pin: the pending entry goes
+  CHECK(s.wouldChange("a", "t", tool("t", "three")));
+  s.observe("a", "n", tool("n"), true, kT1);
+  CHECK_FALSE(s.wouldChange("a", "n", tool("n")));
+  CHECK(s.wouldChange("a", "n", tool("n", "other")));
+}
+
 }  // namespace
 }  // namespace gw::pins
