@@ -303,6 +303,23 @@ void Server::reload() {
   }
   const settings::Settings& was = *old->settings;
   const settings::Settings& now = *next->settings;
+  if (shared_.tls_on && now.tls) {
+    // A certificate every client would refuse (expired, not valid yet) does not replace one
+    // they accept: refused like a key that does not match its certificate.
+    const auto running = shared_.tls.load(std::memory_order_acquire);
+    const int64_t unix_now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    const std::string why =
+        tls::refusedReplacement(running->certificate(), now.tls->context->certificate(), unix_now);
+    if (!why.empty()) {
+      spdlog::error("reload: tls.cert {}: {}; the running certificate {} stays", now.tls->cert, why,
+                    running->fingerprint());
+      spdlog::error("reload failed; keeping the running configuration");
+      shared_.metrics.reloaded(false);
+      return;
+    }
+  }
   if (admin_exposed_ && !now.admin_auth) {
     spdlog::error(
         "reload: {}: admin stays on {} (not loopback) until a restart; it cannot lose "

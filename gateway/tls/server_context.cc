@@ -281,6 +281,27 @@ SSL* ServerContext::newSession() const noexcept {
   return ssl;
 }
 
+namespace {
+
+// Inside [notBefore, notAfter]; a date that could not be read counts as no bound.
+bool withinValidity(const CertificateInfo& c, int64_t now) noexcept {
+  return (c.not_before_unix == 0 || c.not_before_unix <= now) &&
+         (c.not_after_unix == 0 || now <= c.not_after_unix);
+}
+
+}  // namespace
+
+std::string refusedReplacement(const CertificateInfo& running, const CertificateInfo& next,
+                               int64_t now) {
+  if (withinValidity(next, now) || !withinValidity(running, now)) {
+    return "";
+  }
+  if (next.not_after_unix != 0 && now > next.not_after_unix) {
+    return "certificate " + next.fingerprint + " expired at " + next.not_after;
+  }
+  return "certificate " + next.fingerprint + " is not valid before " + next.not_before;
+}
+
 BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
   BuildResult r;
   auto fail = [&](Field f, std::string why) {
@@ -390,7 +411,7 @@ BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
     CertificateInfo info;
     info.fingerprint = hex(md, md_len);
     info.subject = peerSubject(chain.front().get());
-    info.not_before = isoTime(X509_get0_notBefore(chain.front().get()));
+    info.not_before = isoTime(X509_get0_notBefore(chain.front().get()), &info.not_before_unix);
     info.not_after = isoTime(X509_get0_notAfter(chain.front().get()), &info.not_after_unix);
     r.context = std::make_shared<const ServerContext>(ctx.release(), !cfg.client_ca.empty(),
                                                       std::move(info));

@@ -34,8 +34,18 @@ struct CertificateInfo {
   std::string subject;      // as peerSubject() reads it (first DNS/URI SAN, else CN)
   std::string not_before;   // ISO 8601 UTC, "2026-12-06T18:20:30Z"
   std::string not_after;
-  int64_t not_after_unix = 0;  // seconds since the epoch (0 when unreadable)
+  int64_t not_before_unix = 0;  // seconds since the epoch (0 when unreadable)
+  int64_t not_after_unix = 0;   // seconds since the epoch (0 when unreadable)
 };
+
+// Whether a reload may serve `next` in place of `running` at `now` (seconds since the epoch):
+// "" when it may; else why not, e.g. "certificate <fp> expired at 2026-01-01T00:00:00Z" — a
+// `next` outside its validity period (expired, or not valid yet) while `running` is inside
+// its own. A reload that would swap a good certificate for one every client refuses is
+// refused like a key that does not match (the running one stays). Unreadable dates (0) never
+// refuse; neither does a `running` that is itself out of its period (any change may help).
+std::string refusedReplacement(const CertificateInfo& running, const CertificateInfo& next,
+                               int64_t now);
 
 class ServerContext {
  public:

@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
@@ -57,6 +59,30 @@ class Pki {
     REQUIRE(writeFile(dir_.file(name + ".ext"), ext));
     run("openssl x509 -req -in " + name + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial " +
         "-days 2 -extfile " + name + ".ext -out " + name + ".pem");
+  }
+  // Re-signs <name>.pem (with the CA's key) valid from now + `from_s` to now + `to_s`
+  // seconds: an expired or a not-yet-valid certificate (the CLI's -days cannot go back).
+  void redate(const std::string& name, long from_s, long to_s) {
+    FILE* f = std::fopen(file(name + ".pem").c_str(), "r");
+    REQUIRE(f != nullptr);
+    std::unique_ptr<X509, decltype(&X509_free)> x(PEM_read_X509(f, nullptr, nullptr, nullptr),
+                                                  X509_free);
+    std::fclose(f);
+    f = std::fopen(file("ca.key").c_str(), "r");
+    REQUIRE(f != nullptr);
+    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> ca(
+        PEM_read_PrivateKey(f, nullptr, nullptr, nullptr), EVP_PKEY_free);
+    std::fclose(f);
+    REQUIRE(x);
+    REQUIRE(ca);
+    REQUIRE(X509_gmtime_adj(X509_getm_notBefore(x.get()), from_s) != nullptr);
+    REQUIRE(X509_gmtime_adj(X509_getm_notAfter(x.get()), to_s) != nullptr);
+    REQUIRE(X509_sign(x.get(), ca.get(), EVP_sha256()) > 0);
+    f = std::fopen(file(name + ".pem").c_str(), "w");
+    REQUIRE(f != nullptr);
+    const int written = PEM_write_X509(f, x.get());
+    std::fclose(f);
+    REQUIRE(written == 1);
   }
   void run(const std::string& cmd) {
     std::string full = "cd '" + dir_.path() + "' && " + cmd + " >/dev/null 2>&1";
@@ -653,6 +679,75 @@ TEST_CASE("tls: a new certificate on SIGHUP, open connections keep theirs, no re
   r = after.readResponse();
   REQUIRE(r);
   CHECK(r->status == 200);
+}
+
+// Issue 24 item 7: a reload does not swap in a dead certificate.
+TEST_CASE("tls: a reload refuses an expired or not yet valid certificate, the running one stays",
+          "[tls][reload]") {
+  Pki pki;
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  const uint16_t admin = freePort();
+  REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("gw.pem"))));
+  REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("gw.key"))));
+  Gateway gw(tlsConfig(up.address(), pairLines(pki, "live"),
+                       "admin: 127.0.0.1:" + std::to_string(admin) + "\nwatch_files: false\n"));
+  TlsOptions verified;
+  verified.ca = pki.file("ca.pem");
+  const auto servedFingerprint = [&] {
+    TlsConn c(gw.port(), verified);
+    return c.ok() ? c.fingerprint() : std::string();
+  };
+  const std::string fp1 = servedFingerprint();
+  REQUIRE_FALSE(fp1.empty());
+
+  constexpr long kDay = 24 * 3600;
+  struct Case {
+    const char* name;
+    long from_s;
+    long to_s;
+    const char* logged;
+  };
+  const Case cases[] = {
+      {"expired", -3 * kDay, -kDay, "expired at"},
+      {"early", kDay, 3 * kDay, "is not valid before"},
+  };
+  int failures = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    pki.issue(c.name, "/CN=localhost", "DNS:localhost,IP:127.0.0.1");
+    pki.redate(c.name, c.from_s, c.to_s);
+    REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file(std::string(c.name) + ".pem"))));
+    REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file(std::string(c.name) + ".key"))));
+    REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+    ++failures;
+    CHECK(gw.process().waitForOutput(c.logged, Ms(3000)));
+    CHECK(waitFor(
+        [&] {
+          return sample(adminGet(admin, "/metrics").body,
+                        "mcp_gateway_config_reloads_total{result=\"failure\"}") == failures;
+        },
+        Ms(2000)));
+    // New connections still get the running certificate, and are served.
+    TlsConn after(gw.port(), verified);
+    REQUIRE(after.ok());
+    CHECK(after.fingerprint() == fp1);
+    REQUIRE(after.send(call()));
+    auto r = after.readResponse();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+
+  // A valid certificate is taken at the next reload.
+  pki.issue("next", "/CN=localhost", "DNS:localhost,IP:127.0.0.1");
+  REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("next.pem"))));
+  REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("next.key"))));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitFor(
+      [&] {
+        const std::string fp = servedFingerprint();
+        return !fp.empty() && fp != fp1;
+      },
+      Ms(5000)));
 }
 
 TEST_CASE("tls: the file watcher reloads a renewed certificate", "[tls][reload]") {

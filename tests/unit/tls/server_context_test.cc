@@ -10,6 +10,7 @@
 
 #include <catch.hpp>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -287,6 +288,62 @@ TEST_CASE("ticket keys: a context built later (a reload) resumes the earlier one
     SSL_SESSION_free(first.session);
     SSL_SESSION_free(again.session);
   }
+}
+
+// Issue 24 item 7: a reload does not swap a valid certificate for one clients refuse.
+TEST_CASE("refusedReplacement: a dead certificate does not replace a live one", "[tls]") {
+  constexpr int64_t kNow = 1'800'000'000;
+  const auto cert = [](int64_t from, int64_t to) {
+    CertificateInfo c;
+    c.fingerprint = "ab12";
+    c.not_before = "from";
+    c.not_after = "to";
+    c.not_before_unix = from;
+    c.not_after_unix = to;
+    return c;
+  };
+  const CertificateInfo live = cert(kNow - 100, kNow + 100);
+  const CertificateInfo expired = cert(kNow - 200, kNow - 1);
+  const CertificateInfo early = cert(kNow + 1, kNow + 200);
+  const CertificateInfo unreadable = cert(0, 0);
+  struct Case {
+    const char* what;
+    const CertificateInfo& running;
+    const CertificateInfo& next;
+    std::string_view refused;  // "" = accepted, else a word the reason holds
+  };
+  const Case cases[] = {
+      {"live by live", live, live, ""},
+      {"live by expired", live, expired, "expired at to"},
+      {"live by not yet valid", live, early, "not valid before from"},
+      {"expired by expired", expired, expired, ""},
+      {"expired by not yet valid", expired, early, ""},
+      {"not yet valid by expired", early, expired, ""},
+      {"live by unreadable dates", live, unreadable, ""},
+      {"unreadable by expired", unreadable, expired, "expired"},
+      {"live by one expiring this very second", live, cert(kNow - 1, kNow), ""},
+      {"live by one valid from this very second", live, cert(kNow, kNow + 1), ""},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const std::string why = refusedReplacement(c.running, c.next, kNow);
+    if (c.refused.empty()) {
+      CHECK(why.empty());
+    } else {
+      CHECK(why.find(c.refused) != std::string::npos);
+      CHECK(why.find("ab12") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("buildServerContext: reads both ends of the validity period", "[tls]") {
+  Pair pair;
+  const CertificateInfo& c = pair.context()->certificate();
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  CHECK(c.not_before_unix != 0);
+  CHECK(c.not_before_unix <= now);
+  CHECK(c.not_after_unix > now);
+  CHECK(c.not_after_unix - c.not_before_unix == 24 * 3600);  // -days 1
 }
 
 }  // namespace gw::tls
