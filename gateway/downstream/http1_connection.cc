@@ -447,7 +447,13 @@ void Http1Connection::parseHead() {
   if (pr.status == http::ParseStatus::kIncomplete) {
     return;
   }
-  if (pr.status == http::ParseStatus::kError) {
+  // A head refused only once whole (two Authorization fields, a flawed target byte) is for
+  // the MCP endpoint: its 400 is a request's JSON-RPC error, like every 4xx there (below).
+  const char* refused =
+      pr.status == http::ParseStatus::kError && pr.head_complete && x_->head.path == s_->endpoint
+          ? pr.reason
+          : nullptr;
+  if (pr.status == http::ParseStatus::kError && refused == nullptr) {
     // Not a request the gateway parsed: no access-log line, a rate-limited log line instead
     // (logGarbage); the outcome is a fixed name per status, the parser's reason goes to the log.
     int status = http::statusFor(pr.error);
@@ -472,6 +478,11 @@ void Http1Connection::parseHead() {
   armTimer(milliseconds(0));
   down_.setReadHigh(kPipelineHigh);
   x_->prepare();
+  if (refused != nullptr) {
+    close_after_ = true;  // its body, if any, is never read
+    x_->localReply(400, mcp::code::kInvalidRequest, refused, Outcome::kMalformedRequest);
+    return;
+  }
   // Expect (RFC 9110 §10.1.1): only 100-continue is understood. It is honoured on HTTP/1.1
   // (an HTTP/1.0 100-continue is ignored, as the RFC requires); anything else, or a list,
   // gets 417 and the connection closes (its body, if any, is never read).

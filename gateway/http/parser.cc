@@ -321,16 +321,14 @@ ParseResult crossCheck(llhttp_t& parser, llhttp_type_t type, std::string_view he
   return complete();
 }
 
-// Host (RFC 9112 §3.2, RFC 9110 §7.2), Authorization and the field-name rules of a request.
+// Host (RFC 9112 §3.2, RFC 9110 §7.2) and the field-name rules of a request. (Two
+// Authorization fields are refused once the whole head parsed: see parseRequest.)
 ParseResult checkRequestFields(const FieldFacts& facts, Version version) noexcept {
   if (facts.underscore_alias) {
     return bad("underscore in the name of a protected field");
   }
   if (facts.conn_protected) {
     return bad("Connection names a protected field");
-  }
-  if (facts.auth_count > 1) {
-    return bad("duplicate Authorization");
   }
   if (facts.host_count > 1) {
     return bad("duplicate Host");
@@ -356,19 +354,27 @@ ParseResult checkRequestFields(const FieldFacts& facts, Version version) noexcep
   return complete();
 }
 
-// The request-target (RFC 9112 §3.2): no fragment, no NUL (raw or %00); origin-form,
-// asterisk-form (answered 405 by the transport stage), absolute-form http(s) whose authority
-// names the same host and port as Host, or authority-form for CONNECT only (answered 405).
+// The reason a flawed target byte is refused with (see targetFlaw), "" for none.
+const char* targetFlawReason(TargetFlaw f) noexcept {
+  switch (f) {
+    case TargetFlaw::kFragment:
+      return "fragment in request target";
+    case TargetFlaw::kNul:
+      return "NUL in request target";
+    case TargetFlaw::kEncodedCrLf:
+      return "encoded CR or LF in request target";
+    case TargetFlaw::kNonAscii:
+      return "non-ASCII byte in request target";
+    default:
+      return "";
+  }
+}
+
+// The request-target's form (RFC 9112 §3.2): origin-form, asterisk-form (answered 405 by the
+// transport stage), absolute-form http(s) whose authority names the same host and port as
+// Host, or authority-form for CONNECT only (answered 405). Its bytes are targetFlaw()'s.
 ParseResult checkTarget(std::string_view method, std::string_view target,
                         const FieldFacts& facts) noexcept {
-  for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i] == '#') {
-      return bad("fragment in request target");
-    }
-    if (target[i] == '%' && i + 2 < target.size() && target[i + 1] == '0' && target[i + 2] == '0') {
-      return bad("NUL in request target");
-    }
-  }
   const bool connect = method == "CONNECT";
   if (target.front() == '/') {
     return connect ? bad("CONNECT without authority-form target") : complete();
@@ -490,6 +496,10 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
   if (ParseResult r = checkRequestFields(facts, out.version); r.status != ParseStatus::kComplete) {
     return r;
   }
+  const TargetFlaw flaw = targetFlaw(out.target);
+  if (flaw == TargetFlaw::kFragment) {
+    return bad(targetFlawReason(flaw));
+  }
   if (ParseResult r = checkTarget(out.method, out.target, facts);
       r.status != ParseStatus::kComplete) {
     return r;
@@ -511,6 +521,15 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
   out.expect_continue = facts.expect_continue;
   out.host = facts.host;
   splitTarget(out);
+  // Refused, but only now that the head is whole (ParseResult::head_complete).
+  const char* refusal = flaw != TargetFlaw::kNone ? targetFlawReason(flaw)
+                        : facts.auth_count > 1    ? "duplicate Authorization"
+                                                  : nullptr;
+  if (refusal != nullptr) {
+    ParseResult r = bad(refusal);
+    r.head_complete = true;
+    return r;
+  }
   return complete();
 }
 
@@ -588,6 +607,32 @@ ParseResult LlhttpParser::parseResponse(std::string_view data, const HeadLimits&
 }
 
 }  // namespace
+
+TargetFlaw targetFlaw(std::string_view target) noexcept {
+  TargetFlaw first = TargetFlaw::kNone;
+  const size_t n = target.size();
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(target[i]);
+    TargetFlaw f = TargetFlaw::kNone;
+    if (c == '#') {
+      return TargetFlaw::kFragment;
+    }
+    if (c >= 0x80) {
+      f = TargetFlaw::kNonAscii;
+    } else if (c == '%' && i + 2 < n && target[i + 1] == '0') {
+      const char d = target[i + 2];
+      if (d == '0') {
+        f = TargetFlaw::kNul;
+      } else if (d == 'd' || d == 'D' || d == 'a' || d == 'A') {
+        f = TargetFlaw::kEncodedCrLf;
+      }
+    }
+    if (first == TargetFlaw::kNone) {
+      first = f;
+    }
+  }
+  return first;
+}
 
 int statusFor(ParseError e) noexcept {
   switch (e) {

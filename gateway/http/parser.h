@@ -17,13 +17,18 @@
 //    than two single SPs, target empty or containing CTL/SP, version not HTTP/1.0|HTTP/1.1);
 //  - Host (RFC 9112 §3.2, RFC 9110 §7.2): missing on HTTP/1.1, repeated, empty on HTTP/1.1,
 //    a list, with userinfo, or not host[:port] (see host.h);
-//  - request-target: a fragment, `%00`; absolute-form other than http(s), with userinfo, or
-//    whose authority is not the Host's (host ignoring case, an absent port = the scheme's
-//    default); authority-form with a method other than CONNECT; CONNECT with any other form.
+//  - request-target: a fragment; a byte 0x80-0xFF, or a percent-encoded NUL, CR or LF (`%00`,
+//    `%0d`, `%0a`, either case: see targetFlaw()); absolute-form other than http(s), with
+//    userinfo, or whose authority is not the Host's (host ignoring case, an absent port = the
+//    scheme's default); authority-form with a method other than CONNECT; CONNECT with any
+//    other form.
 //    Asterisk-form and CONNECT/TRACE parse (the transport stage answers them 405);
 //  - a field name with `_` that reads as a protected or hop-by-hop field (`Content_Length`,
 //    `Mcp_Method`, see forwarding.h); Connection naming a protected field; two
 //    Authorization fields;
+//  - of these, a flawed target byte and two Authorization fields are refused only once the
+//    whole head parsed (ParseResult::head_complete): the connection knows the path and can
+//    answer the MCP endpoint's way (a JSON-RPC error);
 //  - limits: request line longer than max_request_line → kUriTooLong (414); head longer
 //    than max_head_bytes → kHeadTooLarge (431); more than max_fields fields → kTooManyFields
 //    (431); one request field line longer than max_field_line → kFieldTooLarge (431).
@@ -63,7 +68,22 @@ struct ParseResult {
   ParseStatus status = ParseStatus::kIncomplete;
   ParseError error = ParseError::kNone;
   const char* reason = "";  // static text, short, safe to log and to send
+  // kError only: the head parsed whole (`out` is filled as on kComplete, head_bytes
+  // included) and breaks a rule that needs no close of its own (two Authorization fields, a
+  // flawed target byte). The request is still refused (400); the connection may answer it in
+  // the format of the endpoint it was for.
+  bool head_complete = false;
 };
+
+// What one pass over a request-target finds (the first flaw; a fragment wins over the rest):
+//  - kFragment: a `#`;
+//  - kNul: `%00`;
+//  - kEncodedCrLf: `%0d` or `%0a`, either case (a server that decodes the target would put a
+//    line break into a header or a log line);
+//  - kNonAscii: a raw byte 0x80-0xFF (RFC 3986 allows ASCII only; UTF-8 is percent-encoded).
+// One scan, no allocation. A raw NUL, CR or LF never gets here (malformed request line).
+enum class TargetFlaw : uint8_t { kNone, kFragment, kNul, kEncodedCrLf, kNonAscii };
+TargetFlaw targetFlaw(std::string_view target) noexcept;
 
 // HTTP status for a request-side parse error (400, 414, 431, 501).
 int statusFor(ParseError e) noexcept;

@@ -117,7 +117,7 @@ TEST_CASE("edge-http: malformed Host, target, names, framing: 400/431 plain text
       {"fragment", post("/mcp#x", h, ""), 400, false, true},
       {"fragment in query", post("/mcp?a#x", h, ""), 400, false, true},
       {"%00 in path", post("/mcp%00", h, ""), 400, false, true},
-      {"%00 in query", post("/mcp?x=%00", h, ""), 400, false, true},
+      {"%00 in query (the endpoint's: JSON-RPC)", post("/mcp?x=%00", h, ""), 400, true, true},
       {"authority-form POST", post("127.0.0.1:80", h, ""), 400, false, true},
       {"CONNECT origin-form", "CONNECT /mcp HTTP/1.1\r\n" + h + "\r\n", 400, false, true},
       // RFC 9110 §5.1: `_` aliases
@@ -137,8 +137,11 @@ TEST_CASE("edge-http: malformed Host, target, names, framing: 400/431 plain text
        false, true},
       {"Connection: Host", post("/mcp", h, "Connection: host\r\n"), 400, false, true},
       // two Authorization
-      {"two Authorization",
-       post("/mcp", h, "Authorization: Bearer a\r\nauthorization: Bearer b\r\n"), 400, false, true},
+      {"two Authorization (the endpoint's: JSON-RPC)",
+       post("/mcp", h, "Authorization: Bearer a\r\nauthorization: Bearer b\r\n"), 400, true, true},
+      {"two Authorization elsewhere",
+       post("/other", h, "Authorization: Bearer a\r\nauthorization: Bearer b\r\n"), 400, false,
+       true},
       // spec item 62: one field line over limits.max_header_line (1 KiB here)
       {"field line over max_header_line",
        post("/mcp", h, "X-Big: " + std::string(1100, 'v') + "\r\n"), 431, false, true},
@@ -164,6 +167,80 @@ TEST_CASE("edge-http: malformed Host, target, names, framing: 400/431 plain text
   std::this_thread::sleep_for(Ms(200));
   CHECK(up.acceptCount() == 0);
   CHECK(up.requestCount() == 0);
+}
+
+// Issue 24 item 8: a raw non-ASCII byte or a percent-encoded CR/LF/NUL in the target is 400
+// (it was 404), and two Authorization fields on the endpoint get a JSON-RPC 400 (it was plain
+// text): on the MCP endpoint every gateway-made 4xx is JSON-RPC; elsewhere the malformed
+// head's plain text. Never forwarded.
+TEST_CASE("edge-http: flawed target bytes and two Authorization fields are 400, JSON-RPC on /mcp",
+          "[edge][edge-http]") {
+  RawUpstream up(RawUpstream::respond(200, kUpstreamJson));
+  Gateway gw(edgeYaml(up, "", ""));
+  const std::string h = "Host: 127.0.0.1\r\n";
+  std::vector<Case> cases;
+  struct Spelling {
+    const char* name;
+    const char* bytes;
+  };
+  const Spelling spellings[] = {
+      {"%0d", "%0d"},
+      {"%0D", "%0D"},
+      {"%0a", "%0a"},
+      {"%0A", "%0A"},
+      {"%00", "%00"},
+      {"%0d%0a", "%0d%0a"},
+      {"0x80", "\x80"},
+      {"0xff", "\xff"},
+      {"UTF-8 2 bytes", "caf\xc3\xa9"},
+      {"UTF-8 3 bytes", "\xe2\x82\xac"},
+      {"UTF-8 4 bytes", "\xf0\x9f\x98\x80"},
+  };
+  for (const Spelling& sp : spellings) {
+    const std::string b = sp.bytes;
+    // In the endpoint's query: the endpoint's answer, JSON-RPC.
+    cases.push_back(
+        {std::string(sp.name) + " in the query", post("/mcp?x=" + b, h, ""), 400, true, true});
+    cases.push_back({std::string(sp.name) + " as a query name", post("/mcp?" + b + "=1", h, ""),
+                     400, true, true});
+    // In the path: not the endpoint's path, so the plain text of a malformed head.
+    cases.push_back(
+        {std::string(sp.name) + " in the path", post("/mcp" + b, h, ""), 400, false, true});
+    cases.push_back(
+        {std::string(sp.name) + " mid path", post("/m" + b + "cp", h, ""), 400, false, true});
+    cases.push_back({std::string(sp.name) + " in another path's query",
+                     post("/other?x=" + b, h, ""), 400, false, true});
+    cases.push_back({std::string(sp.name) + " absolute-form query",
+                     post("http://127.0.0.1/mcp?x=" + b, h, ""), 400, true, true});
+  }
+  cases.push_back({"two Authorization",
+                   post("/mcp", h, "Authorization: Bearer a\r\nAuthorization: Bearer a\r\n"), 400,
+                   true, true});
+  cases.push_back({"two Authorization, case differs, query",
+                   post("/mcp?a=1", h, "authorization: Bearer a\r\nAUTHORIZATION: Basic b\r\n"),
+                   400, true, true});
+  runCases(gw.port(), cases);
+
+  // The JSON-RPC answer names the rule, with id null and the gateway's -32600.
+  Client c(gw.port());
+  REQUIRE(c.connected());
+  REQUIRE(c.send(post("/mcp?x=%0D%0A", h, "")));
+  auto r = c.readResponse(Ms(3000));
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  CHECK(r->body.find("\"id\":null") != std::string::npos);
+  CHECK(r->body.find("-32600") != std::string::npos);
+  CHECK(r->body.find("encoded CR or LF in request target") != std::string::npos);
+
+  // Clean targets, percent-encoded UTF-8 included, still pass.
+  Client ok(gw.port());
+  REQUIRE(ok.connected());
+  REQUIRE(ok.send(post("/mcp?x=caf%C3%A9&y=%0e", h, "")));
+  auto r2 = ok.readResponse(Ms(3000));
+  REQUIRE(r2);
+  CHECK(r2->status == 200);
+  std::this_thread::sleep_for(Ms(200));
+  CHECK(up.requestCount() == 1);
 }
 
 TEST_CASE("edge-http: CONNECT, TRACE and asterisk-form get 405 with Allow: POST, never forwarded",

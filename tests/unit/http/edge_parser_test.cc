@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gateway/http/forwarding.h"
@@ -155,6 +156,93 @@ TEST_CASE("RFC 9112 3.2: fragments and NUL in the target are 400", "[http][edge-
       {"%0 at the end", get("Host: a\r\n", "/mcp?x=%0")},
       {"%01", get("Host: a\r\n", "/mcp?x=%01")},
   });
+}
+
+// Issue 24 item 8: a raw non-ASCII byte or a percent-encoded CR, LF or NUL in the target is
+// 400 (it was routed, and answered 404). Refused once the head is whole, so that the
+// connection can answer the MCP endpoint's way.
+TEST_CASE("targetFlaw: every spelling of a flawed target byte, in one pass", "[http][edge-http]") {
+  struct Row {
+    std::string_view name;
+    std::string target;
+    TargetFlaw flaw;
+  };
+  const std::vector<Row> rows = {
+      {"plain", "/mcp", TargetFlaw::kNone},
+      {"query", "/mcp?a=1&b=%41", TargetFlaw::kNone},
+      {"%0 at the end", "/mcp?x=%0", TargetFlaw::kNone},
+      {"%0 then end of path", "/mcp%0", TargetFlaw::kNone},
+      {"%01", "/mcp?x=%01", TargetFlaw::kNone},
+      {"%09 (tab)", "/mcp?x=%09", TargetFlaw::kNone},
+      {"%2500", "/mcp?x=%2500", TargetFlaw::kNone},
+      {"%250d", "/mcp?x=%250d", TargetFlaw::kNone},
+      {"%0e", "/mcp?x=%0e", TargetFlaw::kNone},
+      {"%d0", "/mcp?x=%d0", TargetFlaw::kNone},
+      {"DEL", "/mcp?x=\x7f", TargetFlaw::kNone},
+      {"%00 path", "/mcp%00", TargetFlaw::kNul},
+      {"%00 query", "/mcp?x=%00", TargetFlaw::kNul},
+      {"%0d path", "/mcp%0d", TargetFlaw::kEncodedCrLf},
+      {"%0D path", "/m%0Dcp", TargetFlaw::kEncodedCrLf},
+      {"%0a path", "/mcp%0a", TargetFlaw::kEncodedCrLf},
+      {"%0A path", "/mcp%0A", TargetFlaw::kEncodedCrLf},
+      {"%0d query", "/mcp?x=%0d", TargetFlaw::kEncodedCrLf},
+      {"%0D query", "/mcp?x=%0D", TargetFlaw::kEncodedCrLf},
+      {"%0a query", "/mcp?x=a%0ab", TargetFlaw::kEncodedCrLf},
+      {"%0A query name", "/mcp?%0A=1", TargetFlaw::kEncodedCrLf},
+      {"%0d%0a", "/mcp?x=%0d%0aSet-Cookie:a", TargetFlaw::kEncodedCrLf},
+      {"%0d at the very end", "/mcp?%0d", TargetFlaw::kEncodedCrLf},
+      {"0x80 path", "/mcp\x80", TargetFlaw::kNonAscii},
+      {"0xff path", "/\xffmcp", TargetFlaw::kNonAscii},
+      {"0x80 query", "/mcp?x=\x80", TargetFlaw::kNonAscii},
+      {"0xFF query", "/mcp?x=\xff", TargetFlaw::kNonAscii},
+      {"UTF-8 e-acute path", "/caf\xc3\xa9", TargetFlaw::kNonAscii},
+      {"UTF-8 euro query", "/mcp?x=\xe2\x82\xac", TargetFlaw::kNonAscii},
+      {"UTF-8 4 bytes", "/mcp?\xf0\x9f\x98\x80", TargetFlaw::kNonAscii},
+      {"absolute-form", "http://a/mcp?\xc3\xa9", TargetFlaw::kNonAscii},
+      {"the first flaw", "/a%0a\x80%00", TargetFlaw::kEncodedCrLf},
+      {"a fragment wins", "/a\x80#x", TargetFlaw::kFragment},
+      {"a fragment alone", "/mcp#", TargetFlaw::kFragment},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    CHECK(targetFlaw(r.target) == r.flaw);
+  }
+}
+
+TEST_CASE("RFC 3986: a flawed target byte or two Authorization fields, refused once whole",
+          "[http][edge-http]") {
+  const std::vector<std::pair<std::string_view, std::string>> cases = {
+      {"%00 in query", get("Host: a\r\n", "/mcp?x=%00")},
+      {"%0d in path", get("Host: a\r\n", "/mcp%0d")},
+      {"%0D in query", get("Host: a\r\n", "/mcp?x=%0D")},
+      {"%0a in query", get("Host: a\r\n", "/mcp?x=%0a")},
+      {"%0A in path", get("Host: a\r\n", "/mc%0Ap")},
+      {"0x80 in path", get("Host: a\r\n", "/mcp\x80")},
+      {"0xff in query", get("Host: a\r\n", "/mcp?x=\xff")},
+      {"UTF-8 in query", get("Host: a\r\n", "/mcp?x=caf\xc3\xa9")},
+      {"two Authorization", get("Host: a\r\nAuthorization: a\r\nauthorization: b\r\n")},
+  };
+  auto parser = makeHttp1Parser();
+  for (const auto& [name, bytes] : cases) {
+    INFO(name);
+    RequestHead head;
+    const ParseResult r = parser->parseRequest(bytes, HeadLimits{}, head);
+    CHECK(r.status == ParseStatus::kError);
+    CHECK(statusFor(r.error) == 400);
+    CHECK(r.head_complete);
+    CHECK(head.head_bytes == bytes.size());
+    CHECK(head.path.starts_with("/mc"));
+  }
+  // A rule broken earlier in the head is refused as it always was (no head to answer from).
+  RequestHead head;
+  const ParseResult r = parser->parseRequest(
+      get("Host: a\r\nHost: b\r\nAuthorization: a\r\nAuthorization: b\r\n", "/mcp\x80"),
+      HeadLimits{}, head);
+  CHECK(r.status == ParseStatus::kError);
+  CHECK_FALSE(r.head_complete);
+  CHECK(std::string_view(r.reason) == "duplicate Host");
+  CHECK_FALSE(
+      parser->parseRequest(get("Host: a\r\n", "/mcp#\x80"), HeadLimits{}, head).head_complete);
 }
 
 TEST_CASE("RFC 9112 3.2.2: absolute-form must name the Host's authority", "[http][edge-http]") {
