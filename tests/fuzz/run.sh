@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets in build-fuzz and runs each for $FUZZ_SECONDS (default 30)
-# over a scratch copy of its committed seed corpus (the committed corpus never grows).
+# Builds the libFuzzer targets in build-fuzz (or $FUZZ_BUILD_DIR) and runs each for
+# $FUZZ_SECONDS (default 30) over a scratch copy of its committed seed corpus (the committed
+# corpus never grows).
 # Exits non-zero if the build fails or any target finds a crash, leak or timeout.
 #   FUZZ_SECONDS=5 tests/fuzz/run.sh            # all targets
 #   tests/fuzz/run.sh http_request_fuzz         # just some
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/build-fuzz"
+build="${FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${FUZZ_SECONDS:-30}"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DGW_FUZZ=ON \
