@@ -10,6 +10,7 @@
 // Inputs from upstreams are untrusted: every parser checks the whole text with simdjson
 // first and returns false (with a short reason) for anything not of the expected shape.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,50 @@ std::string_view arrayKey(ListKind kind) noexcept;
 // "uriTemplate" (templates); empty for kDiscover.
 std::string_view keyMember(ListKind kind) noexcept;
 
+// ---- list items a client can take (issue #24) ------------------------------------------------
+
+// Why an item of an upstream's list answer is dropped rather than listed: an item a client
+// cannot take (the TypeScript SDK rejects the whole list for one such item, so one bad
+// upstream would hide every upstream's tools), or one that readers could read differently.
+enum class ItemFault : uint8_t {
+  kNone,
+  kNotObject,        // not a JSON object
+  kMissingKey,       // no string name (uri for resources, uriTemplate for templates)
+  kEmptyKey,         // the key is ""
+  kKeyTooLong,       // a name over kMaxItemName bytes, a uri / uriTemplate over kMaxItemUri
+  kControlChar,      // a control character (U+0000-U+001F, U+007F) in the key
+  kRepeatedMember,   // the key member (or inputSchema) twice: JSON readers differ on which counts
+  kSchemaNotObject,  // a tool whose inputSchema or outputSchema is there and is not an
+                     // object (outputSchema: null is taken as absent)
+  kDuplicate,        // an earlier item of the same upstream's answer has the same key
+};
+inline constexpr size_t kItemFaults = 9;
+inline constexpr size_t kMaxItemName = 128;  // the MCP tool-name rule (1-128 characters)
+inline constexpr size_t kMaxItemUri = 8192;
+
+// The metric label / log name: "not_object", "missing_key", "empty_key", "key_too_long",
+// "control_character", "repeated_member", "schema_not_object", "duplicate" ("" for kNone).
+std::string_view itemFaultName(ItemFault f) noexcept;
+
+// Items dropped from one answer (or one upstream's pages), by fault.
+struct ItemDrops {
+  std::array<uint32_t, kItemFaults> count{};
+  size_t total() const noexcept;
+  void add(ItemFault f) noexcept { ++count[static_cast<size_t>(f)]; }
+  void add(const ItemDrops& other) noexcept;
+  // "missing_key 1, duplicate 2" (faults in enum order).
+  std::string summary() const;
+};
+
+// The fault of the list item whose first byte is json[at] (a validated text), kNone for an
+// item a client can take; the item's key, unescaped, goes into `key` (cleared when absent).
+// kDuplicate is the caller's to find (it knows the earlier keys).
+ItemFault checkItem(ListKind kind, std::string_view json, size_t at, std::string& key);
+
+// Whether `text` is one JSON value the gateway can read: valid JSON, valid UTF-8, nested at
+// most 64 deep (the parsers' own check, for texts the proxy relays only when readable).
+bool readableJson(std::string_view text);
+
 // One JSON-RPC answer of one upstream to a list request (one page) or to server/discover.
 struct Page {
   std::vector<std::string> items;  // each array element's JSON text exactly as written
@@ -49,17 +94,21 @@ struct Page {
   uint64_t ttl_ms = 0;             // result.ttlMs (absent or not a non-negative integer: 0)
   bool public_scope = false;       // result.cacheScope == "public" (absent: not public)
   std::string result;              // kDiscover: the whole result object's JSON text
+  ItemDrops dropped;               // items left out of `items` (checkItem, duplicates)
 };
 
 enum class PageError : uint8_t {
   kNone,
   kInvalidJson,  // not JSON, or nested deeper than 64
   kRpcError,     // a JSON-RPC error answer ({"error":…})
-  kShape,        // no result object, or the array missing / not an array of objects
+  kShape,        // no result object, the array missing or not an array, or a member the
+                 // gateway reads (result, error, the array, nextCursor, ttlMs, cacheScope)
+                 // written twice
 };
 
 // Parses one JSON-RPC response text. On kRpcError `detail` gets "code: message" (bounded to
-// 200 bytes), on the others a short reason.
+// 200 bytes), on the others a short reason. Items a client cannot take (checkItem), and an
+// item whose key an earlier item of the page has, are left out and counted in `dropped`.
 PageError parsePage(ListKind kind, std::string_view json, Page& out, std::string& detail);
 
 enum class NamesMode : uint8_t { kKeep, kPrefix };
@@ -105,13 +154,16 @@ void appendResponse(std::string& out, std::string_view id_json, std::string_view
 // ---- visibility (issue #16) ------------------------------------------------------------------
 
 // A JSON-RPC list answer (tools/prompts/resources/templates) with only the items whose key
-// (keyMember: name, uri, uriTemplate; "" when absent) `keep` accepts, and `cacheScope` set to
-// "private" (replaced, or added to the result): a per-caller list must not be shared. Every
-// other byte is kept. `hidden` counts the items taken out. False when the text is not such an
-// answer (the caller then relays it as it came).
+// (keyMember: name, uri, uriTemplate) `keep` accepts, and `cacheScope` set to "private"
+// (replaced, or added to the result): a per-caller list must not be shared. Items a client
+// cannot take (checkItem) and repeated keys are dropped first, counted in `drops` when given
+// (not in `hidden`). With a `prefix`, tools' and prompts' names become "<prefix><name>" (the
+// view a `names: prefix` route gives legacy clients of its first upstream) and `keep` sees
+// the prefixed name. Every other byte is kept. `hidden` counts the items `keep` took out.
+// False when the text is not such an answer (parsePage says why).
 bool filterListAnswer(ListKind kind, std::string_view json,
                       const std::function<bool(std::string_view key)>& keep, std::string& out,
-                      size_t& hidden);
+                      size_t& hidden, ItemDrops* drops = nullptr, std::string_view prefix = {});
 
 // ---- server/discover ----------------------------------------------------------------------
 

@@ -3,9 +3,11 @@
 
 #include <charconv>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "gateway/federation/federation.h"
 #include "gateway/federation/json_scan.h"
+#include "gateway/federation/list_scan.h"
 
 namespace gw::federation {
 
@@ -134,102 +136,258 @@ std::string_view keyMember(ListKind kind) noexcept {
   return {};
 }
 
-PageError parsePage(ListKind kind, std::string_view json, Page& out, std::string& detail) {
-  out = Page{};
-  detail.clear();
-  const auto fail = [&](PageError e, std::string_view why) {
-    out = Page{};
-    detail.assign(why);
-    return e;
-  };
+std::string_view itemFaultName(ItemFault f) noexcept {
+  switch (f) {
+    case ItemFault::kNone:
+      break;
+    case ItemFault::kNotObject:
+      return "not_object";
+    case ItemFault::kMissingKey:
+      return "missing_key";
+    case ItemFault::kEmptyKey:
+      return "empty_key";
+    case ItemFault::kKeyTooLong:
+      return "key_too_long";
+    case ItemFault::kControlChar:
+      return "control_character";
+    case ItemFault::kRepeatedMember:
+      return "repeated_member";
+    case ItemFault::kSchemaNotObject:
+      return "schema_not_object";
+    case ItemFault::kDuplicate:
+      return "duplicate";
+  }
+  return {};
+}
 
+size_t ItemDrops::total() const noexcept {
+  size_t n = 0;
+  for (uint32_t c : count) {
+    n += c;
+  }
+  return n;
+}
+
+void ItemDrops::add(const ItemDrops& other) noexcept {
+  for (size_t i = 0; i < kItemFaults; ++i) {
+    count[i] += other.count[i];
+  }
+}
+
+std::string ItemDrops::summary() const {
+  std::string out;
+  for (size_t i = 0; i < kItemFaults; ++i) {
+    if (count[i] == 0) {
+      continue;
+    }
+    out += out.empty() ? "" : ", ";
+    out += itemFaultName(static_cast<ItemFault>(i));
+    out += ' ';
+    out += std::to_string(count[i]);
+  }
+  return out;
+}
+
+ItemFault checkItem(ListKind kind, std::string_view json, size_t at, std::string& key) {
+  key.clear();
+  if (at >= json.size() || json[at] != '{') {
+    return ItemFault::kNotObject;
+  }
+  const std::string_view key_member = keyMember(kind);
+  const bool tool = kind == ListKind::kTools;
+  size_t key_at = json::kNpos;
+  size_t key_end = 0;
+  char input_type = 0;
+  bool output_bad = false;
+  json::ObjectReader r(json, at);
+  while (r.next()) {
+    if (r.keyIs(key_member)) {
+      if (key_at != json::kNpos) {
+        return ItemFault::kRepeatedMember;
+      }
+      key_at = r.valueBegin();
+      key_end = r.valueEnd();
+    } else if (tool && r.keyIs("inputSchema")) {
+      if (input_type != 0) {
+        return ItemFault::kRepeatedMember;
+      }
+      input_type = r.valueType();
+    } else if (tool && r.keyIs("outputSchema")) {
+      output_bad = output_bad || (r.valueType() != '{' && r.valueType() != 'n');
+    }
+  }
+  if (!r.ok()) {
+    return ItemFault::kNotObject;
+  }
+  if (key_at == json::kNpos || json[key_at] != '"' ||
+      !json::unescape(json.substr(key_at, key_end - key_at), key)) {
+    key.clear();
+    return ItemFault::kMissingKey;
+  }
+  if (key.empty()) {
+    return ItemFault::kEmptyKey;
+  }
+  if (key.size() >
+      (kind == ListKind::kTools || kind == ListKind::kPrompts ? kMaxItemName : kMaxItemUri)) {
+    return ItemFault::kKeyTooLong;
+  }
+  for (const char c : key) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return ItemFault::kControlChar;
+    }
+  }
+  if (tool && ((input_type != 0 && input_type != '{') || output_bad)) {
+    return ItemFault::kSchemaNotObject;
+  }
+  return ItemFault::kNone;
+}
+
+bool readableJson(std::string_view text) {
+  return json::validate(text) == json::Validity::kValid;
+}
+
+namespace detail {
+
+PageError locateList(ListKind kind, std::string_view json, ListSpans& out, std::string& detail) {
+  out = ListSpans{};
   const json::Validity v = json::validate(json);
   if (v == json::Validity::kTooDeep) {
-    return fail(PageError::kInvalidJson, "nested deeper than 64");
+    detail = "nested deeper than 64";
+    return PageError::kInvalidJson;
   }
   if (v != json::Validity::kValid) {
-    return fail(PageError::kInvalidJson, "not valid JSON");
+    detail = "not valid JSON (or not UTF-8)";
+    return PageError::kInvalidJson;
   }
   size_t root = 0;
   size_t root_end = 0;
   if (!json::rootSpan(json, root, root_end) || json[root] != '{') {
-    return fail(PageError::kShape, "not a JSON object");
+    detail = "not a JSON object";
+    return PageError::kShape;
   }
-  size_t result = json::kNpos;
   size_t error = json::kNpos;
   json::ObjectReader top(json, root);
   while (top.next()) {
-    if (result == json::kNpos && top.keyIs("result")) {
-      result = top.valueBegin();
-    } else if (error == json::kNpos && top.keyIs("error")) {
-      error = top.valueBegin();
+    size_t* slot = top.keyIs("result") ? &out.result : top.keyIs("error") ? &error : nullptr;
+    if (slot == nullptr) {
+      continue;
     }
+    if (*slot != json::kNpos) {
+      detail = top.keyIs("result") ? "the result member is written twice"
+                                   : "the error member is written twice";
+      return PageError::kShape;
+    }
+    *slot = top.valueBegin();
   }
   if (!top.ok()) {
-    return fail(PageError::kInvalidJson, "not valid JSON");
+    detail = "not valid JSON";
+    return PageError::kInvalidJson;
   }
   if (error != json::kNpos && json[error] != 'n') {  // "error": null is no error
-    const std::string d = errorDetail(json, error);
-    out = Page{};
-    detail = d;
+    if (out.result != json::kNpos) {
+      detail = "both result and error";
+      return PageError::kShape;
+    }
+    detail = errorDetail(json, error);
     return PageError::kRpcError;
   }
-  if (result == json::kNpos || json[result] != '{') {
-    return fail(PageError::kShape, "no result object");
+  if (out.result == json::kNpos || json[out.result] != '{') {
+    detail = "no result object";
+    return PageError::kShape;
   }
-
   const std::string_view array_key = arrayKey(kind);
-  size_t array = json::kNpos;
-  bool seen_cursor = false;
-  bool seen_ttl = false;
-  bool seen_scope = false;
-  json::ObjectReader members(json, result);
+  json::ObjectReader members(json, out.result);
   while (members.next()) {
-    if (!array_key.empty() && array == json::kNpos && members.keyIs(array_key)) {
-      array = members.valueBegin();
-    } else if (!seen_cursor && members.keyIs("nextCursor")) {
-      seen_cursor = true;
-      if (members.valueType() == '"' && json::unescape(members.value(), out.next_cursor)) {
-        out.has_next = true;
-      }
-    } else if (!seen_ttl && members.keyIs("ttlMs")) {
-      seen_ttl = true;
-      out.ttl_ms = ttlOf(members.value());
-    } else if (!seen_scope && members.keyIs("cacheScope")) {
-      seen_scope = true;
-      out.public_scope = json::tokenEquals(members.value(), "public");
+    size_t* begin = nullptr;
+    size_t* end = nullptr;
+    if (!array_key.empty() && members.keyIs(array_key)) {
+      begin = &out.array;
+      end = &out.array_end;
+    } else if (members.keyIs("nextCursor")) {
+      begin = &out.cursor;
+      end = &out.cursor_end;
+    } else if (members.keyIs("ttlMs")) {
+      begin = &out.ttl;
+      end = &out.ttl_end;
+    } else if (members.keyIs("cacheScope")) {
+      begin = &out.scope;
+      end = &out.scope_end;
+    } else {
+      continue;
     }
+    if (*begin != json::kNpos) {
+      std::string key;
+      json::unescape(members.keyToken(), key);
+      detail = "result." + key + " is written twice";
+      return PageError::kShape;
+    }
+    *begin = members.valueBegin();
+    *end = members.valueEnd();
   }
   if (!members.ok()) {
-    return fail(PageError::kInvalidJson, "not valid JSON");
+    detail = "not valid JSON";
+    return PageError::kInvalidJson;
   }
-
+  out.result_close = members.end() - 1;
   if (kind == ListKind::kDiscover) {
-    out.result.assign(json.substr(result, members.end() - result));
     return PageError::kNone;
   }
-  if (array == json::kNpos) {
-    return fail(PageError::kShape, "result has no " + std::string(array_key) + " member");
+  if (out.array == json::kNpos) {
+    detail = "result has no " + std::string(array_key) + " member";
+    return PageError::kShape;
   }
-  if (json[array] != '[') {
-    return fail(PageError::kShape, "result." + std::string(array_key) + " is not an array");
+  if (json[out.array] != '[') {
+    detail = "result." + std::string(array_key) + " is not an array";
+    return PageError::kShape;
   }
-  const std::string_view key_member = keyMember(kind);
-  json::ArrayReader elements(json, array);
+  return PageError::kNone;
+}
+
+}  // namespace detail
+
+PageError parsePage(ListKind kind, std::string_view json, Page& out, std::string& detail) {
+  out = Page{};
+  detail.clear();
+  detail::ListSpans at;
+  const PageError e = detail::locateList(kind, json, at, detail);
+  if (e != PageError::kNone) {
+    return e;
+  }
+  if (at.cursor != json::kNpos && json[at.cursor] == '"' &&
+      json::unescape(json.substr(at.cursor, at.cursor_end - at.cursor), out.next_cursor)) {
+    out.has_next = true;
+  }
+  if (at.ttl != json::kNpos) {
+    out.ttl_ms = ttlOf(json.substr(at.ttl, at.ttl_end - at.ttl));
+  }
+  if (at.scope != json::kNpos) {
+    out.public_scope = json::tokenEquals(json.substr(at.scope, at.scope_end - at.scope), "public");
+  }
+  if (kind == ListKind::kDiscover) {
+    out.result.assign(json.substr(at.result, at.result_close + 1 - at.result));
+    return PageError::kNone;
+  }
+  std::unordered_set<std::string> seen;
+  std::string key;
+  json::ArrayReader elements(json, at.array);
   while (elements.next()) {
-    if (elements.valueType() != '{') {
-      return fail(PageError::kShape,
-                  "result." + std::string(array_key) + " holds an item that is not an object");
+    const ItemFault f = checkItem(kind, json, elements.valueBegin(), key);
+    if (f != ItemFault::kNone) {
+      out.dropped.add(f);
+      continue;
+    }
+    if (!seen.insert(key).second) {
+      out.dropped.add(ItemFault::kDuplicate);
+      continue;
     }
     out.items.emplace_back(elements.value());
-    std::string key;
-    if (!json::stringMember(json, elements.valueBegin(), key_member, key)) {
-      key.clear();
-    }
     out.keys.push_back(std::move(key));
+    key = std::string();
   }
   if (!elements.ok()) {
-    return fail(PageError::kInvalidJson, "not valid JSON");
+    out = Page{};
+    detail = "not valid JSON";
+    return PageError::kInvalidJson;
   }
   return PageError::kNone;
 }

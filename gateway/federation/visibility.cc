@@ -1,72 +1,81 @@
-// A list answer with the items a caller may not use taken out (issue #16 visibility): only
-// the list array and cacheScope change; every other byte of the answer is kept.
+// A list answer with the items a caller may not use taken out (issue #16 visibility), the
+// items no client can take dropped (issue #24), and on a `names: prefix` route's legacy view
+// the names prefixed: only the list array and cacheScope change; every other byte of the
+// answer is kept.
 
 #include <functional>
+#include <unordered_set>
 
 #include "gateway/federation/federation.h"
 #include "gateway/federation/json_scan.h"
+#include "gateway/federation/list_scan.h"
 
 namespace gw::federation {
 
 bool filterListAnswer(ListKind kind, std::string_view json,
                       const std::function<bool(std::string_view key)>& keep, std::string& out,
-                      size_t& hidden) {
+                      size_t& hidden, ItemDrops* drops, std::string_view prefix) {
   hidden = 0;
-  if (kind == ListKind::kDiscover || json::validate(json) != json::Validity::kValid) {
+  if (kind == ListKind::kDiscover) {
     return false;
   }
-  size_t root = 0;
-  size_t root_end = 0;
-  if (!json::rootSpan(json, root, root_end) || json[root] != '{') {
+  detail::ListSpans at;
+  std::string why;
+  if (detail::locateList(kind, json, at, why) != PageError::kNone) {
     return false;
   }
-  size_t rb = 0;
-  size_t re = 0;
-  if (!json::findMember(json, root, "result", rb, re) || json[rb] != '{') {
-    return false;
-  }
-  // The array, and the cacheScope member if there is one (first of each, as parsePage).
-  size_t ab = json::kNpos;
-  size_t ae = 0;
-  size_t sb = json::kNpos;
-  size_t se = 0;
-  size_t result_close = 0;
-  json::ObjectReader r(json, rb);
-  while (r.next()) {
-    if (ab == json::kNpos && r.keyIs(arrayKey(kind))) {
-      ab = r.valueBegin();
-      ae = r.valueEnd();
-    } else if (sb == json::kNpos && r.keyIs("cacheScope")) {
-      sb = r.valueBegin();
-      se = r.valueEnd();
-    }
-  }
-  if (!r.ok() || ab == json::kNpos || json[ab] != '[') {
-    return false;
-  }
-  result_close = r.end() - 1;  // the result object's '}'
+  const bool rename = !prefix.empty() && (kind == ListKind::kTools || kind == ListKind::kPrompts);
   std::string array = "[";
   std::string key;
-  json::ArrayReader items(json, ab);
+  std::string shown;
+  std::unordered_set<std::string> seen;
+  ItemDrops dropped;
+  json::ArrayReader items(json, at.array);
   while (items.next()) {
-    const std::string_view item = items.value();
-    key.clear();
-    if (items.valueType() == '{') {
-      json::stringMember(json, items.valueBegin(), keyMember(kind), key);
+    const ItemFault f = checkItem(kind, json, items.valueBegin(), key);
+    if (f != ItemFault::kNone) {
+      dropped.add(f);
+      continue;
     }
-    if (!keep(key)) {
+    if (!seen.insert(key).second) {
+      dropped.add(ItemFault::kDuplicate);
+      continue;
+    }
+    if (rename) {
+      shown.assign(prefix);
+      shown.append(key);
+    }
+    if (!keep(rename ? std::string_view(shown) : std::string_view(key))) {
       ++hidden;
       continue;
     }
     if (array.size() > 1) {
       array += ',';
     }
-    array.append(item);
+    if (rename) {
+      // The key member is the item's only "name" (checkItem): replace that string token.
+      const size_t open = items.valueBegin();
+      size_t b = 0;
+      size_t e = 0;
+      json::findMember(json, open, "name", b, e);
+      array.append(json.substr(open, b - open));
+      json::appendString(array, shown);
+      array.append(json.substr(e, items.valueEnd() - e));
+    } else {
+      array.append(items.value());
+    }
   }
   if (!items.ok()) {
     return false;
   }
   array += ']';
+  if (drops != nullptr) {
+    drops->add(dropped);
+  }
+  const size_t ab = at.array;
+  const size_t ae = at.array_end;
+  const size_t sb = at.scope;
+  const size_t se = at.scope_end;
   out.clear();
   out.reserve(json.size());
   // Pieces in text order: … array … cacheScope … '}' of result (the scope member may come
@@ -87,10 +96,10 @@ bool filterListAnswer(ListKind kind, std::string_view json,
   } else {
     out.append(json.substr(0, ab));
     out.append(array);
-    out.append(json.substr(ae, result_close - ae));
+    out.append(json.substr(ae, at.result_close - ae));
     out.append(",\"cacheScope\":");
     out.append(kPrivate);
-    out.append(json.substr(result_close));
+    out.append(json.substr(at.result_close));
   }
   return true;
 }
