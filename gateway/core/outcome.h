@@ -61,6 +61,10 @@ namespace gw::core {
   X(kResponseTimeout, "response_timeout", 504)                                                \
   X(kUpstreamReset, "upstream_reset", 502)                                                    \
   X(kUpstreamMalformed, "upstream_malformed", 502)                                            \
+  /* a list read whole (visibility, pinning, a legacy prefixed view) it cannot read: 502 */   \
+  X(kListUnreadable, "list_unreadable", 502)                                                  \
+  /* limits.max_buffered_answer_bytes reached while reading a list whole */                   \
+  X(kAnswerBufferFull, "answer_buffer_full", 503)                                             \
   X(kUpstreamTls, "upstream_tls", 502)                                                        \
   X(kUpstreamBadChunk, "upstream_bad_chunk", 0)                                               \
   X(kMaxDuration, "max_duration", 0)                                                          \

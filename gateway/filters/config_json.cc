@@ -144,6 +144,7 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   j.key("send_timeout_ms").num(ms(l.send_timeout));
   j.key("request_buffering").boolean(l.request_buffering);
   j.key("max_buffered_body_bytes").num(l.max_buffered_body_bytes);
+  j.key("max_buffered_answer_bytes").num(l.max_buffered_answer_bytes);
   j.key("max_connections_per_client").num(l.max_connections_per_client);
   j.close('}');
   j.key("mcp").open('{');

@@ -21,8 +21,9 @@ bool looksAtMcp(const policy::Match& m) noexcept {
 }
 
 // Would any decision change with the view? Routes with a method/name/params match (unless
-// a legacy:true route takes all legacy traffic), rules and rate limits whose match or unless
-// looks at method/name/params, a `require`, or a limit keyed on method/name/param:X.
+// a legacy:true route takes all legacy traffic), a `names: prefix` route (its names are
+// rewritten), rules and rate limits whose match or unless looks at method/name/params, a
+// `require`, a limit keyed on method/name/param:X, lists filtered or observed.
 bool viewNeeded(const Snapshot& snap) noexcept {
   bool legacy_route = false;
   bool route_needs = false;
@@ -30,6 +31,12 @@ bool viewNeeded(const Snapshot& snap) noexcept {
     legacy_route = legacy_route || r.legacy;
     route_needs =
         route_needs || (r.has_match && (r.match.method || r.match.name || !r.match.params.empty()));
+    if (r.federated() && r.names == settings::FederationNames::kPrefix) {
+      return true;
+    }
+  }
+  if (snap.policy->filtersLists() || snap.pins != nullptr) {
+    return true;
   }
   if (route_needs && !legacy_route) {
     return true;
@@ -81,8 +88,16 @@ void fillLegacyParams(LegacyParams& p, const settings::Route& route) {
   const mcp::LegacyMessage& msg = p.body->messages()[p.index];
   std::shared_ptr<const mcp::ToolSchema> tool;
   if (msg.has_name && msg.method == "tools/call") {
-    tool =
-        p.ctx->snapshot->schemas->find(route.upstream, msg.name, std::chrono::steady_clock::now());
+    std::string_view name = msg.name;
+    if (route.federated() && route.names == settings::FederationNames::kPrefix) {
+      // The first upstream knows the tool by its own name (see legacyPrefixed).
+      const std::string_view sep = p.ctx->snapshot->settings->federation.separator;
+      if (name.size() > route.upstream.size() + sep.size() && name.starts_with(route.upstream) &&
+          name.substr(route.upstream.size()).starts_with(sep)) {
+        name.remove_prefix(route.upstream.size() + sep.size());
+      }
+    }
+    tool = p.ctx->snapshot->schemas->find(route.upstream, name, std::chrono::steady_clock::now());
   }
   if (!p.body->fillParams(p.index, tool.get(), *p.ctx->arena, *p.view)) {
     p.arena_full = true;
@@ -110,7 +125,9 @@ FilterStatus legacyBodyStage(RequestContext& ctx, std::string_view body) noexcep
   thread_local mcp::LegacyBody lb;
   mcp::LegacyError err;
   if (!lb.parse(body, err)) {
-    if (viewNeeded(*ctx.snapshot)) {
+    // An id that is not a string or number is refused whatever else looks at the view: the
+    // answer could not be matched to its request (issue #24).
+    if (viewNeeded(*ctx.snapshot) || std::string_view(err.reason) == "id_invalid") {
       setReply(ctx, 400, err.code, std::move(err.message), err.reason, false);
       ctx.reply.id = std::move(err.id);
       return FilterStatus::kLocalReply;
@@ -169,6 +186,21 @@ FilterStatus legacyBodyStage(RequestContext& ctx, std::string_view body) noexcep
   }
   ctx.route = route;
   ctx.forward_credentials = ctx.forward_credentials || route->forward_credentials;
+  if (lb.batch() && route->federated() && route->names == settings::FederationNames::kPrefix) {
+    // Each named call's body is rewritten to the name its server knows: one per request.
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      if (msgs[i].kind == mcp::BodyKind::kRequest && msgs[i].has_name &&
+          (msgs[i].method == "tools/call" || msgs[i].method == "prompts/get")) {
+        setReply(ctx, 400, mcp::code::kInvalidRequest,
+                 "Invalid Request: on route '" + quoted(route->name) +
+                     "' (names: prefix) send tools/call and prompts/get one per request, "
+                     "not in a batch",
+                 "batch_split", false);
+        ctx.reply.id = mcp::RequestId::null();
+        return FilterStatus::kLocalReply;
+      }
+    }
+  }
 
   // The params every later check sees: those of the chosen route's upstream.
   for (size_t i = 0; i < msgs.size(); ++i) {

@@ -329,6 +329,18 @@ int sessionUpstream(const RequestContext& ctx) noexcept {
   return -1;
 }
 
+// A trusted list request whose answer the gateway reads whole (list_filter.cc).
+bool readsListAnswer(const RequestContext& ctx) noexcept {
+  if (!ctx.mcp.has_method) {
+    return false;
+  }
+  const std::string_view m = ctx.mcp.method;
+  if (m == "tools/list") {
+    return ctx.snapshot->pins != nullptr || ctx.snapshot->policy->filtersLists();
+  }
+  return (m == "prompts/list" || m == "resources/list") && ctx.snapshot->policy->filtersLists();
+}
+
 FilterStatus routeStage(RequestContext& ctx) noexcept {
   router::RouteInput in;
   in.trusted = ctx.trusted;
@@ -353,7 +365,10 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   }
   if (ctx.trusted) {
     ctx.verify_body = ctx.route->verify_body.value_or(ctx.snapshot->settings->mcp.verify_body);
-    if (ctx.verify_body) {
+    // The body is read (and its JSON-RPC shape and id checked, as in verify mode) wherever
+    // the gateway answers from it: a federated route (fan-out, name routing, its own errors)
+    // and a list it reads whole (visibility, tool pinning), which it may refuse with the id.
+    if (ctx.verify_body || ctx.route->federated() || readsListAnswer(ctx)) {
       ctx.need_body = true;
     }
   }

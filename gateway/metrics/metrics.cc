@@ -229,6 +229,8 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap rejections;
   MergedMap fed_fetches;
   MergedMap fed_conflicts;
+  MergedMap fed_dropped;
+  MergedMap lists_refused;
   MergedMap decisions;
   MergedMap pin_changes;
   MergedMap refused;
@@ -247,6 +249,8 @@ std::string Registry::scrape(const Gauges& g) const {
       w->rejections.forEach([&](const Cell& c) { merge(c, rejections); });
       w->federation_fetches.forEach([&](const Cell& c) { merge(c, fed_fetches); });
       w->federation_conflicts.forEach([&](const Cell& c) { merge(c, fed_conflicts); });
+      w->federation_items_dropped.forEach([&](const Cell& c) { merge(c, fed_dropped); });
+      w->list_answers_refused.forEach([&](const Cell& c) { merge(c, lists_refused); });
       w->policy_decisions.forEach([&](const Cell& c) { merge(c, decisions); });
       w->tool_pin_changes.forEach([&](const Cell& c) { merge(c, pin_changes); });
       w->connections_refused.forEach([&](const Cell& c) { merge(c, refused); });
@@ -283,6 +287,16 @@ std::string Registry::scrape(const Gauges& g) const {
                                "Names listed by two upstreams of a federated route (each counted "
                                "once; the first upstream in 'upstreams' keeps it)",
                                {"route"}, fed_conflicts));
+  fams.push_back(counterFamily("mcp_gateway_federation_items_dropped_total",
+                               "List items dropped from an upstream's answer because no client "
+                               "could take them (no string name, control characters, a "
+                               "non-object inputSchema, a repeated name, ...), by reason",
+                               {"upstream", "reason"}, fed_dropped));
+  fams.push_back(counterFamily("mcp_gateway_list_answers_refused_total",
+                               "List answers the gateway had to read whole (visibility, tool "
+                               "pinning, a names: prefix legacy view) and refused with 502/503 "
+                               "instead of relaying them unread, by reason",
+                               {"reason"}, lists_refused));
   fams.push_back(counterFamily("mcp_gateway_policy_decisions_total",
                                "Policy decisions by rule or rate limit, decision and mode (an "
                                "audit-mode one says what enforcing it would have done)",

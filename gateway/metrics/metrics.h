@@ -129,6 +129,12 @@ struct WorkerMetrics {
   Family federation_fetches{4};
   // route: names two upstreams of a federated route list (hidden from all but the first)
   Family federation_conflicts{1};
+  // upstream, reason (federation::itemFaultName): list items dropped from an upstream's answer
+  // because no client could take them (issue #24), on federated routes and filtered lists
+  Family federation_items_dropped{2};
+  // reason (answer_too_large | answer_buffer_full | list_unreadable): list answers the gateway
+  // had to read whole and refused instead of relaying them unread
+  Family list_answers_refused{1};
   // rule, decision (allow | deny), mode (enforce | audit): each rule that decided a request,
   // each audit-mode rule that matched, each rate limit that applied (issue #16)
   Family policy_decisions{3};

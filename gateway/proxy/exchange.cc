@@ -52,6 +52,7 @@ void Exchange::prepare() {
   forwarded_ = false;
   ratelimit_lines_.clear();
   filtering_ = filtered_ = false;
+  legacy_prefix_.clear();
   hidden_ = 0;
   pin_observed_ = false;
   pin_log_.clear();
@@ -455,9 +456,8 @@ void ExchangePool::give(Exchange* x) noexcept {
   trim(x->verify_buf_);
   trim(x->capture_);
   trim(x->fed_body_);
-  trim(x->filter_buf_);
-  x->filtering_ = false;
-  x->filter_answer_.reset();
+  x->dropListAnswer();
+  x->filter_chain_.reset();  // a large answer's chunks go back now, not at the next list
   trim(x->ratelimit_lines_);
   if (free_.size() >= kKeep) {
     delete x;

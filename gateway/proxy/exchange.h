@@ -28,6 +28,7 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
 #include "gateway/mcp/id_scan.h"
+#include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/fanout.h"
 #include "gateway/proxy/merged_listen.h"
 #include "gateway/ratelimit/gcra.h"
@@ -170,14 +171,19 @@ class Exchange final : public downstream::StreamCallbacks,
   void endAborted(Outcome outcome);
   void learnTools(std::string_view json) noexcept;
   // visibility: filter on a plain route (list_filter.cc)
+  enum class ListRead : uint8_t { kUnchanged, kRewritten, kUnreadable };
   bool beginListFilter(const http::ResponseHead& resp);
   bool collectListAnswer(evbuffer* in, size_t n);
+  bool listAnswerReady() const noexcept;
   void sendFilteredList();
+  ListRead readListResponse(std::string_view json, std::string& out, std::string& why);
+  void refuseList(int status, std::string_view reason, const char* message, Outcome why,
+                  std::string_view cause);
+  void dropListAnswer() noexcept;
   bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
   bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
   // tool_pinning (pinning.cc)
   void observePins(std::string_view upstream, std::span<const std::string> items);
-  void observePinsInAnswer(std::string_view upstream, std::string_view json);
   bool pinCuts() const noexcept;
   bool pinHidden(std::string_view key) const;
   bool pinAdmits();
@@ -190,6 +196,7 @@ class Exchange final : public downstream::StreamCallbacks,
   void unknownName(federation::ListKind kind);
   void rejectUnknownName(federation::ListKind kind);
   void proceedTo(size_t owner);
+  bool legacyPrefixed();
   bool rewriteForOwner();
   void fanOut(FanOut::Mode mode, federation::ListKind kind);
   void startListen();
@@ -265,12 +272,17 @@ class Exchange final : public downstream::StreamCallbacks,
   std::string capture_;  // tools/list JSON answer (schema learning only)
 
   // visibility: filter — a list answer read whole, then filtered for this caller
+  enum class FilterStop : uint8_t { kNone, kTooLarge, kBudget };
   bool filtering_ = false;
-  bool filter_overflow_ = false;
-  SseResponse filter_answer_;  // an SSE list answer: done at its response event
+  FilterStop filter_stop_ = FilterStop::kNone;  // the answer cannot be kept: refused
+  SseResponse filter_answer_;                   // an SSE list answer: done at its response event
   federation::ListKind filter_kind_ = federation::ListKind::kTools;
   int filter_status_ = 0;
-  std::string filter_buf_;
+  event::EvBufferPtr filter_chain_;  // the answer, in the upstream's own chunks
+  AnswerHold answer_hold_;           // its bytes against limits.max_buffered_answer_bytes
+  // A legacy client on a `names: prefix` route sees its first upstream's tools and prompts
+  // as "<upstream><separator><name>" (issue #24): that prefix, else empty.
+  std::string legacy_prefix_;
   size_t hidden_ = 0;  // items taken out of this caller's list (access log)
   bool filtered_ = false;
   // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)

@@ -14,6 +14,7 @@
 #include "gateway/filters/pipeline.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/sentinel.h"
+#include "gateway/mcp/verifier.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
 
@@ -210,6 +211,9 @@ void FederationRefresh::onFanOutDone(FanOut& f) {
         .at({catalog->route(), catalog->upstreams()[i], federation::methodOf(done),
              p.ok ? std::string_view("ok") : std::string_view(p.outcome)})
         .add(1);
+    if (p.ok) {
+      reportDroppedItems(*w, catalog->upstreams()[i], done, p.page.dropped);
+    }
   }
   if (done == federation::ListKind::kResources) {
     // A URI may be owned through a template only: the templates are fetched next, and the
@@ -236,19 +240,35 @@ void Exchange::onRefreshed() {
                                         : federation::ListKind::kResources);
 }
 
-// A name no upstream lists, even after a refresh: the request goes, as the client sent it, to
-// the route's first upstream, which answers what a server answers for a name it does not
-// have (-32602 "Tool X not found", in band) — or, for a request whose headers and body
-// disagree, the 400 -32020 it owes the client. The gateway does not invent that answer: it
-// cannot know, without reading the body, which of the two the server owes.
-// No upstream lists the name, even after the lists were fetched again: the call goes to the
-// first upstream, whose own answer the client gets (-32602 for a name it does not have). Not
-// answered here: a request whose Mcp-Name disagrees with its body must get the server's 400
-// (the conformance suite's sep-2243 check), which the gateway cannot tell without verify mode.
-void Exchange::unknownName(federation::ListKind) {
+// A tool or prompt no upstream lists, even after the lists were fetched again: the gateway
+// answers what a server answers for a name it does not have (-32602, in band, id echoed; no
+// upstream is called, so a name no rule was written for reaches no server). The body is
+// read for this answer only: a request whose Mcp-Name disagrees with its body gets the
+// 400 -32020 a server owes it (the conformance suite's sep-2243), verify mode or not.
+// A resource URI no upstream lists or templates goes, as sent, to the first upstream: a
+// server may serve URIs it never listed.
+void Exchange::unknownName(federation::ListKind kind) {
   fed_name_.clear();
   fed_unknown_ = true;
-  proceedTo(0);
+  if (kind != federation::ListKind::kTools && kind != federation::ListKind::kPrompts) {
+    proceedTo(0);
+    return;
+  }
+  if (body_read && body && verify_buf_.size() >= mcp::bodyPadding()) {
+    const size_t len = evbuffer_get_length(body.get());
+    mcp::VerifyOptions opts;
+    opts.check_headers = true;
+    mcp::VerifyResult vr =
+        mcp::verifyBody(std::string_view(verify_buf_.data(), len), ctx_.mcp, nullptr, opts);
+    if (!vr.ok) {
+      filters::setReply(ctx_, 400, vr.code, std::move(vr.message), vr.reason, false);
+      ctx_.reply.id = std::move(vr.id);
+      releaseBody();
+      sendLocalReply();
+      return;
+    }
+  }
+  rejectUnknownName(kind);
 }
 
 // names: prefix, a name with no upstream prefix of this route: the JSON-RPC error a server
@@ -286,6 +306,31 @@ void Exchange::rejectUnknownName(federation::ListKind kind) {
   outcome = Outcome::kUnknownName;
   releaseBody();
   sendLocalReply();
+}
+
+// A legacy (2025-era) request on a `names: prefix` route goes to the route's first upstream
+// (its session lives there), but sees that upstream's tools and prompts by the names the
+// route lists — "<upstream><separator><name>" — like a modern client: its lists are
+// prefixed (list_filter.cc), and a call must name a prefixed tool or prompt of that
+// upstream, which is sent on by its own name. Rules, limits, visibility, pins, metrics and
+// logs see one name in both eras (issue #24). False: answered (-32602, the name is not one
+// the route lists for this client).
+bool Exchange::legacyPrefixed() {
+  const settings::Route& r = *ctx_.route;
+  legacy_prefix_ = r.upstream;
+  legacy_prefix_ += s_->federation.separator;
+  const std::string_view method = ctx_.mcp.has_method ? ctx_.mcp.method : std::string_view{};
+  const bool tool = method == "tools/call";
+  if ((!tool && method != "prompts/get") || !ctx_.mcp.has_name) {
+    return true;
+  }
+  const std::string_view name = ctx_.mcp.name.value;
+  if (name.size() <= legacy_prefix_.size() || !name.starts_with(legacy_prefix_)) {
+    rejectUnknownName(tool ? federation::ListKind::kTools : federation::ListKind::kPrompts);
+    return false;
+  }
+  fed_name_.assign(name.substr(legacy_prefix_.size()));
+  return rewriteForOwner();
 }
 
 // The call goes to route upstream `owner` (index in `upstreams`).
@@ -490,6 +535,8 @@ void Exchange::recordFetches(const FanOut& f) {
     if (!parts[i].ok) {
       spdlog::warn("federation: route '{}': upstream '{}' left out of {}: {} ({})",
                    ctx_.route->name, up, what, parts[i].outcome, parts[i].detail);
+    } else {
+      reportDroppedItems(*w_, up, f.kind(), parts[i].page.dropped);
     }
   }
 }

@@ -19,13 +19,18 @@ namespace gw::proxy {
 // Every stage and limit passed: the request goes to the route's upstream. Untrusted (legacy
 // passthrough) traffic on a federated route is a plain request to the route's first upstream
 // (`upstream_index`): a 2025-era session lives on one server, so its lists are not merged,
-// its names not rewritten and its calls not routed by owner (README, Federation).
+// and its calls not routed by owner (README, Federation). On a `names: prefix` route it sees
+// that upstream's tools and prompts by the names the route lists (legacyPrefixed).
 void Exchange::connectUpstream() {
   if (!fed_routed_) {
     up_index_ = ctx_.route->upstream_index;
     if (ctx_.route->federated() && !ctx_.legacy) {
       federate();  // comes back here once the owner is chosen, or answers itself
       return;
+    }
+    if (ctx_.route->federated() && ctx_.route->names == settings::FederationNames::kPrefix &&
+        !legacyPrefixed()) {
+      return;  // answered: a name the route does not list
     }
   }
   if (!pinAdmits() || !pinSession()) {
@@ -344,7 +349,7 @@ void Exchange::upstreamError(upstream::UpstreamError e) {
     case UpstreamError::kStreamIdle:
       if (filtering_) {
         // A list read whole for filtering: nothing reached the client yet.
-        filtering_ = false;
+        dropListAnswer();
         upstreamFailed(
             e == UpstreamError::kMaxDuration || e == UpstreamError::kStreamIdle ? 504 : 502,
             mcp::code::kUpstreamUnavailable, "Bad Gateway: the upstream's list answer was cut",

@@ -2,6 +2,10 @@
 
 #include "gateway/proxy/fanout.h"
 
+#include <spdlog/spdlog.h>
+
+#include <unordered_set>
+
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
 #include "gateway/http/forwarding.h"
@@ -169,6 +173,8 @@ void FanOut::startSlot(Slot& slot) {
   slot.error_status = 0;
   slot.content_type.clear();
   slot.too_large = false;
+  slot.over_budget = false;
+  slot.hold.release();
   slot.finish_pending = false;
   slot.answer.reset();
   upstream::UpstreamError error{};
@@ -249,6 +255,9 @@ bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::Respon
   slot.sse = isEventStream(resp);
   if (slot.sse) {
     slot.answer.begin(kMaxPageBytes);
+  } else if (resp.framing == http::BodyFraming::kContentLength &&
+             resp.content_length <= kMaxPageBytes) {
+    slot.resp.reserve(resp.content_length);  // one allocation of the answer's size
   }
   return true;
 }
@@ -265,8 +274,17 @@ void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t
     evbuffer_drain(src, n);
     return;
   }
-  if (mode_ == Mode::kNotify || slot.too_large) {
+  if (mode_ == Mode::kNotify || slot.too_large || slot.over_budget) {
     evbuffer_drain(src, n);
+    return;
+  }
+  if (!slot.hold.take(w_->shared->buffered_answer_bytes, s_->limits.max_buffered_answer_bytes, n)) {
+    slot.over_budget = true;
+    w_->metrics->list_answers_refused.at({"answer_buffer_full"}).add(1);
+    evbuffer_drain(src, n);
+    from.pauseReading();
+    slot.finish_pending = true;  // left out on the next turn, not after the whole answer
+    scheduleFlush();
     return;
   }
   if (slot.sse) {
@@ -318,6 +336,11 @@ void FanOut::pageDone(Slot& slot) {
     finishSlot(slot, false, "too_large", "the answer exceeds 16 MiB");
     return;
   }
+  if (slot.over_budget) {
+    finishSlot(slot, false, "answer_buffer_full",
+               "limits.max_buffered_answer_bytes reached (the gateway holds too many answers)");
+    return;
+  }
   if (slot.sse && !slot.answer.done()) {
     finishSlot(slot, false, "no_response", "the event stream ended without a response");
     return;
@@ -350,7 +373,14 @@ void FanOut::pageDone(Slot& slot) {
   } else {
     part.page.ttl_ms = std::min(part.page.ttl_ms, page.ttl_ms);
     part.page.public_scope = part.page.public_scope && page.public_scope;
+    part.page.dropped.add(page.dropped);
+    // A key an earlier page of this upstream listed is a duplicate too.
+    const std::unordered_set<std::string> seen(part.page.keys.begin(), part.page.keys.end());
     for (size_t i = 0; i < page.items.size(); ++i) {
+      if (seen.contains(page.keys[i])) {
+        part.page.dropped.add(federation::ItemFault::kDuplicate);
+        continue;
+      }
       part.page.items.push_back(std::move(page.items[i]));
       part.page.keys.push_back(std::move(page.keys[i]));
     }
@@ -384,6 +414,22 @@ void FanOut::pageDone(Slot& slot) {
   finishSlot(slot, true, "ok", {});
 }
 
+void reportDroppedItems(WorkerContext& w, std::string_view upstream, federation::ListKind kind,
+                        const federation::ItemDrops& dropped) {
+  if (dropped.total() == 0) {
+    return;
+  }
+  for (size_t i = 0; i < federation::kItemFaults; ++i) {
+    if (dropped.count[i] > 0) {
+      w.metrics->federation_items_dropped
+          .at({upstream, federation::itemFaultName(static_cast<federation::ItemFault>(i))})
+          .add(dropped.count[i]);
+    }
+  }
+  spdlog::warn("upstream '{}' listed {} {} item(s) no client could take; dropped them ({})",
+               upstream, dropped.total(), federation::methodOf(kind), dropped.summary());
+}
+
 void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::string detail) {
   if (slot.done) {
     return;
@@ -403,6 +449,8 @@ void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::stri
     part.status = 0;
     part.body.clear();
   }
+  std::string().swap(slot.resp);  // the answer's bytes are freed, then the hold given back
+  slot.hold.release();
   if (--pending_ == 0 && done_ != nullptr) {
     done_->onFanOutDone(*this);
   }

@@ -17,6 +17,7 @@
 #include "gateway/federation/registry.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/message.h"
+#include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/sse_response.h"
 #include "gateway/settings/settings.h"
 #include "gateway/upstream/http1_upstream.h"
@@ -42,6 +43,12 @@ class OwnedFields {
   std::string method_;
   std::vector<http::Field> views_;
 };
+
+// Items dropped from `upstream`'s list answer because no client could take them (issue #24):
+// one warning naming the faults, and mcp_gateway_federation_items_dropped_total{upstream,
+// reason}. Nothing when none was dropped.
+void reportDroppedItems(WorkerContext& w, std::string_view upstream, federation::ListKind kind,
+                        const federation::ItemDrops& dropped);
 
 class FanOutDone {
  public:
@@ -99,6 +106,8 @@ class FanOut final : public upstream::UpstreamCallbacks {
     std::string content_type;     // of that answer
     bool done = true;
     bool too_large = false;
+    bool over_budget = false;  // limits.max_buffered_answer_bytes reached: left out
+    AnswerHold hold;           // the page's bytes against that budget
     size_t pages = 0;
     std::string cursor;  // the last cursor asked for
     event::EventPtr timer;

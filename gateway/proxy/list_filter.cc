@@ -5,7 +5,16 @@
 // list array filtered (federation::filterListAnswer: every other byte kept, cacheScope set to
 // "private"), then sent with a Content-Length; a federated route filters its merged answer
 // (serveMerged). Only when the policy can deny anything at all: otherwise lists are relayed
-// untouched, as with `visibility: all`. Tool pinning reads tools/list answers the same way.
+// untouched, as with `visibility: all`. Tool pinning reads tools/list answers the same way,
+// and so does a legacy client's list on a `names: prefix` route (its names prefixed).
+//
+// Fail closed (issue #24): an answer read whole that the gateway cannot read — not JSON, not
+// UTF-8, nested deeper than 64, a list member written twice, an SSE event that is not JSON —
+// is never relayed unfiltered: the client gets 502 (JSON-RPC, id echoed), the cause is logged
+// and counted. Items no client can take are dropped (federation::checkItem), and the answer's
+// bytes count against limits.max_buffered_answer_bytes (503 beyond it).
+
+#include <spdlog/spdlog.h>
 
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
@@ -61,8 +70,8 @@ void appendEvent(std::string& out, std::string_view event, std::string_view data
 
 }  // namespace
 
-// The list answer filtered for this request's caller. False: not a list answer (an error,
-// another shape), relayed as it came.
+// The list answer filtered for this request's caller (and, for a legacy client of a
+// `names: prefix` route, its names prefixed). False: not a list answer.
 bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json, std::string& out) {
   const policy::PolicySet& p = *snap_->policy;
   const std::string_view call = callOf(kind);
@@ -72,12 +81,9 @@ bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json,
   const bool ok = federation::filterListAnswer(
       kind, json,
       [&](std::string_view key) {
-        if (key.empty()) {
-          return true;
-        }
         return (!by_policy || p.mayUse(call, key, ctx_.identity)) && !(by_pins && pinHidden(key));
       },
-      out, hidden);
+      out, hidden, nullptr, legacy_prefix_);
   if (ok) {
     hidden_ += hidden;
     filtered_ = true;
@@ -100,16 +106,21 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
     return false;
   }
   // tool_pinning reads every tools/list answer whole (to observe it), even when nothing is
-  // cut from it.
+  // cut from it; a legacy client of a `names: prefix` route gets its names prefixed.
   const bool pins = *kind == federation::ListKind::kTools && snap_->pins != nullptr;
-  if (!pins && !snap_->policy->filtersLists()) {
+  const bool prefix = !legacy_prefix_.empty() && (*kind == federation::ListKind::kTools ||
+                                                  *kind == federation::ListKind::kPrompts);
+  if (!pins && !prefix && !snap_->policy->filtersLists()) {
     return false;
   }
   filtering_ = true;
-  filter_overflow_ = false;
+  filter_stop_ = FilterStop::kNone;
   filter_kind_ = *kind;
   filter_status_ = resp.status;
-  filter_buf_.clear();
+  if (!filter_chain_) {
+    filter_chain_ = event::makeBuffer();
+  }
+  evbuffer_drain(filter_chain_.get(), evbuffer_get_length(filter_chain_.get()));
   if (resp_sse_) {
     filter_answer_.begin(kMaxFilteredBytes);
   } else {
@@ -119,62 +130,155 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
   return true;
 }
 
-// Keeps n more bytes of the answer. True when the answer is complete before the upstream ends
-// it: an SSE answer's response event is in (the events after it are not waited for).
+// Keeps n more bytes of the answer (the upstream's chunks are moved, not copied, so the
+// answer grows chunk by chunk). True when the answer is complete before the upstream ends
+// it — an SSE answer's response event is in (the events after it are not waited for) — or
+// cannot be kept (too large, over the answer budget): sendFilteredList then decides.
 bool Exchange::collectListAnswer(evbuffer* in, size_t n) {
-  if (filter_buf_.size() + n > kMaxFilteredBytes) {
-    filter_overflow_ = true;
-  } else {
-    filter_answer_.feed(in, n);
-    const size_t at = filter_buf_.size();
-    filter_buf_.resize(at + n);
-    evbuffer_copyout(in, filter_buf_.data() + at, n);
+  if (filter_stop_ != FilterStop::kNone) {
+    evbuffer_drain(in, n);
+    return true;
   }
-  evbuffer_drain(in, n);
-  return !filter_overflow_ && filter_answer_.done();
+  if (evbuffer_get_length(filter_chain_.get()) + n > kMaxFilteredBytes) {
+    filter_stop_ = FilterStop::kTooLarge;
+  } else if (!answer_hold_.take(w_->shared->buffered_answer_bytes,
+                                s_->limits.max_buffered_answer_bytes, n)) {
+    filter_stop_ = FilterStop::kBudget;
+  }
+  if (filter_stop_ != FilterStop::kNone) {
+    evbuffer_drain(in, n);
+    return true;
+  }
+  filter_answer_.feed(in, n);
+  evbuffer_remove_buffer(in, filter_chain_.get(), n);
+  return filter_answer_.done();
+}
+
+bool Exchange::listAnswerReady() const noexcept {
+  return filter_stop_ != FilterStop::kNone || filter_answer_.done();
+}
+
+// The answer is not sent: the client gets the gateway's error (id echoed), the cause is
+// logged and counted (mcp_gateway_list_answers_refused_total{reason}).
+void Exchange::refuseList(int st, std::string_view reason, const char* message, Outcome why,
+                          std::string_view cause) {
+  w_->metrics->list_answers_refused.at({reason}).add(1);
+  spdlog::warn("upstream '{}': {} answer refused ({}): {}", s_->upstreams[up_index_].name,
+               ctx_.mcp.method, reason, cause);
+  dropListAnswer();
+  outcome = why;
+  releaseUpstream();
+  filters::setReply(ctx_, st, st == 503 ? mcp::code::kOverloaded : mcp::code::kUpstreamUnavailable,
+                    message, core::outcomeName(why).data(), false);
+  if (st == 503) {
+    ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+  }
+  ctx_.reply.id = sent_id_;
+  sendLocalReply();
+}
+
+void Exchange::dropListAnswer() noexcept {
+  filtering_ = false;
+  filter_answer_.reset();
+  if (filter_chain_) {
+    evbuffer_drain(filter_chain_.get(), evbuffer_get_length(filter_chain_.get()));
+  }
+  answer_hold_.release();  // after the bytes are freed: a large hold trims the heap
+}
+
+// One JSON-RPC response to the list request: observed (tool pinning, schema learning), its
+// malformed items dropped and counted, filtered for the caller. kUnchanged: send it as it
+// came (a JSON-RPC error, or nothing to cut); kRewritten: send `out`; kUnreadable: `why`.
+Exchange::ListRead Exchange::readListResponse(std::string_view json, std::string& out,
+                                              std::string& why) {
+  federation::Page page;
+  const federation::PageError pe = federation::parsePage(filter_kind_, json, page, why);
+  if (pe == federation::PageError::kRpcError) {
+    why.clear();
+    return ListRead::kUnchanged;  // the server's error answer: nothing to filter
+  }
+  if (pe != federation::PageError::kNone) {
+    return ListRead::kUnreadable;
+  }
+  const std::string_view upstream = s_->upstreams[up_index_].name;
+  if (ctx_.learn_tools) {
+    learnTools(json);
+  }
+  if (filter_kind_ == federation::ListKind::kTools) {
+    observePins(upstream, page.items);
+  }
+  reportDroppedItems(*w_, upstream, filter_kind_, page.dropped);
+  const bool prefix = !legacy_prefix_.empty() && (filter_kind_ == federation::ListKind::kTools ||
+                                                  filter_kind_ == federation::ListKind::kPrompts);
+  if (!cutsLists() && !prefix && page.dropped.total() == 0) {
+    return ListRead::kUnchanged;
+  }
+  if (!filterForCaller(filter_kind_, json, out)) {
+    why = "the list answer could not be rewritten";
+    return ListRead::kUnreadable;
+  }
+  return ListRead::kRewritten;
 }
 
 void Exchange::sendFilteredList() {
   filtering_ = false;
   filter_answer_.reset();
-  if (filter_overflow_) {
-    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: the list answer is too large to filter for this caller (16 MiB)",
-                   Outcome::kUpstreamMalformed);
+  if (filter_stop_ == FilterStop::kTooLarge) {
+    refuseList(502, "answer_too_large",
+               "Bad Gateway: the list answer is too large to filter for this caller (16 MiB)",
+               Outcome::kUpstreamMalformed, "over 16 MiB");
     return;
   }
+  if (filter_stop_ == FilterStop::kBudget) {
+    refuseList(503, "answer_buffer_full",
+               "Service Unavailable: the gateway holds too many upstream answers; retry",
+               Outcome::kAnswerBufferFull, "limits.max_buffered_answer_bytes reached");
+    return;
+  }
+  const size_t len = evbuffer_get_length(filter_chain_.get());
   std::string out;
+  std::string why;
   if (resp_sse_) {
+    // Every event must be readable: an event the gateway cannot read may be the answer a
+    // lenient client reads (one invalid UTF-8 byte, a 70-deep schema), so it is not relayed.
     EventList events;
     sse::Framer framer(&events, kMaxFilteredBytes);
-    framer.feed(filter_buf_);
-    std::string filtered;
+    feedFramer(framer, filter_chain_.get(), len);
+    std::string rewritten;
     for (const auto& [event, data] : events.events) {
-      if (mcp::looksLikeResponse(data)) {
-        if (ctx_.learn_tools) {
-          learnTools(data);
-        }
-        if (filter_kind_ == federation::ListKind::kTools) {
-          observePinsInAnswer(s_->upstreams[up_index_].name, data);
-        }
-        if (cutsLists() && filterForCaller(filter_kind_, data, filtered)) {
-          appendEvent(out, event, filtered);
-          continue;
-        }
+      if (data.empty()) {
+        appendEvent(out, event, data);  // an event that only primes a reconnection id
+        continue;
       }
-      appendEvent(out, event, data);
+      if (!mcp::looksLikeResponse(data)) {
+        if (!federation::readableJson(data)) {
+          why = "an event's data is not valid JSON (or not UTF-8, or nested deeper than 64)";
+          break;
+        }
+        appendEvent(out, event, data);
+        continue;
+      }
+      const ListRead r = readListResponse(data, rewritten, why);
+      if (r == ListRead::kUnreadable) {
+        break;
+      }
+      appendEvent(out, event, r == ListRead::kRewritten ? std::string_view(rewritten) : data);
     }
   } else {
-    if (ctx_.learn_tools) {
-      learnTools(filter_buf_);
-    }
-    if (filter_kind_ == federation::ListKind::kTools) {
-      observePinsInAnswer(s_->upstreams[up_index_].name, filter_buf_);
-    }
-    if (!cutsLists() || !filterForCaller(filter_kind_, filter_buf_, out)) {
-      out = std::move(filter_buf_);
+    const std::string_view json(
+        reinterpret_cast<const char*>(evbuffer_pullup(filter_chain_.get(), -1)), len);
+    if (readListResponse(json, out, why) == ListRead::kUnchanged) {
+      out.assign(json);
     }
   }
+  if (!why.empty()) {
+    refuseList(502, "list_unreadable",
+               "Bad Gateway: the upstream's list answer cannot be read, so it cannot be "
+               "filtered for this caller",
+               Outcome::kListUnreadable, why);
+    return;
+  }
+  dropListAnswer();
   // The head the upstream sent, now with this body's length.
   std::erase_if(resp_fields_, [](const http::Field& f) {
     return core::iequals(f.name, "content-length") || core::iequals(f.name, "transfer-encoding");
@@ -191,7 +295,6 @@ void Exchange::sendFilteredList() {
   event::EvBufferPtr b = event::makeBuffer();
   evbuffer_add(b.get(), out.data(), out.size());
   stream_->encodeData(b.get(), out.size());
-  filter_buf_.clear();
   outcome = Outcome::kComplete;
   releaseUpstream();
   stream_->encodeEnd();

@@ -77,18 +77,6 @@ void Exchange::observePins(std::string_view upstream, std::span<const std::strin
   }
 }
 
-void Exchange::observePinsInAnswer(std::string_view upstream, std::string_view json) {
-  if (snap_->pins == nullptr) {
-    return;
-  }
-  federation::Page page;
-  std::string detail;
-  if (federation::parsePage(federation::ListKind::kTools, json, page, detail) ==
-      federation::PageError::kNone) {
-    observePins(upstream, page.items);
-  }
-}
-
 bool Exchange::pinCuts() const noexcept {
   return snap_->pins != nullptr && snap_->pins->blocks() && snap_->pins->anyPending();
 }
@@ -98,6 +86,10 @@ bool Exchange::pinCuts() const noexcept {
 bool Exchange::pinHidden(std::string_view key) const {
   const filters::PinBook& book = *snap_->pins;
   const settings::Route* r = ctx_.route;
+  if (!legacy_prefix_.empty()) {  // a legacy client's prefixed view of the first upstream
+    return key.starts_with(legacy_prefix_) &&
+           book.blocked(s_->upstreams[up_index_].name, key.substr(legacy_prefix_.size()));
+  }
   if (catalog_ == nullptr || r == nullptr) {
     return book.blocked(s_->upstreams[up_index_].name, key);
   }

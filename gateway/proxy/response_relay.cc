@@ -177,7 +177,7 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
     return;
   }
   if (x->filtering_) {
-    if (x->filter_answer_.done()) {
+    if (x->listAnswerReady()) {
       x->sendFilteredList();  // the list's response event is in (onUpstreamData)
     }
     return;

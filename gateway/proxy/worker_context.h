@@ -79,7 +79,9 @@ struct Shared {
   std::atomic<uint64_t> requests{0};
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> buffered_body_bytes{0};  // request bodies held (max_buffered_body_bytes)
-  ClientCounts client_counts;                    // open connections per client address
+  // Upstream answers read whole (max_buffered_answer_bytes): see AnswerHold.
+  std::atomic<uint64_t> buffered_answer_bytes{0};
+  ClientCounts client_counts;  // open connections per client address
   // Local rate-limit buckets, shared by every worker; they survive reloads.
   std::unique_ptr<ratelimit::LocalLimiter> limiter;
   metrics::Registry metrics;

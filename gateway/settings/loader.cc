@@ -61,6 +61,7 @@ constexpr std::string_view kLimitsKeys[] = {"max_connections",
                                             "send_timeout",
                                             "request_buffering",
                                             "max_buffered_body_bytes",
+                                            "max_buffered_answer_bytes",
                                             "max_connections_per_client"};
 constexpr std::string_view kMcpKeys[] = {"protocol_versions", "legacy",        "verify_body",
                                          "allowed_origins",   "allowed_hosts", "max_param_headers",
@@ -431,6 +432,15 @@ void Loader::walkLimits(const Entry& le, Limits& l) {
           error(valueMark(e), "'" + e.path + "' must be at least 1 byte");
         } else {
           l.max_buffered_body_bytes = v;
+        }
+      }
+    } else if (e.key == "max_buffered_answer_bytes") {
+      uint64_t v = 0;
+      if (readSize(e, v)) {
+        if (v == 0) {
+          error(valueMark(e), "'" + e.path + "' must be at least 1 byte");
+        } else {
+          l.max_buffered_answer_bytes = v;
         }
       }
     } else if (e.key == "max_connections_per_client") {

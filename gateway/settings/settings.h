@@ -49,7 +49,11 @@ struct Limits {
   Duration send_timeout = std::chrono::seconds(60);  // client takes no byte of held output; 0 = off
   bool request_buffering = true;  // read the whole body before contacting the upstream
   uint64_t max_buffered_body_bytes = 256ull * 1024 * 1024;  // across all connections → 503
-  uint32_t max_connections_per_client = 256;                // per peer address; 0 = no limit
+  // Upstream answers read whole (filtered or observed lists, fan-out pages), all connections
+  // and fan-outs together; beyond it such an answer is refused (503, or the upstream left out
+  // of a fan-out).
+  uint64_t max_buffered_answer_bytes = 256ull * 1024 * 1024;
+  uint32_t max_connections_per_client = 256;  // per peer address; 0 = no limit
 };
 
 enum class LegacyMode : uint8_t { kReject, kPassthrough };

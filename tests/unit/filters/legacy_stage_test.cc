@@ -277,8 +277,9 @@ TEST_CASE("legacy stage: an unreadable body is refused whenever a decision needs
   };
   const Needs cases[] = {
       {"no policy, default route", kDefaultRoute, nullptr, false},
+      // A rule that can deny filters the lists its callers see: the view tells a list.
       {"rules on subject only", kDefaultRoute,
-       "rules:\n  - name: r\n    match: { subject: \"x*\" }\n    action: deny\n", false},
+       "rules:\n  - name: r\n    match: { subject: \"x*\" }\n    action: deny\n", true},
       {"a limit keyed on client_ip", kDefaultRoute,
        "rate_limits:\n  - name: l\n    key: [client_ip]\n    rate: 5/s\n", false},
       {"a limit keyed on name", kDefaultRoute,

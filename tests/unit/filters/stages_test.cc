@@ -1737,7 +1737,11 @@ TEST_CASE("stages: identity and policy - 401, 403 by tool, by method, by default
        .config = &allow_all},
       {.what = "default deny - allowed by a method rule",
        .req = {.fields = modern("tools/list")},
-       .want = {.route = "default", .rule = "listing", .flags = "trusted learn_tools"},
+       // A policy that can deny filters lists: the list's body is read (its id checked).
+       .want = {.head = kNeedBody,
+                .route = "default",
+                .rule = "listing",
+                .flags = "trusted need_body learn_tools"},
        .config = &deny_default},
       {.what = "default deny - another method",
        .req = {.fields = modern("prompts/list")},
