@@ -163,6 +163,11 @@ bool plain(unsigned char c) noexcept {
 
 }  // namespace
 
+namespace {
+// Texts up to this size leave validate()'s buffers at their size for the next one.
+constexpr size_t kKeepCapacity = 1024 * 1024;
+}  // namespace
+
 Validity validate(std::string_view text) {
   thread_local simdjson::dom::parser parser;
   // simdjson's depth count runs ahead of the nesting for some shapes (an object in an array
@@ -174,6 +179,13 @@ Validity validate(std::string_view text) {
   padded.append(simdjson::SIMDJSON_PADDING, '\0');
   simdjson::dom::element root;
   const auto err = parser.parse(padded.data(), text.size(), false).get(root);
+  if (text.size() > kKeepCapacity) {
+    // A large list (rare) leaves no buffers of its size on this thread: the parser's
+    // indexes run to several times the text, and idle memory must come back.
+    std::string().swap(padded);
+    parser = simdjson::dom::parser();
+    sized = parser.allocate(4096, 2 * kMaxDepth) == simdjson::SUCCESS;
+  }
   if (err == simdjson::DEPTH_ERROR) {
     return Validity::kTooDeep;
   }

@@ -171,6 +171,17 @@ void walkChain(element e, size_t depth, ToolWalk& w) {
 
 bool parseToolsList(std::string_view json, std::vector<ToolSchema>& out, uint64_t& ttl_ms) {
   thread_local simdjson::dom::parser parser;
+  // A large list leaves no buffers of its size on this thread (they run to several times the
+  // text): replaced once this call is done with every element.
+  struct ShrinkAfter {
+    simdjson::dom::parser& p;
+    size_t n;
+    ~ShrinkAfter() {
+      if (n > 1024 * 1024) {
+        p = simdjson::dom::parser();
+      }
+    }
+  } shrink{parser, json.size()};
   ttl_ms = 0;
   element root;
   if (parser.parse(json.data(), json.size(), true).get(root) != simdjson::SUCCESS) {

@@ -10,18 +10,18 @@ namespace gw::proxy {
 
 namespace {
 
-// A hold at least this large gives its memory back to the system when released.
+// A hold at least this large asks for the heap to be trimmed once it is quiet.
 constexpr uint64_t kTrimAfter = 4 * 1024 * 1024;
-constexpr std::chrono::seconds kTrimEvery{1};
+// ... this long after the last such release (its answer has left the client buffers by then).
+constexpr std::chrono::milliseconds kQuiet{200};
 
-void trimHeap() noexcept {
-  thread_local std::chrono::steady_clock::time_point last{};
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last < kTrimEvery) {
-    return;
-  }
-  last = now;
-  malloc_trim(0);
+std::atomic<bool> g_trim_pending{false};
+std::atomic<int64_t> g_last_large_ms{0};
+
+int64_t nowMs() noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -46,9 +46,20 @@ void AnswerHold::release() noexcept {
   }
   held_ = 0;
   if (peak_ >= kTrimAfter) {
-    trimHeap();
+    g_last_large_ms.store(nowMs(), std::memory_order_relaxed);
+    g_trim_pending.store(true, std::memory_order_release);
   }
   peak_ = 0;
+}
+
+bool trimAfterLargeAnswers() noexcept {
+  if (!g_trim_pending.load(std::memory_order_acquire) ||
+      nowMs() - g_last_large_ms.load(std::memory_order_relaxed) < kQuiet.count()) {
+    return false;
+  }
+  g_trim_pending.store(false, std::memory_order_relaxed);
+  malloc_trim(0);
+  return true;
 }
 
 }  // namespace gw::proxy

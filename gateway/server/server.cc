@@ -22,6 +22,7 @@
 #include "gateway/downstream/http1_connection.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
+#include "gateway/proxy/answer_hold.h"
 #include "gateway/server/jwks_fetcher.h"
 #include "gateway/tls/server_context.h"
 #include "gateway/upstream/pool.h"
@@ -451,6 +452,7 @@ void Server::exitNow(int sig) {
 }
 
 void Server::onDrainTick() {
+  proxy::trimAfterLargeAnswers();  // large list answers' memory back to the system when quiet
   if (!drain_started_) {
     return;
   }

@@ -11,8 +11,10 @@
 
 #include <catch.hpp>
 
+#include <atomic>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -582,4 +584,71 @@ routes:
     CHECK_FALSE(has(req.body, "no_such_tool"));
   }
   (void)before;
+}
+
+TEST_CASE("policy holds: memory taken by large filtered lists goes back when idle",
+          "[policy_holds][visibility]") {
+  // Few tools with long descriptions: what the gateway keeps of a list (the learned schemas,
+  // one entry a tool) stays small, so what is measured is the answer's buffers.
+  std::string tools;
+  tools.reserve(5 * 1024 * 1024);
+  const std::string description(4000, 'd');
+  for (int i = 0; tools.size() < 4 * 1024 * 1024; ++i) {
+    tools += std::string(i ? "," : "") + R"({"name":"tool_number_)" + std::to_string(i) +
+             R"(","description":")" + description + R"(","inputSchema":{"type":"object"}})";
+  }
+  const std::string big = rpcResult("{\"tools\":[" + tools + "]}");
+  RawUpstream up(serving([&](const RecordedRequest& r) {
+    if (has(r.body, "tools/call")) {
+      return Answer{200, "application/json", rpcResult(R"({"content":[]})")};
+    }
+    return Answer{200, "application/json", big};
+  }));
+  TempDir dir;
+  REQUIRE(writeFile(dir.file("policy.yaml"),
+                    "rules:\n  - name: r\n    match: { name: \"tool_number_1*\" }\n"
+                    "    action: deny\n"));
+  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: tools
+    endpoints: ["${UP}"]
+routes:
+  - name: default
+    upstream: tools
+policies: [${POLICY}]
+)",
+             {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
+  REQUIRE(fetch(gw.port(), request(false, "tools/call", "x")).status == 200);
+  std::this_thread::sleep_for(Ms(200));
+  const long base = rssKb(gw.pid());
+  REQUIRE(base > 0);
+  // Eight clients take the 4 MiB list at once, twice over.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::thread> clients;
+    std::atomic<int> ok{0};
+    for (int c = 0; c < 8; ++c) {
+      clients.emplace_back([&] {
+        Client cl(gw.port());
+        if (cl.send(request(false, "tools/list", ""))) {
+          auto r = cl.readResponse(Ms(20000));
+          ok += r && r->status == 200 && r->body.size() > 3 * 1024 * 1024 ? 1 : 0;
+        }
+      });
+    }
+    for (std::thread& t : clients) {
+      t.join();
+    }
+    CHECK(ok == 8);
+  }
+  std::this_thread::sleep_for(Ms(500));
+  const long idle = rssKb(gw.pid());
+  INFO("RSS before " << base << " KiB, idle after 16 lists of 4 MiB " << idle << " KiB");
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("ASan's allocator keeps freed memory in quarantine: RSS not checked (" << base << " -> "
+                                                                              << idle << " KiB)");
+#else
+  // Measured: about +2 MiB; without giving memory back, about +21 MiB.
+  CHECK(idle < base + 10 * 1024);
+#endif
 }
