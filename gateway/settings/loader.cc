@@ -425,22 +425,14 @@ void Loader::walkLimits(const Entry& le, Limits& l) {
       readDuration(e, l.send_timeout);
     } else if (e.key == "request_buffering") {
       readBool(e, l.request_buffering);
-    } else if (e.key == "max_buffered_body_bytes") {
+    } else if (e.key == "max_buffered_body_bytes" || e.key == "max_buffered_answer_bytes") {
       uint64_t v = 0;
       if (readSize(e, v)) {
         if (v == 0) {
           error(valueMark(e), "'" + e.path + "' must be at least 1 byte");
         } else {
-          l.max_buffered_body_bytes = v;
-        }
-      }
-    } else if (e.key == "max_buffered_answer_bytes") {
-      uint64_t v = 0;
-      if (readSize(e, v)) {
-        if (v == 0) {
-          error(valueMark(e), "'" + e.path + "' must be at least 1 byte");
-        } else {
-          l.max_buffered_answer_bytes = v;
+          (e.key == "max_buffered_body_bytes" ? l.max_buffered_body_bytes
+                                              : l.max_buffered_answer_bytes) = v;
         }
       }
     } else if (e.key == "max_connections_per_client") {

@@ -1,23 +1,18 @@
 // federation/ server/discover: the upstreams' answers merged (versions common to all, in the
 // gateway's order; the union of capabilities; instructions), and the object union behind it.
 
-#include <simdjson.h>
-
 #include <catch.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gateway/federation/federation.h"
+#include "tests/unit/federation/json_util.h"
 
 namespace gw::federation {
 namespace {
 
-bool validJson(std::string_view s) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element e;
-  return parser.parse(s.data(), s.size(), true).get(e) == simdjson::SUCCESS;
-}
+using test::validJson;
 
 TEST_CASE("federation: mergeDiscover intersects versions and unions capabilities", "[federation]") {
   const std::string a =

@@ -2,23 +2,18 @@
 // answer can take, ttl and scope), the pages merged (keep mode conflicts, prefix mode rename
 // that keeps every other byte) and the response built.
 
-#include <simdjson.h>
-
 #include <catch.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gateway/federation/federation.h"
+#include "tests/unit/federation/json_util.h"
 
 namespace gw::federation {
 namespace {
 
-bool validJson(std::string_view s) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element e;
-  return parser.parse(s.data(), s.size(), true).get(e) == simdjson::SUCCESS;
-}
+using test::validJson;
 
 std::string answer(std::string_view result) {
   return std::string(R"({"jsonrpc":"2.0","id":1,"result":)") + std::string(result) + "}";

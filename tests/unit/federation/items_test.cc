@@ -4,23 +4,18 @@
 // the page (parsePage) and from a filtered answer (filterListAnswer), counted by fault, for
 // every list kind; the items around it are kept as written.
 
-#include <simdjson.h>
-
 #include <catch.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gateway/federation/federation.h"
+#include "tests/unit/federation/json_util.h"
 
 namespace gw::federation {
 namespace {
 
-bool validJson(std::string_view s) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element e;
-  return parser.parse(s.data(), s.size(), true).get(e) == simdjson::SUCCESS;
-}
+using test::validJson;
 
 std::string answer(ListKind kind, std::string_view items) {
   return R"({"jsonrpc":"2.0","id":7,"result":{")" + std::string(arrayKey(kind)) + "\":[" +

@@ -13,15 +13,12 @@
 #include <vector>
 
 #include "gateway/federation/federation.h"
+#include "tests/unit/federation/json_util.h"
 
 namespace gw::federation {
 namespace {
 
-bool validJson(std::string_view s) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element e;
-  return parser.parse(s.data(), s.size(), true).get(e) == simdjson::SUCCESS;
-}
+using test::validJson;
 
 std::string replaceAt(std::string_view pattern, std::string_view token) {
   std::string s(pattern);

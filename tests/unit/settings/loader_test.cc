@@ -620,6 +620,7 @@ TEST_CASE("settings: edge limits, allowed_hosts, max_param_headers and trusted_p
       "  send_timeout: 5s\n"
       "  request_buffering: false\n"
       "  max_buffered_body_bytes: 1MiB\n"
+      "  max_buffered_answer_bytes: 64MiB\n"
       "  max_connections_per_client: 8\n"
       "mcp:\n"
       "  allowed_hosts: [localhost, \"127.0.0.1:*\", \"*.example.com\"]\n"
@@ -634,6 +635,7 @@ TEST_CASE("settings: edge limits, allowed_hosts, max_param_headers and trusted_p
   CHECK(s.limits.send_timeout == std::chrono::seconds(5));
   CHECK_FALSE(s.limits.request_buffering);
   CHECK(s.limits.max_buffered_body_bytes == 1024 * 1024);
+  CHECK(s.limits.max_buffered_answer_bytes == 64ull * 1024 * 1024);
   CHECK(s.limits.max_connections_per_client == 8);
   CHECK(s.mcp.allowed_hosts.size() == 3);
   CHECK(s.mcp.max_param_headers == 4);
@@ -647,6 +649,7 @@ TEST_CASE("settings: edge limits, allowed_hosts, max_param_headers and trusted_p
   CHECK(defaults.settings->limits.request_buffering);
   CHECK(defaults.settings->limits.send_timeout == std::chrono::seconds(60));
   CHECK(defaults.settings->limits.max_buffered_body_bytes == 256ull * 1024 * 1024);
+  CHECK(defaults.settings->limits.max_buffered_answer_bytes == 256ull * 1024 * 1024);
   CHECK(defaults.settings->limits.max_connections_per_client == 256);
   CHECK(defaults.settings->mcp.max_param_headers == 32);
   CHECK(defaults.settings->mcp.allowed_hosts.empty());
@@ -659,6 +662,8 @@ TEST_CASE("settings: edge limits, allowed_hosts, max_param_headers and trusted_p
   for (const Bad& b : {
            Bad{"limits: {max_header_line: 10}\n", "between 256 bytes and 1MiB"},
            Bad{"limits: {max_buffered_body_bytes: 0}\n", "at least 1 byte"},
+           Bad{"limits: {max_buffered_answer_bytes: 0}\n", "at least 1 byte"},
+           Bad{"limits: {max_buffered_answer_bytes: lots}\n", "max_buffered_answer_bytes"},
            Bad{"limits: {request_buffering: maybe}\n", "request_buffering"},
            Bad{"mcp: {max_param_headers: 0}\n", "between 1 and 1000"},
            Bad{"mcp: {allowed_hosts: [\"http://x\"]}\n", "host[:port] glob"},
