@@ -81,9 +81,13 @@ struct ItemDrops {
 // kDuplicate is the caller's to find (it knows the earlier keys).
 ItemFault checkItem(ListKind kind, std::string_view json, size_t at, std::string& key);
 
-// Whether `text` is one JSON value the gateway can read: valid JSON, valid UTF-8, nested at
-// most 64 deep (the parsers' own check, for texts the proxy relays only when readable).
-bool readableJson(std::string_view text);
+// What one JSON-RPC message text is, as read before relaying it in a list answer read whole:
+// kUnreadable — not valid JSON or UTF-8, nested over 64 deep, or not one object (a batch);
+// kAnswer — an object with a top-level "result" or "error" member (wherever it stands, so
+// a member order no client cares about cannot pass an answer off as a notification);
+// kOther — any other object (a notification or a request of the server's).
+enum class MessageKind : uint8_t { kUnreadable, kAnswer, kOther };
+MessageKind messageKind(std::string_view text);
 
 // One JSON-RPC answer of one upstream to a list request (one page) or to server/discover.
 struct Page {

@@ -242,8 +242,20 @@ ItemFault checkItem(ListKind kind, std::string_view json, size_t at, std::string
   return ItemFault::kNone;
 }
 
-bool readableJson(std::string_view text) {
-  return json::validate(text) == json::Validity::kValid;
+MessageKind messageKind(std::string_view text) {
+  size_t root = 0;
+  size_t root_end = 0;
+  if (json::validate(text) != json::Validity::kValid || !json::rootSpan(text, root, root_end) ||
+      text[root] != '{') {
+    return MessageKind::kUnreadable;
+  }
+  json::ObjectReader r(text, root);
+  while (r.next()) {
+    if (r.keyIs("result") || r.keyIs("error")) {
+      return MessageKind::kAnswer;
+    }
+  }
+  return r.ok() ? MessageKind::kOther : MessageKind::kUnreadable;
 }
 
 namespace detail {

@@ -250,12 +250,13 @@ void Exchange::sendFilteredList() {
         appendEvent(out, event, data);  // an event that only primes a reconnection id
         continue;
       }
-      if (!mcp::looksLikeResponse(data)) {
-        if (!federation::readableJson(data)) {
-          why = "an event's data is not valid JSON (or not UTF-8, or nested deeper than 64)";
-          break;
-        }
-        appendEvent(out, event, data);
+      const federation::MessageKind k = federation::messageKind(data);
+      if (k == federation::MessageKind::kUnreadable) {
+        why = "an event's data is not one JSON object (or not UTF-8, or nested deeper than 64)";
+        break;
+      }
+      if (k == federation::MessageKind::kOther) {
+        appendEvent(out, event, data);  // a notification or request of the server's
         continue;
       }
       const ListRead r = readListResponse(data, rewritten, why);

@@ -279,6 +279,8 @@ std::vector<Hostile> hostileLists() {
            rpcResult(R"({"tools":[)" + transfer + R"(,{"name":"x","title":"\)" + "\xff" +
                      R"(","inputSchema":{}}]})") +
            "\n\n"},
+      {"an SSE answer in a batch", "text/event-stream",
+       "data: [" + rpcResult(R"({"tools":[)" + transfer + "," + secret + "]}") + "]\n\n"},
       {"an SSE event that is not JSON before the answer", "text/event-stream",
        "data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"tools\":[" + transfer +
            "\ndata: ]}}garbage\n\ndata: " + rpcResult(R"({"tools":[]})") + "\n\n"},
@@ -330,6 +332,37 @@ access_log: { path: "${ACCESS_LOG}" }
               "mcp_gateway_list_answers_refused_total{reason=\"list_unreadable\"} 1"));
     CHECK(has(gw.process().stderrText(), "list_unreadable"));
   }
+}
+
+TEST_CASE("policy holds: an SSE answer is filtered whatever order its members come in",
+          "[policy_holds][visibility]") {
+  // "result" after "method": a scan of the first members would take it for a notification.
+  const std::string sse =
+      "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\",\"id\":5,\"result\":"
+      "{\"tools\":[" +
+      tool("secret_admin") + "," + tool("open_tool") + "]}}\n\n";
+  RawUpstream up(serving([&](const RecordedRequest&) {
+    return Answer{200, "text/event-stream", sse};
+  }));
+  TempDir dir;
+  REQUIRE(writeFile(dir.file("policy.yaml"),
+                    "rules:\n  - name: r\n    match: { name: \"secret_*\" }\n    action: deny\n"));
+  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: tools
+    endpoints: ["${UP}"]
+routes:
+  - name: default
+    upstream: tools
+policies: [${POLICY}]
+)",
+             {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
+  Response r = fetch(gw.port(), request(false, "tools/list", ""));
+  INFO(r.head << r.body);
+  CHECK(r.status == 200);
+  CHECK(has(r.body, "open_tool"));
+  CHECK_FALSE(has(r.body, "secret_admin"));
 }
 
 TEST_CASE("policy holds: a server's JSON-RPC error to a filtered list is relayed as it came",
