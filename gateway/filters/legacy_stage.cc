@@ -186,6 +186,23 @@ FilterStatus legacyBodyStage(RequestContext& ctx, std::string_view body) noexcep
   }
   ctx.route = route;
   ctx.forward_credentials = ctx.forward_credentials || route->forward_credentials;
+  if (lb.batch() && (ctx.snapshot->policy->filtersLists() || ctx.snapshot->pins != nullptr ||
+                     (route->federated() && route->names == settings::FederationNames::kPrefix))) {
+    // A list the gateway filters, observes or renames is read from a single answer: in a
+    // batch's array answer it would pass unread.
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      if (msgs[i].kind == mcp::BodyKind::kRequest &&
+          (msgs[i].method == "tools/list" || msgs[i].method == "prompts/list" ||
+           msgs[i].method == "resources/list")) {
+        setReply(ctx, 400, mcp::code::kInvalidRequest,
+                 "Invalid Request: send " + quoted(msgs[i].method) +
+                     " on its own, not in a batch: its answer is filtered for each caller",
+                 "batch_split", false);
+        ctx.reply.id = mcp::RequestId::null();
+        return FilterStatus::kLocalReply;
+      }
+    }
+  }
   if (lb.batch() && route->federated() && route->names == settings::FederationNames::kPrefix) {
     // Each named call's body is rewritten to the name its server knows: one per request.
     for (size_t i = 0; i < msgs.size(); ++i) {

@@ -6,7 +6,9 @@
 #include <ctime>
 #include <utility>
 
+#include "gateway/federation/federation.h"
 #include "gateway/filters/json_writer.h"
+#include "gateway/mcp/jsonrpc.h"
 #include "gateway/settings/settings.h"
 
 namespace gw::filters {
@@ -48,17 +50,38 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
   // Hashing needs no lock: only the store's transitions do.
   std::vector<std::pair<std::string, pins::Definition>> defs;
   defs.reserve(items.size());
+  std::set<std::string, std::less<>> unpinnable;
   for (const std::string& item : items) {
     pins::Definition d;
     std::string error;
     std::string name;
     if (!pins::hashTool(item, d, error, &name)) {
+      // Its name as the list shows it (the item passed federation::checkItem: one string name).
+      if (federation::checkItem(federation::ListKind::kTools, item, 0, name) ==
+              federation::ItemFault::kNone &&
+          !name.empty()) {
+        std::string named = "\"";
+        mcp::appendJsonEscaped(named, name.substr(0, 128));
+        error = named + "\": " + error;
+        unpinnable.insert(std::move(name));
+      }
       out.invalid.push_back(std::move(error));
       continue;
     }
     defs.emplace_back(std::move(name), std::move(d));
   }
   std::lock_guard lock(mu_);
+  if (unpinnable.empty()) {
+    if (auto it = unpinnable_.find(upstream); it != unpinnable_.end()) {
+      unpinnable_count_.fetch_sub(it->second.size(), std::memory_order_release);
+      unpinnable_.erase(it);
+    }
+  } else {
+    auto& names = unpinnable_[std::string(upstream)];
+    unpinnable_count_.fetch_sub(names.size(), std::memory_order_release);
+    names = std::move(unpinnable);
+    unpinnable_count_.fetch_add(names.size(), std::memory_order_release);
+  }
   bool must_write = unsaved_;
   for (const auto& [name, def] : defs) {
     must_write = must_write || store_.wouldChange(upstream, name, def);
@@ -125,10 +148,14 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
 }
 
 bool PinBook::blocked(std::string_view upstream, std::string_view tool) const noexcept {
-  if (pending_.load(std::memory_order_acquire) == 0) {
+  if (!anyPending()) {
     return false;
   }
   std::lock_guard lock(mu_);
+  if (const auto it = unpinnable_.find(upstream);
+      it != unpinnable_.end() && it->second.contains(tool)) {
+    return true;
+  }
   return store_.blocked(upstream, tool);
 }
 

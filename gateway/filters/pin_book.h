@@ -10,8 +10,10 @@
 // pending, else one lookup under the book's mutex.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,9 +58,15 @@ class PinBook {
   void observe(std::string_view upstream, std::span<const std::string> items, std::string_view now,
                Observed& out);
 
-  // A pending tool (block mode hides it and refuses its calls).
+  // A pending tool, or one its upstream's last listing gave in a form that cannot be pinned
+  // (a member written twice at any depth, a lone surrogate escape: readers may differ on what
+  // it says, so it is trusted no more than a changed one). Block mode hides it and refuses
+  // its calls.
   bool blocked(std::string_view upstream, std::string_view tool) const noexcept;
-  bool anyPending() const noexcept { return pending_.load(std::memory_order_acquire) > 0; }
+  bool anyPending() const noexcept {
+    return pending_.load(std::memory_order_acquire) > 0 ||
+           unpinnable_count_.load(std::memory_order_acquire) > 0;
+  }
 
   // The store file holds exactly what this book last wrote (its own write, not an edit).
   bool isOwnWrite() const;
@@ -74,6 +82,9 @@ class PinBook {
   bool unsaved_ = false;      // a change the last save failed to write
   std::string last_written_;  // the text of the last successful save
   std::atomic<size_t> pending_{0};
+  // upstream → the names of its last listing's items that could not be hashed
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> unpinnable_;
+  std::atomic<size_t> unpinnable_count_{0};
 };
 
 // The 403 a tools/call of a pending tool gets (block mode): its message and error.data.

@@ -181,7 +181,8 @@ class Exchange final : public downstream::StreamCallbacks,
                   std::string_view cause);
   void dropListAnswer() noexcept;
   bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
-  bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
+  bool cutsLists() const noexcept;         // visibility filter or pinning block with a tool pending
+  bool readsAnswerWhole() const noexcept;  // this request's 2xx answer goes through the filter
   // tool_pinning (pinning.cc)
   void observePins(std::string_view upstream, std::span<const std::string> items);
   bool pinCuts() const noexcept;

@@ -75,6 +75,9 @@ void Exchange::buildUpstreamHead() {
     if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
     }
+    if (readsAnswerWhole() && core::iequals(f.name, "accept-encoding")) {
+      continue;  // a list read whole must come as JSON text the gateway can read
+    }
     if (core::iequals(f.name, "host")) {
       if (up.host_header != settings::HostHeader::kClient) {
         continue;  // Http1Upstream writes the endpoint's (or the configured) Host

@@ -463,6 +463,8 @@ void FanOut::cancel() noexcept {
     }
     slot->up.release(false);
     slot->answer.reset();
+    std::string().swap(slot->resp);
+    slot->hold.release();  // a client that left gives its share of the answer budget back
     slot->done = true;
   }
   if (flush_) {

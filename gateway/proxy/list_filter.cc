@@ -95,9 +95,8 @@ bool Exchange::cutsLists() const noexcept {
   return snap_->policy->filtersLists() || pinCuts();
 }
 
-bool Exchange::beginListFilter(const http::ResponseHead& resp) {
-  filtering_ = false;
-  if (resp.status != 200 || !ctx_.mcp.has_method) {
+bool Exchange::readsAnswerWhole() const noexcept {
+  if (!ctx_.mcp.has_method) {
     return false;
   }
   const auto kind = federation::listKindOf(ctx_.mcp.method);
@@ -110,12 +109,20 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
   const bool pins = *kind == federation::ListKind::kTools && snap_->pins != nullptr;
   const bool prefix = !legacy_prefix_.empty() && (*kind == federation::ListKind::kTools ||
                                                   *kind == federation::ListKind::kPrompts);
-  if (!pins && !prefix && !snap_->policy->filtersLists()) {
+  return pins || prefix || snap_->policy->filtersLists();
+}
+
+bool Exchange::beginListFilter(const http::ResponseHead& resp) {
+  filtering_ = false;
+  // Every 2xx with a body is read whole (a client takes any 2xx body as the answer); an error
+  // status is the server's refusal, relayed as it came.
+  if (resp.status < 200 || resp.status >= 300 || resp.status == 202 || resp.status == 204 ||
+      !readsAnswerWhole()) {
     return false;
   }
   filtering_ = true;
   filter_stop_ = FilterStop::kNone;
-  filter_kind_ = *kind;
+  filter_kind_ = *federation::listKindOf(ctx_.mcp.method);
   filter_status_ = resp.status;
   if (!filter_chain_) {
     filter_chain_ = event::makeBuffer();

@@ -66,8 +66,8 @@ void Exchange::observePins(std::string_view upstream, std::span<const std::strin
     }
   }
   for (const std::string& why : seen.invalid) {
-    spdlog::warn("tool pinning: upstream '{}' listed a tool that cannot be pinned: {}", upstream,
-                 why);
+    spdlog::warn("tool pinning: upstream '{}' listed a tool that cannot be pinned: {}{}", upstream,
+                 why, book->blocks() ? " (hidden and its calls refused)" : "");
   }
   if (!seen.save_error.empty()) {
     spdlog::error(

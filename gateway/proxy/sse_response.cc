@@ -37,6 +37,7 @@ void SseResponse::begin(size_t max_event_bytes) {
 
 void SseResponse::reset() noexcept {
   framer_.reset();
+  std::string().swap(response_);  // a pooled reader keeps no answer-sized buffer
   done_ = false;
 }
 

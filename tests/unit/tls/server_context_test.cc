@@ -338,7 +338,8 @@ TEST_CASE("refusedReplacement: a dead certificate does not replace a live one", 
 
 TEST_CASE("buildServerContext: reads both ends of the validity period", "[tls]") {
   Pair pair;
-  const CertificateInfo& c = pair.context()->certificate();
+  const auto context = pair.context();  // the certificate info lives as long as the context
+  const CertificateInfo& c = context->certificate();
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   CHECK(c.not_before_unix != 0);
   CHECK(c.not_before_unix <= now);
