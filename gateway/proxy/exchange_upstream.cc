@@ -75,7 +75,7 @@ void Exchange::buildUpstreamHead() {
     if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
     }
-    if (readsAnswerWhole() && core::iequals(f.name, "accept-encoding")) {
+    if (core::iequals(f.name, "accept-encoding") && readsAnswerWhole()) {
       continue;  // a list read whole must come as JSON text the gateway can read
     }
     if (core::iequals(f.name, "host")) {
