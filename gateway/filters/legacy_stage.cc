@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "gateway/core/ascii.h"
+#include "gateway/federation/federation.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/filters/stages.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -31,7 +32,7 @@ bool viewNeeded(const Snapshot& snap) noexcept {
     legacy_route = legacy_route || r.legacy;
     route_needs =
         route_needs || (r.has_match && (r.match.method || r.match.name || !r.match.params.empty()));
-    if (r.federated() && r.names == settings::FederationNames::kPrefix) {
+    if (r.prefixesNames()) {
       return true;
     }
   }
@@ -89,12 +90,14 @@ void fillLegacyParams(LegacyParams& p, const settings::Route& route) {
   std::shared_ptr<const mcp::ToolSchema> tool;
   if (msg.has_name && msg.method == "tools/call") {
     std::string_view name = msg.name;
-    if (route.federated() && route.names == settings::FederationNames::kPrefix) {
-      // The first upstream knows the tool by its own name (see legacyPrefixed).
-      const std::string_view sep = p.ctx->snapshot->settings->federation.separator;
-      if (name.size() > route.upstream.size() + sep.size() && name.starts_with(route.upstream) &&
-          name.substr(route.upstream.size()).starts_with(sep)) {
-        name.remove_prefix(route.upstream.size() + sep.size());
+    if (route.prefixesNames()) {
+      // The first upstream knows the tool by its own name (see Exchange::legacyPrefixed).
+      const std::string_view first[] = {route.upstream};
+      size_t index = 0;
+      std::string_view inner;
+      if (federation::splitPrefixed(name, first, p.ctx->snapshot->settings->federation.separator,
+                                    index, inner)) {
+        name = inner;
       }
     }
     tool = p.ctx->snapshot->schemas->find(route.upstream, name, std::chrono::steady_clock::now());
@@ -117,6 +120,31 @@ const settings::Route* routeLegacy(LegacyParams& p) {
   };
   in.params_user = &p;
   return p.ctx->snapshot->routes.match(in);
+}
+
+// Why a batch for `route` must be sent as separate requests ("" when it need not): a list the
+// gateway filters, observes or renames is read from a single answer (in a batch's array answer
+// it would pass unread), and on a `names: prefix` route each named call's body is rewritten.
+std::string batchRefusal(const RequestContext& ctx, const settings::Route& route,
+                         const std::vector<mcp::LegacyMessage>& msgs) {
+  const bool lists_read = ctx.snapshot->policy->filtersLists() || ctx.snapshot->pins != nullptr ||
+                          route.prefixesNames();
+  for (const mcp::LegacyMessage& m : msgs) {
+    if (m.kind != mcp::BodyKind::kRequest) {
+      continue;
+    }
+    if (lists_read &&
+        (m.method == "tools/list" || m.method == "prompts/list" || m.method == "resources/list")) {
+      return "Invalid Request: send " + quoted(m.method) +
+             " on its own, not in a batch: its answer is filtered for each caller";
+    }
+    if (route.prefixesNames() && m.has_name &&
+        (m.method == "tools/call" || m.method == "prompts/get")) {
+      return "Invalid Request: on route '" + quoted(route.name) +
+             "' (names: prefix) send tools/call and prompts/get one per request, not in a batch";
+    }
+  }
+  return {};
 }
 
 // A legacy POST's body: parse, view, route, params, policy. Limits follow in proxy/
@@ -186,36 +214,11 @@ FilterStatus legacyBodyStage(RequestContext& ctx, std::string_view body) noexcep
   }
   ctx.route = route;
   ctx.forward_credentials = ctx.forward_credentials || route->forward_credentials;
-  if (lb.batch() && (ctx.snapshot->policy->filtersLists() || ctx.snapshot->pins != nullptr ||
-                     (route->federated() && route->names == settings::FederationNames::kPrefix))) {
-    // A list the gateway filters, observes or renames is read from a single answer: in a
-    // batch's array answer it would pass unread.
-    for (size_t i = 0; i < msgs.size(); ++i) {
-      if (msgs[i].kind == mcp::BodyKind::kRequest &&
-          (msgs[i].method == "tools/list" || msgs[i].method == "prompts/list" ||
-           msgs[i].method == "resources/list")) {
-        setReply(ctx, 400, mcp::code::kInvalidRequest,
-                 "Invalid Request: send " + quoted(msgs[i].method) +
-                     " on its own, not in a batch: its answer is filtered for each caller",
-                 "batch_split", false);
-        ctx.reply.id = mcp::RequestId::null();
-        return FilterStatus::kLocalReply;
-      }
-    }
-  }
-  if (lb.batch() && route->federated() && route->names == settings::FederationNames::kPrefix) {
-    // Each named call's body is rewritten to the name its server knows: one per request.
-    for (size_t i = 0; i < msgs.size(); ++i) {
-      if (msgs[i].kind == mcp::BodyKind::kRequest && msgs[i].has_name &&
-          (msgs[i].method == "tools/call" || msgs[i].method == "prompts/get")) {
-        setReply(ctx, 400, mcp::code::kInvalidRequest,
-                 "Invalid Request: on route '" + quoted(route->name) +
-                     "' (names: prefix) send tools/call and prompts/get one per request, "
-                     "not in a batch",
-                 "batch_split", false);
-        ctx.reply.id = mcp::RequestId::null();
-        return FilterStatus::kLocalReply;
-      }
+  if (lb.batch()) {
+    if (const std::string why = batchRefusal(ctx, *route, msgs); !why.empty()) {
+      setReply(ctx, 400, mcp::code::kInvalidRequest, why, "batch_split", false);
+      ctx.reply.id = mcp::RequestId::null();
+      return FilterStatus::kLocalReply;
     }
   }
 

@@ -151,7 +151,8 @@ class Exchange final : public downstream::StreamCallbacks,
   void sessionNotFound(const char* message, Outcome outcome);
   static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
   void wrapSession(std::string_view server_id);
-  void upstreamFailed(int status, int code, const char* message, Outcome outcome);
+  void upstreamFailed(int status, int code, const char* message, Outcome outcome,
+                      const char* extra_headers = "");
   // `record`: the attempt's duration metric (not when the connection is torn down under it).
   void releaseUpstream(bool record = true);
   bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;

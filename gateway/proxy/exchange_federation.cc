@@ -324,12 +324,15 @@ bool Exchange::legacyPrefixed() {
   if ((!tool && method != "prompts/get") || !ctx_.mcp.has_name) {
     return true;
   }
-  const std::string_view name = ctx_.mcp.name.value;
-  if (name.size() <= legacy_prefix_.size() || !name.starts_with(legacy_prefix_)) {
+  const std::string_view first[] = {r.upstream};
+  size_t index = 0;
+  std::string_view inner;
+  if (!federation::splitPrefixed(ctx_.mcp.name.value, first, s_->federation.separator, index,
+                                 inner)) {
     rejectUnknownName(tool ? federation::ListKind::kTools : federation::ListKind::kPrompts);
     return false;
   }
-  fed_name_.assign(name.substr(legacy_prefix_.size()));
+  fed_name_.assign(inner);
   return rewriteForOwner();
 }
 

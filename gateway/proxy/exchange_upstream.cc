@@ -28,8 +28,7 @@ void Exchange::connectUpstream() {
       federate();  // comes back here once the owner is chosen, or answers itself
       return;
     }
-    if (ctx_.route->federated() && ctx_.route->names == settings::FederationNames::kPrefix &&
-        !legacyPrefixed()) {
+    if (ctx_.route->prefixesNames() && !legacyPrefixed()) {
       return;  // answered: a name the route does not list
     }
   }
@@ -287,7 +286,8 @@ void Exchange::releaseUpstream(bool record) {
   up_.release(false);
 }
 
-void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why) {
+void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why,
+                              const char* extra_headers) {
   outcome = why;
   releaseUpstream();
   if (resp_started) {
@@ -295,6 +295,7 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
     return;
   }
   filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
+  ctx_.reply.extra_headers = extra_headers;
   ctx_.reply.id = sent_id_;
   sendLocalReply();
 }

@@ -173,15 +173,8 @@ void Exchange::refuseList(int st, std::string_view reason, const char* message, 
   spdlog::warn("upstream '{}': {} answer refused ({}): {}", s_->upstreams[up_index_].name,
                ctx_.mcp.method, reason, cause);
   dropListAnswer();
-  outcome = why;
-  releaseUpstream();
-  filters::setReply(ctx_, st, st == 503 ? mcp::code::kOverloaded : mcp::code::kUpstreamUnavailable,
-                    message, core::outcomeName(why).data(), false);
-  if (st == 503) {
-    ctx_.reply.extra_headers = "Retry-After: 1\r\n";
-  }
-  ctx_.reply.id = sent_id_;
-  sendLocalReply();
+  upstreamFailed(st, st == 503 ? mcp::code::kOverloaded : mcp::code::kUpstreamUnavailable, message,
+                 why, st == 503 ? "Retry-After: 1\r\n" : "");
 }
 
 void Exchange::dropListAnswer() noexcept {

@@ -139,6 +139,8 @@ struct Route {
   std::vector<size_t> upstream_indexes;
   FederationNames names = FederationNames::kKeep;
   bool federated() const noexcept { return !upstream_indexes.empty(); }
+  // A federated route whose tools and prompts are listed as "<upstream><separator><name>".
+  bool prefixesNames() const noexcept { return federated() && names == FederationNames::kPrefix; }
   bool legacy = false;               // takes legacy (untrusted-version) traffic
   std::optional<bool> verify_body;   // overrides mcp.verify_body for this route
   bool forward_credentials = false;  // send Authorization upstream (dropped by default)

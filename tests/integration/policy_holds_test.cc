@@ -108,6 +108,20 @@ std::string request(bool legacy, const std::string& method, const std::string& n
   return r + "Content-Length: " + std::to_string(b.size()) + "\r\nConnection: close\r\n\r\n" + b;
 }
 
+constexpr char kPlainYaml[] = R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: tools
+    endpoints: ["${UP}"]
+routes:
+  - name: default
+    upstream: tools
+policies: [${POLICY}]
+)";
+
+constexpr char kDenySecret[] =
+    "rules:\n  - name: r\n    match: { name: \"secret_*\" }\n    action: deny\n";
+
 size_t callsNaming(const RawUpstream& up, const std::string& name) {
   size_t n = 0;
   for (const RecordedRequest& r : up.requests()) {
@@ -345,19 +359,8 @@ TEST_CASE("policy holds: an SSE answer is filtered whatever order its members co
     return Answer{200, "text/event-stream", sse};
   }));
   TempDir dir;
-  REQUIRE(writeFile(dir.file("policy.yaml"),
-                    "rules:\n  - name: r\n    match: { name: \"secret_*\" }\n    action: deny\n"));
-  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
-workers: 1
-upstreams:
-  - name: tools
-    endpoints: ["${UP}"]
-routes:
-  - name: default
-    upstream: tools
-policies: [${POLICY}]
-)",
-             {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
+  REQUIRE(writeFile(dir.file("policy.yaml"), kDenySecret));
+  Gateway gw(kPlainYaml, {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
   Response r = fetch(gw.port(), request(false, "tools/list", ""));
   INFO(r.head << r.body);
   CHECK(r.status == 200);
@@ -374,17 +377,7 @@ TEST_CASE("policy holds: a server's JSON-RPC error to a filtered list is relayed
   TempDir dir;
   REQUIRE(writeFile(dir.file("policy.yaml"),
                     "rules:\n  - name: r\n    match: { name: \"x*\" }\n    action: deny\n"));
-  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
-workers: 1
-upstreams:
-  - name: tools
-    endpoints: ["${UP}"]
-routes:
-  - name: default
-    upstream: tools
-policies: [${POLICY}]
-)",
-             {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
+  Gateway gw(kPlainYaml, {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
   Response r = fetch(gw.port(), request(false, "tools/list", ""));
   INFO(r.head << r.body);
   CHECK(r.status == 200);
@@ -639,17 +632,7 @@ TEST_CASE("policy holds: memory taken by large filtered lists goes back when idl
   REQUIRE(writeFile(dir.file("policy.yaml"),
                     "rules:\n  - name: r\n    match: { name: \"tool_number_1*\" }\n"
                     "    action: deny\n"));
-  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
-workers: 1
-upstreams:
-  - name: tools
-    endpoints: ["${UP}"]
-routes:
-  - name: default
-    upstream: tools
-policies: [${POLICY}]
-)",
-             {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
+  Gateway gw(kPlainYaml, {{"UP", up.address()}, {"POLICY", dir.file("policy.yaml")}});
   REQUIRE(fetch(gw.port(), request(false, "tools/call", "x")).status == 200);
   std::this_thread::sleep_for(Ms(200));
   const long base = rssKb(gw.pid());
@@ -683,24 +666,6 @@ policies: [${POLICY}]
   CHECK(idle < base + 10 * 1024);
 #endif
 }
-
-namespace {
-
-constexpr char kPlainYaml[] = R"(listen: "127.0.0.1:${PORT}"
-workers: 1
-upstreams:
-  - name: tools
-    endpoints: ["${UP}"]
-routes:
-  - name: default
-    upstream: tools
-policies: [${POLICY}]
-)";
-
-constexpr char kDenySecret[] =
-    "rules:\n  - name: r\n    match: { name: \"secret_*\" }\n    action: deny\n";
-
-}  // namespace
 
 TEST_CASE("policy holds: any 2xx list answer is filtered, and asked for without compression",
           "[policy_holds][visibility]") {
