@@ -16,7 +16,6 @@
 #include <sys/socket.h>
 
 #include "gateway/core/assert.h"
-#include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/upstream/pool.h"

@@ -55,7 +55,7 @@ class Http1Connection final : public Stream {
   void encodeHeaders(const ResponseHeaders& h) override;
   void encodeData(evbuffer* src, size_t n) override;
   void encodeEnd() override;
-  void encodeLocalReply(const filters::LocalReply& r) override;
+  void encodeLocalReply(const mcp::LocalReply& r) override;
   void resetStream() override;
   size_t bufferedBytes() const noexcept override { return down_.outputLength(); }
   void readBody(BodyRead how) override;

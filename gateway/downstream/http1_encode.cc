@@ -9,13 +9,12 @@
 #include <cstring>
 
 #include "gateway/downstream/http1_connection.h"
-#include "gateway/filters/pipeline.h"
 #include "gateway/http/chunked.h"
 
 namespace gw::downstream {
 
-void Http1Connection::encodeLocalReply(const filters::LocalReply& r) {
-  std::string body = filters::renderReplyBody(r);
+void Http1Connection::encodeLocalReply(const mcp::LocalReply& r) {
+  std::string body = mcp::renderReplyBody(r);
   if (!body_done_) {
     close_after_ =
         true;  // the body was not (all) read: its bytes cannot be told from a next request

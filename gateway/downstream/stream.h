@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "gateway/core/outcome.h"
-#include "gateway/filters/context.h"
 #include "gateway/http/message.h"
 #include "gateway/http/serialize.h"
+#include "gateway/mcp/reply.h"
 
 namespace gw::downstream {
 
@@ -50,7 +50,7 @@ class Stream {
   // The answer is complete: the exchange is over.
   virtual void encodeEnd() = 0;
   // The gateway's own answer (ctx.reply rendered); the exchange is over.
-  virtual void encodeLocalReply(const filters::LocalReply& r) = 0;
+  virtual void encodeLocalReply(const mcp::LocalReply& r) = 0;
   // The answer is cut: what was queued still goes out, then the connection closes. The
   // exchange is over (it logged itself).
   virtual void resetStream() = 0;

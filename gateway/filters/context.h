@@ -1,7 +1,8 @@
 #pragma once
-// The per-request context every pipeline stage reads and writes, and the LocalReply a stage
-// returns when the gateway answers the request itself. No sockets here: proxy/ owns the I/O
-// and only hands the stages views of the head and, when a stage asks for it, the body.
+// The per-request context every pipeline stage reads and writes, with the LocalReply
+// (mcp/reply.h) a stage fills in when the gateway answers the request itself. No sockets here:
+// proxy/ owns the I/O and only hands the stages views of the head and, when a stage asks for it,
+// the body.
 
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/contract.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/reply.h"
 #include "gateway/mcp/verifier.h"
 
 namespace gw::filters {
@@ -24,23 +26,7 @@ enum class ParamCheck : uint8_t {
 };
 const char* paramCheckName(ParamCheck c) noexcept;
 
-// What the gateway answers itself. When `json_rpc` is set the body is a JSON-RPC error
-// built from code/message/data; the id is echoed from the body when `echo_id` is set and
-// the body can be read (proxy/ reads it, bounded, only on this path).
-struct LocalReply {
-  int status = 0;
-  bool json_rpc = true;
-  int code = 0;
-  std::string message;
-  std::string data_json;               // optional JSON value for error.data
-  bool echo_id = false;                // read the body to echo the request id
-  bool omit_id = false;                // no "id" member at all (403 Origin)
-  mcp::RequestId id;                   // when already known (verify mode)
-  std::string text;                    // plain-text body when !json_rpc
-  const char* content_type = nullptr;  // when !json_rpc: instead of text/plain
-  std::string extra_headers;           // full header lines, each ending in CRLF
-  const char* reason = "";             // short machine name for logs/metrics ("header_mismatch")
-};
+using LocalReply = mcp::LocalReply;
 
 struct RequestContext {
   const Snapshot* snapshot = nullptr;

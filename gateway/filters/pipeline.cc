@@ -472,19 +472,6 @@ void setReply(RequestContext& ctx, int status, int code, std::string message, co
   ctx.reply.echo_id = echo_id;
 }
 
-std::string renderReplyBody(const LocalReply& reply) {
-  if (!reply.json_rpc) {
-    return reply.text;
-  }
-  mcp::RequestId id = reply.id;
-  if (reply.omit_id) {
-    id = mcp::RequestId::absent();
-  } else if (id.kind == mcp::RequestId::Kind::kAbsent) {
-    id = mcp::RequestId::null();
-  }
-  return mcp::errorBody(id, reply.code, reply.message, reply.data_json);
-}
-
 CredentialForwarding credentialForwarding(const settings::Route& route,
                                           const policy::PolicySet& policy,
                                           const settings::Settings& s) noexcept {

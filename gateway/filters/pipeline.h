@@ -6,7 +6,9 @@
 // the core's, not the stages': transport rules → MCP contract (version gate, headers,
 // method rules) → route → [identity → policy → rate limit: later] → body verification.
 // Stages never touch sockets; each returns Continue, NeedBody (proxy/ reads the bounded body
-// and calls onBody) or LocalReply (ctx.reply says what to answer).
+// and calls onBody) or LocalReply (ctx.reply says what to answer). The proxy's own stages
+// that must wait (a Redis-backed limit, a JWKS fetch, a federation refresh) return Stop and
+// are resumed by what they wait for (proxy/stage.h).
 // A legacy POST (no trusted version, mcp.legacy: passthrough, a body) runs transport,
 // contract and identity on the head, then NeedBody: onBody parses the body into the MCP
 // view and runs route (with params from the candidate upstream's learned annotations) and
@@ -19,7 +21,12 @@
 
 namespace gw::filters {
 
-enum class FilterStatus : uint8_t { kContinue, kNeedBody, kLocalReply };
+enum class FilterStatus : uint8_t {
+  kContinue,    // go on with the next stage
+  kNeedBody,    // read the body, then go on (onBody)
+  kLocalReply,  // answer with ctx.reply
+  kStop,        // waiting: whatever the stage waits for resumes it (proxy/stage.h)
+};
 
 class Pipeline {
  public:
@@ -34,8 +41,7 @@ class Pipeline {
 void setReply(RequestContext& ctx, int status, int code, std::string message, const char* reason,
               bool echo_id = true);
 
-// The final body and headers for a LocalReply (id from `id`, or absent/null rules).
-std::string renderReplyBody(const LocalReply& reply);
+using mcp::renderReplyBody;
 
 // Whether a request's `Authorization` goes upstream on `route`, and why. The one rule the
 // proxy, /config and /explain all use: the route's or the policy's `forward_credentials: true`

@@ -12,7 +12,6 @@
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/verifier.h"
-#include "gateway/policy/jwks_source.h"
 #include "gateway/proxy/worker_context.h"
 
 namespace gw::proxy {
@@ -43,14 +42,14 @@ void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
 void Exchange::prepare() {
   w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
   resetContext();
-  keys_waited_ = keys_waiting_ = false;
+  keys_.reset();
+  limits_.reset();
+  step_ = Step::kHead;
   body_mode = BodyMode::kNone;
   resp_started = false;
   body_read = false;
-  limits_done_ = false;
   sent_id_ = mcp::RequestId{};
   forwarded_ = false;
-  ratelimit_lines_.clear();
   filtering_ = filtered_ = false;
   legacy_prefix_.clear();
   hidden_ = 0;
@@ -73,23 +72,104 @@ void Exchange::resetContext() {
 }
 
 void Exchange::start() {
-  const bool has_body = head.framing != http::BodyFraming::kNone;
-
+  GW_ASSERT(step_ == Step::kHead);
   if (head.framing == http::BodyFraming::kContentLength &&
       head.content_length > s_->limits.max_body_bytes) {
     localReply(413, mcp::code::kBodyTooLarge, "Content Too Large: the body exceeds max_body_bytes",
                Outcome::kBodyTooLarge);
     return;
   }
+  run();
+}
 
-  filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
-  if (st == filters::FilterStatus::kLocalReply) {
-    if (ctx_.keys_pending.source != nullptr && !keys_waited_ && waitForKeys()) {
+// ---- the stages ---------------------------------------------------------------------------
+
+void Exchange::run() {
+  for (;;) {
+    GW_ASSERT(step_ != Step::kDone);
+    if (step_ == Step::kTarget) {
+      step_ = Step::kDone;
+      connectUpstream();
       return;
     }
+    switch (runStep()) {
+      case filters::FilterStatus::kContinue:
+        step_ = static_cast<Step>(static_cast<uint8_t>(step_) + 1);
+        break;
+      case filters::FilterStatus::kStop:
+        return;  // resume() takes it up
+      case filters::FilterStatus::kNeedBody:
+        beginBodyRead();  // onBodyComplete() runs on
+        return;
+      case filters::FilterStatus::kLocalReply:
+        step_ = Step::kDone;
+        replyBeforeBody();
+        return;
+    }
+  }
+}
+
+filters::FilterStatus Exchange::runStep() {
+  switch (step_) {
+    case Step::kHead:
+      return headStep();
+    case Step::kEarlyBody:
+      // The body is checked before the limits are charged, so a request refused for its
+      // body uses no quota. (With Expect: 100-continue the limits come first: a request
+      // that will get 429 must never see a 100. A legacy POST has no route and no view
+      // before its body, so its limits always wait for it.)
+      if (body_mode == BodyMode::kBuffer && ctx_.need_body && !body_read &&
+          (ctx_.legacy_inspect ||
+           !(head.expect_continue && head.version == http::Version::kHttp11))) {
+        return filters::FilterStatus::kNeedBody;
+      }
+      return filters::FilterStatus::kContinue;
+    case Step::kLimits:
+      return limits_.run(ctx_, *w_, *this);
+    case Step::kBody:
+      return body_mode == BodyMode::kBuffer && !body_read ? filters::FilterStatus::kNeedBody
+                                                          : filters::FilterStatus::kContinue;
+    case Step::kOwner:
+      return ownerStep();
+    case Step::kTarget:
+    case Step::kDone:
+      break;
+  }
+  GW_ASSERT(false && "runStep past the stages");
+  return filters::FilterStatus::kStop;
+}
+
+void Exchange::resume(filters::FilterStatus verdict) {
+  GW_ASSERT(step_ != Step::kDone && step_ != Step::kTarget);
+  if (verdict == filters::FilterStatus::kLocalReply) {
+    step_ = Step::kDone;
     replyBeforeBody();
     return;
   }
+  if (step_ == Step::kHead) {
+    resetContext();  // the head runs again on a fresh context (the keys came)
+  }
+  run();
+}
+
+void Exchange::stopStages() noexcept {
+  keys_.cancel();
+  limits_.cancel();
+  leaveRefresh();
+}
+
+// The pipeline's head stages, then how the body is read. A token whose key a JWKS fetch is
+// bringing waits for it once (KeysWait), then the head runs again.
+filters::FilterStatus Exchange::headStep() {
+  const filters::FilterStatus st = filters::Pipeline::onHeaders(ctx_, arena_);
+  if (st == filters::FilterStatus::kLocalReply) {
+    if (ctx_.keys_pending.source != nullptr &&
+        keys_.start(w_->base, *w_->clock, ctx_.keys_pending, *this)) {
+      return filters::FilterStatus::kStop;
+    }
+    return st;
+  }
+  const bool has_body = head.framing != http::BodyFraming::kNone;
   if (st == filters::FilterStatus::kNeedBody || head.framing == http::BodyFraming::kChunked ||
       (has_body &&
        (s_->limits.request_buffering || (ctx_.route != nullptr && ctx_.route->federated())))) {
@@ -102,70 +182,7 @@ void Exchange::start() {
     // arrives once the limits passed.
     body_mode = BodyMode::kStream;
   }
-
-  if (body_mode == BodyMode::kBuffer && ctx_.need_body &&
-      (ctx_.legacy_inspect || !(head.expect_continue && head.version == http::Version::kHttp11))) {
-    // The body is checked before the limits are charged, so a request refused for its body
-    // uses no quota. (With Expect: 100-continue the limits come first: a request that will
-    // get 429 must never see a 100. A legacy POST has no route and no view before its body,
-    // so its limits always wait for it.)
-    beginBodyRead();
-    return;
-  }
-  // Head-only decisions first: the limits, then (limitsPassed) the body or the upstream.
-  runLimits();
-}
-
-// ---- a JWT whose key a JWKS fetch is bringing --------------------------------------------
-
-namespace {
-// How often a waiting request looks whether the fetch ended (every 10 ms for its first
-// 200 ms, then every 100 ms), and how long it waits at most (the fetch itself gives up after
-// 10 s; server/jwks_fetcher.cc).
-constexpr std::chrono::milliseconds kKeysPoll{10};
-constexpr std::chrono::milliseconds kKeysPollSlow{100};
-constexpr std::chrono::milliseconds kKeysPollFastFor{200};
-constexpr std::chrono::seconds kKeysWait{12};
-}  // namespace
-
-// The token names a key the JWKS lacks (an identity provider that rotated its keys), or there
-// is no key set yet, and a fetch is running or starts at the fetcher's next tick: rather than
-// a 401 the client would take for a bad token, the request waits for that fetch to end, then
-// runs the pipeline once more; a second refusal stands. Nothing of the body was read.
-bool Exchange::waitForKeys() {
-  keys_waited_ = true;
-  if (!ctx_.keys_pending.source->beginWait()) {
-    return false;
-  }
-  keys_waiting_ = true;
-  keys_ = ctx_.keys_pending;
-  keys_since_ = now();
-  timeval tv = event::toTimeval(kKeysPoll);
-  evtimer_add(keepalive_timer.get(), &tv);
-  return true;
-}
-
-void Exchange::onKeysPoll() {
-  const core::Nanos waited = now() - keys_since_;
-  if (keys_.source->fetchesEnded() == keys_.ended &&
-      waited < std::chrono::duration_cast<core::Nanos>(kKeysWait)) {
-    timeval tv = event::toTimeval(waited < std::chrono::duration_cast<core::Nanos>(kKeysPollFastFor)
-                                      ? kKeysPoll
-                                      : kKeysPollSlow);
-    evtimer_add(keepalive_timer.get(), &tv);
-    return;
-  }
-  stopKeysWait();
-  resetContext();
-  start();
-}
-
-void Exchange::stopKeysWait() noexcept {
-  if (keys_waiting_) {
-    keys_waiting_ = false;
-    evtimer_del(keepalive_timer.get());
-    keys_.source->endWait();
-  }
+  return filters::FilterStatus::kContinue;
 }
 
 // A request answered from its head alone (401, 403, 404, 405, 415, 429…): its body is never
@@ -175,10 +192,11 @@ void Exchange::stopKeysWait() noexcept {
 void Exchange::replyBeforeBody() {
   if (head.framing != http::BodyFraming::kNone) {
     if (body_read) {
-      size_t len = evbuffer_get_length(body.get());
-      verify_buf_.resize(len);
-      evbuffer_copyout(body.get(), verify_buf_.data(), len);
-      ctx_.reply.id = mcp::extractId(verify_buf_);
+      if (ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent && body) {
+        const size_t len = evbuffer_get_length(body.get());
+        ctx_.reply.id = mcp::extractId(
+            std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(body.get(), -1)), len));
+      }
     } else {
       const bool want_id =
           ctx_.reply.echo_id && ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent;
@@ -238,126 +256,54 @@ void Exchange::onBodyComplete() {
     filters::FilterStatus st =
         filters::Pipeline::onBody(ctx_, std::string_view(verify_buf_.data(), len));
     if (st == filters::FilterStatus::kLocalReply) {
+      step_ = Step::kDone;
       sendLocalReply();
       return;
     }
   }
-  if (limits_done_) {
-    connectUpstream();
-  } else {
-    runLimits();
-  }
-}
-
-// ---- rate limits: a stage that may stop the exchange and resume it later ----------------
-
-void Exchange::runLimits() {
-  limits_.clear();
-  limit_index_ = 0;
-  ratelimit_lines_.clear();
-  best_remaining_ = UINT64_MAX;
-  filters::collectLimits(ctx_, limits_);
-  nextLimit();
-}
-
-// Checks the limits one by one; a Redis-backed one stops the exchange until its answer (or
-// the on_error outcome) arrives on this worker's loop, then resumes it here.
-void Exchange::nextLimit() {
-  while (limit_index_ < limits_.size()) {
-    const filters::LimitCheck& c = limits_[limit_index_];
-    const policy::RedisSettings& rs = snap_->policy->redis();
-    if (c.spec->backend == policy::RateLimitSpec::Backend::kRedis && rs.present) {
-      ratelimit::RedisLimiter& redis = w_->redisFor(rs);
-      redis_owner_ = &redis;
-      redis_handle_ = redis.check(c.key, c.rate, [this](const ratelimit::Decision& d) {
-        redis_handle_ = 0;
-        redis_owner_ = nullptr;
-        if (onLimitDecision(d)) {
-          nextLimit();
-        }
-      });
-      if (redis_handle_ != 0) {
-        return;  // stopped: resumed by the callback
-      }
-      // No timer could be had: decide locally rather than hang.
-    }
-    const ratelimit::Decision d = w_->shared->limiter->check(c.key, c.rate);
-    limits_[limit_index_].charged_local = d.allowed;
-    if (!onLimitDecision(d)) {
-      return;
-    }
-  }
-  limitsPassed();
-}
-
-// Every limit admitted the request: read its body if it is buffered and not read yet,
-// else go upstream.
-void Exchange::limitsPassed() {
-  limits_done_ = true;
-  if (body_mode == BodyMode::kBuffer && !body_read) {
-    beginBodyRead();
-    return;
-  }
-  connectUpstream();
-}
-
-// What the first `count` limits took from local buckets is given back: the request is refused.
-void Exchange::refundLimits(size_t count) {
-  for (size_t i = 0; i < count && i < limits_.size(); ++i) {
-    if (limits_[i].charged_local) {
-      w_->shared->limiter->refund(limits_[i].key, limits_[i].rate);
-      limits_[i].charged_local = false;
-    }
-  }
-}
-
-// True: admitted, go on with the next limit. False: a 429 (or 503) is on its way.
-bool Exchange::onLimitDecision(const ratelimit::Decision& d) {
-  const filters::LimitCheck& c = limits_[limit_index_];
-  const char* why = d.allowed ? "" : d.unavailable ? "store unavailable" : "rate limited";
-  ctx_.verdicts.push_back(policy::Verdict{c.spec->name, why, d.allowed, true, c.spec->audit});
-  if (c.spec->audit) {
-    // Its own bucket was charged and a refusal is recorded; the request goes on.
-    ++limit_index_;
-    return true;
-  }
-  if (!d.allowed) {
-    if (d.unavailable) {
-      // The backend could not decide (Redis down, on_error: deny): the caller is not over
-      // its limit, and a 429 would tell the agent the wrong thing.
-      filters::setReply(ctx_, 503, mcp::code::kOverloaded,
-                        "Service Unavailable: the rate-limit store is unavailable; retry",
-                        "ratelimit_unavailable");
-      ctx_.reply.extra_headers = "Retry-After: 1\r\n";
-    } else {
-      filters::setRateLimitedReply(ctx_, c, d);
-    }
-    // The request is refused: what the limits before this one took is given back (a refused
-    // batch or a request refused by its second limit spends no quota). Redis-backed limits
-    // keep what they took.
-    refundLimits(limit_index_);
-    replyBeforeBody();
-    return false;
-  }
-  if (s_->rate_limit_headers && d.remaining <= best_remaining_) {
-    best_remaining_ = d.remaining;  // the most constrained limit speaks for the answer
-    ratelimit_lines_ = ratelimit::headerLines(c.spec->name, c.rate, d, false);
-  }
-  ++limit_index_;
-  return true;
+  run();
 }
 
 // ---- local replies and the end ----------------------------------------------------------
 
 void Exchange::localReply(int st, int code, const char* message, Outcome why,
                           const char* extra_headers) {
+  stopStages();
   releaseUpstream();
   filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
   ctx_.reply.extra_headers = extra_headers;
   sendLocalReply();
 }
 
+void Exchange::startResponse(downstream::ResponseHeaders& h) {
+  GW_ASSERT(!resp_started);
+  h.extra_lines = limits_.headerLines();
+  resp_started = true;
+  status = h.status;
+  stream_->encodeHeaders(h);
+}
+
+void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
+  downstream::ResponseHeaders h;
+  h.status = st;
+  h.reason = reason;
+  h.fields = &resp_fields_;
+  h.framing = http::BodyFraming::kContentLength;
+  h.content_length = answer.size();
+  startResponse(h);
+  if (!answer.empty()) {
+    event::EvBufferPtr b = event::makeBuffer();
+    evbuffer_add(b.get(), answer.data(), answer.size());
+    stream_->encodeData(b.get(), answer.size());
+  }
+  outcome = Outcome::kComplete;
+  releaseUpstream();
+  stream_->encodeEnd();
+}
+
 void Exchange::sendLocalReply() {
+  GW_ASSERT(!resp_started);
+  step_ = Step::kDone;
   status = ctx_.reply.status;
   if (outcome == Outcome::kNone) {
     outcome = core::outcomeFromName(ctx_.reply.reason);
@@ -375,12 +321,7 @@ void Exchange::finish() {
 }
 
 void Exchange::cancel() {
-  stopKeysWait();
-  if (redis_handle_ != 0 && redis_owner_ != nullptr) {
-    redis_owner_->cancel(redis_handle_);
-    redis_handle_ = 0;
-    redis_owner_ = nullptr;
-  }
+  stopStages();
   releaseUpstream(false);  // closed, never pooled
   releaseBody();
   stopFederation();
@@ -433,19 +374,17 @@ Exchange* ExchangePool::take(event_base* base) {
 }
 
 void ExchangePool::give(Exchange* x) noexcept {
-  x->stopKeysWait();
+  x->stopStages();
   evtimer_del(x->keepalive_timer.get());
   x->framer_.reset();
   x->up_.release(false);
   x->up_open_ = false;
   x->stopFederation();
   x->catalog_ = nullptr;
-  x->redis_handle_ = 0;
-  x->redis_owner_ = nullptr;
   x->head.clear();
   x->ctx_.reset();
   x->arena_.reset();
-  x->limits_.clear();
+  x->limits_.trim();
   x->session_server_id_ = {};
   x->stream_ = nullptr;
   x->snap_.reset();
@@ -458,7 +397,6 @@ void ExchangePool::give(Exchange* x) noexcept {
   trim(x->fed_body_);
   x->dropListAnswer();
   x->filter_chain_.reset();  // a large answer's chunks go back now, not at the next list
-  trim(x->ratelimit_lines_);
   if (free_.size() >= kKeep) {
     delete x;
     return;

@@ -30,14 +30,13 @@
 #include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/fanout.h"
+#include "gateway/proxy/keys_wait.h"
+#include "gateway/proxy/limit_stage.h"
 #include "gateway/proxy/merged_listen.h"
+#include "gateway/proxy/stage.h"
 #include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
-
-namespace gw::ratelimit {
-class RedisLimiter;
-}
 
 namespace gw::proxy {
 
@@ -47,7 +46,8 @@ class Exchange final : public downstream::StreamCallbacks,
                        public upstream::UpstreamCallbacks,
                        public sse::EventSink,
                        public FanOutDone,
-                       public ListenOwner {
+                       public ListenOwner,
+                       public StageRunner {
  public:
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
   using Outcome = core::Outcome;
@@ -64,9 +64,11 @@ class Exchange final : public downstream::StreamCallbacks,
              std::shared_ptr<const filters::Snapshot> snap, std::string_view peer,
              std::string_view peer_subject = {});
   // The head is parsed into `head` (and `bytes_in` counts it): the request's context is set
-  // up (prepare), then the pipeline runs (start).
+  // up (prepare), then the stages run (start).
   void prepare();
   void start();
+  // StageRunner: a stopped stage's wait is over (stage.h).
+  void resume(filters::FilterStatus verdict) override;
   // An answer the client side decided on (417, 413, 503, 408): the exchange renders it.
   void localReply(int status, int code, const char* message, Outcome outcome,
                   const char* extra_headers = "");
@@ -125,21 +127,33 @@ class Exchange final : public downstream::StreamCallbacks,
  private:
   friend class ExchangePool;
 
+  // The stages, in order. run() goes through them from step_; a stage that stops (kStop)
+  // is resumed through resume(), kNeedBody reads the body (onBodyComplete runs on), and
+  // kLocalReply answers. kTarget hands the request to what answers it.
+  enum class Step : uint8_t {
+    kHead,       // the pipeline's head stages (a JWT may wait for its keys: KeysWait)
+    kEarlyBody,  // a body checked before the limits are charged
+    kLimits,     // the rate limits (LimitStage; Redis-backed ones wait)
+    kBody,       // a buffered body not read yet
+    kOwner,      // the owner of a named call on a federated route (may wait for a refresh)
+    kTarget,     // the upstream, the fan-out or a merged answer
+    kDone,       // answered, or handed to the target
+  };
+  void run();
+  filters::FilterStatus runStep();
+  filters::FilterStatus headStep();
+  void stopStages() noexcept;  // whatever stage waits is cancelled
   // request and body
   void resetContext();  // the pipeline's context for `head`, as new
   void replyBeforeBody();
-  // a JWT whose key a JWKS fetch is bringing (the keep-alive timer polls); false: no wait
-  // (the source has kMaxWaiters already)
-  bool waitForKeys();
-  void onKeysPoll();
-  void stopKeysWait() noexcept;
   void beginBodyRead();
   void sendLocalReply();
-  // rate limits
-  void runLimits();
-  void nextLimit();
-  bool onLimitDecision(const ratelimit::Decision& d);
-  void limitsPassed();
+  // The one response start: the head, with the RateLimit fields of the limits that admitted
+  // the request, goes to the client (once; resp_started and status say so from then on).
+  void startResponse(downstream::ResponseHeaders& h);
+  // A whole answer with resp_fields_ as its head and `answer` as its Content-Length body; the
+  // exchange is over (kComplete).
+  void respond(int status, std::string_view reason, std::string_view answer);
   // upstream (one request today: `up_`; the callbacks say which request reports, so a
   // fan-out exchange can own several)
   void connectUpstream();
@@ -189,16 +203,17 @@ class Exchange final : public downstream::StreamCallbacks,
   bool pinCuts() const noexcept;
   bool pinHidden(std::string_view key) const;
   bool pinAdmits();
-  void refundLimits(size_t count);
   // federation (exchange_federation.cc)
   void federate();
-  void routeByName(federation::ListKind kind);
-  void waitForRefresh(federation::ListKind kind);
+  filters::FilterStatus ownerStep();
+  filters::FilterStatus routeByName(federation::ListKind kind);
+  filters::FilterStatus waitForRefresh(federation::ListKind kind);
   void leaveRefresh() noexcept;
-  void unknownName(federation::ListKind kind);
-  void rejectUnknownName(federation::ListKind kind);
+  filters::FilterStatus unknownName(federation::ListKind kind);
+  filters::FilterStatus rejectUnknownName(federation::ListKind kind);
+  filters::FilterStatus chooseOwner(size_t owner);
   void proceedTo(size_t owner);
-  bool legacyPrefixed();
+  filters::FilterStatus legacyPrefixed();
   bool rewriteForOwner();
   void fanOut(FanOut::Mode mode, federation::ListKind kind);
   void startListen();
@@ -227,22 +242,14 @@ class Exchange final : public downstream::StreamCallbacks,
   filters::RequestContext ctx_;
   mcp::ValueArena arena_{64 * 1024};
   std::string verify_buf_;      // contiguous padded copy (verify / classify / id echo only)
-  bool limits_done_ = false;    // the rate limits admitted this request
   bool logged_ = false;         // endRequest ran
   uint64_t body_reserved_ = 0;  // bytes of Shared::buffered_body_bytes this request holds
   mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
-  bool keys_waited_ = false;    // this request waited for a JWKS fetch once already
-  bool keys_waiting_ = false;   // ... and still does (keepalive_timer polls)
-  policy::KeysPending keys_;    // the fetch it waits for
-  core::Nanos keys_since_{};    // when the wait began
 
-  // rate limits
-  std::vector<filters::LimitCheck> limits_;
-  size_t limit_index_ = 0;
-  uint64_t redis_handle_ = 0;                       // a pending Redis decision (cancel())
-  ratelimit::RedisLimiter* redis_owner_ = nullptr;  // the limiter that holds it
-  std::string ratelimit_lines_;  // RateLimit fields for the answer (rate_limit_headers)
-  uint64_t best_remaining_ = 0;
+  // the stages
+  Step step_ = Step::kDone;
+  KeysWait keys_;      // a JWT waiting for its JWKS fetch (kHead)
+  LimitStage limits_;  // the rate limits; its RateLimit fields go on the answer
 
   // upstream
   size_t up_index_ = 0;                           // Settings::upstreams index of the target

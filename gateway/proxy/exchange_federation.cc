@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "gateway/core/ascii.h"
 #include "gateway/federation/federation.h"
@@ -61,11 +62,51 @@ bool acceptsOnlySse(const http::RequestHead& head) {
          !core::icontains(accept->value, "application/*") && !core::icontains(accept->value, "*/*");
 }
 
+// The call kinds routed by the owner of their name.
+std::optional<federation::ListKind> namedCallKind(std::string_view method) {
+  if (method == "tools/call") {
+    return federation::ListKind::kTools;
+  }
+  if (method == "prompts/get") {
+    return federation::ListKind::kPrompts;
+  }
+  if (method == "resources/read") {
+    return federation::ListKind::kResources;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-// Chooses what a request on a federated route becomes. connectUpstream() calls it once,
-// before anything goes upstream; a call it routes comes back to connectUpstream() with the
-// owner chosen (fed_routed_).
+// The kOwner step. A named call on a federated route (modern traffic) goes to the upstream
+// that owns the name (kContinue with fed_routed_; kStop while the lists are fetched again;
+// kLocalReply when no upstream has it). Legacy traffic on a `names: prefix` route must name
+// a prefixed tool or prompt of the route's first upstream (legacyPrefixed). Anything else
+// goes on to federate().
+filters::FilterStatus Exchange::ownerStep() {
+  const settings::Route* r = ctx_.route;
+  if (r == nullptr || !r->federated()) {
+    return filters::FilterStatus::kContinue;
+  }
+  if (ctx_.legacy) {
+    return r->prefixesNames() ? legacyPrefixed() : filters::FilterStatus::kContinue;
+  }
+  const std::string_view method = ctx_.mcp.has_method ? ctx_.mcp.method : std::string_view{};
+  const std::optional<federation::ListKind> kind = namedCallKind(method);
+  if (!kind || isNotification(ctx_)) {
+    return filters::FilterStatus::kContinue;
+  }
+  catalog_ = snap_->catalogOf(*r);
+  if (catalog_ == nullptr) {
+    return filters::FilterStatus::kContinue;  // federate() sends it to the first upstream
+  }
+  return routeByName(*kind);
+}
+
+// Chooses what a request on a federated route becomes: a fan-out, a merged stream, a merged
+// answer from the cache, or a request to one upstream. connectUpstream() calls it once,
+// before anything goes upstream, unless the kOwner step chose the owner already; a request
+// it sends to one upstream comes back to connectUpstream() with that upstream chosen.
 void Exchange::federate() {
   catalog_ = snap_->catalogOf(*ctx_.route);
   if (catalog_ == nullptr) {
@@ -91,13 +132,7 @@ void Exchange::federate() {
     fanOut(FanOut::Mode::kList, *kind);
     return;
   }
-  if (method == "tools/call") {
-    routeByName(federation::ListKind::kTools);
-  } else if (method == "prompts/get") {
-    routeByName(federation::ListKind::kPrompts);
-  } else if (method == "resources/read") {
-    routeByName(federation::ListKind::kResources);
-  } else if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
     const int owner = ctx_.mcp.has_name ? catalog_->taskOwner(ctx_.mcp.name.value, now()) : -1;
     proceedTo(owner >= 0 ? static_cast<size_t>(owner) : 0);
   } else {
@@ -107,10 +142,9 @@ void Exchange::federate() {
 
 // The owner of the call's Mcp-Name (decoded; for resources/read the URI). With
 // `names: prefix` tools and prompts are owned by the upstream their prefix names.
-void Exchange::routeByName(federation::ListKind kind) {
+filters::FilterStatus Exchange::routeByName(federation::ListKind kind) {
   if (!ctx_.mcp.has_name) {
-    proceedTo(0);  // (the pipeline already refused a call without Mcp-Name)
-    return;
+    return chooseOwner(0);  // (the pipeline already refused a call without Mcp-Name)
   }
   const std::string_view name = ctx_.mcp.name.value;
   const settings::Route& r = *ctx_.route;
@@ -119,35 +153,30 @@ void Exchange::routeByName(federation::ListKind kind) {
     size_t owner = 0;
     std::string_view inner;
     if (!federation::splitPrefixed(name, names, s_->federation.separator, owner, inner)) {
-      rejectUnknownName(kind);
-      return;
+      return rejectUnknownName(kind);
     }
     fed_name_.assign(inner);
-    proceedTo(owner);
-    return;
+    return chooseOwner(owner);
   }
   int owner = catalog_->owner(kind, name);
   if (owner < 0 && kind == federation::ListKind::kResources) {
     owner = catalog_->owner(federation::ListKind::kTemplates, name);
   }
   if (owner >= 0 && !catalog_->stale(kind, now())) {
-    proceedTo(static_cast<size_t>(owner));
-    return;
+    return chooseOwner(static_cast<size_t>(owner));
   }
   if (!fed_refreshed_) {
-    waitForRefresh(kind);
-    return;
+    return waitForRefresh(kind);
   }
   if (owner >= 0) {
-    proceedTo(static_cast<size_t>(owner));
-    return;
+    return chooseOwner(static_cast<size_t>(owner));
   }
-  unknownName(kind);
+  return unknownName(kind);
 }
 
 // The lists of `kind` are fetched again (once per request; concurrent misses on this worker
-// share one fetch), then routeByName looks again.
-void Exchange::waitForRefresh(federation::ListKind kind) {
+// share one fetch): kStop, and the refresh resumes the kOwner step, which looks again.
+filters::FilterStatus Exchange::waitForRefresh(federation::ListKind kind) {
   fed_refreshed_ = true;
   const federation::ListKind fetch =
       kind == federation::ListKind::kTemplates ? federation::ListKind::kResources : kind;
@@ -172,7 +201,7 @@ void Exchange::waitForRefresh(federation::ListKind kind) {
   found->waiters.push_back(this);
   waiting_ = found;
   if (found->fan.running()) {
-    return;  // joins the refresh in flight
+    return filters::FilterStatus::kStop;  // joins the refresh in flight
   }
   found->snap = snap_;
   found->w = w_;
@@ -183,8 +212,9 @@ void Exchange::waitForRefresh(federation::ListKind kind) {
   if (!found->fan.start(*w_, snap_->settings, *ctx_.route, FanOut::Mode::kList, fetch,
                         federation::methodOf(fetch), request, up_head_.fields, now(), found)) {
     leaveRefresh();
-    unknownName(kind);
+    return unknownName(kind);
   }
+  return filters::FilterStatus::kStop;
 }
 
 void Exchange::leaveRefresh() noexcept {
@@ -234,10 +264,7 @@ void FederationRefresh::onFanOutDone(FanOut& f) {
 
 void Exchange::onRefreshed() {
   waiting_ = nullptr;
-  const std::string_view method = ctx_.mcp.method;
-  routeByName(method == "tools/call"    ? federation::ListKind::kTools
-              : method == "prompts/get" ? federation::ListKind::kPrompts
-                                        : federation::ListKind::kResources);
+  resume(filters::FilterStatus::kContinue);
 }
 
 // A tool or prompt no upstream lists, even after the lists were fetched again: the gateway
@@ -247,12 +274,11 @@ void Exchange::onRefreshed() {
 // 400 -32020 a server owes it (the conformance suite's sep-2243), verify mode or not.
 // A resource URI no upstream lists or templates goes, as sent, to the first upstream: a
 // server may serve URIs it never listed.
-void Exchange::unknownName(federation::ListKind kind) {
+filters::FilterStatus Exchange::unknownName(federation::ListKind kind) {
   fed_name_.clear();
   fed_unknown_ = true;
   if (kind != federation::ListKind::kTools && kind != federation::ListKind::kPrompts) {
-    proceedTo(0);
-    return;
+    return chooseOwner(0);
   }
   if (body_read && body && verify_buf_.size() >= mcp::bodyPadding()) {
     const size_t len = evbuffer_get_length(body.get());
@@ -263,12 +289,13 @@ void Exchange::unknownName(federation::ListKind kind) {
     if (!vr.ok) {
       filters::setReply(ctx_, 400, vr.code, std::move(vr.message), vr.reason, false);
       ctx_.reply.id = std::move(vr.id);
-      releaseBody();
-      sendLocalReply();
-      return;
+      if (ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+        ctx_.reply.id = mcp::RequestId::null();
+      }
+      return filters::FilterStatus::kLocalReply;
     }
   }
-  rejectUnknownName(kind);
+  return rejectUnknownName(kind);
 }
 
 // names: prefix, a name with no upstream prefix of this route: the JSON-RPC error a server
@@ -276,7 +303,7 @@ void Exchange::unknownName(federation::ListKind kind) {
 // nobody's, and sending it on unprefixed would let a client call a tool by a name no policy
 // rule was written for. -32602 (a resource would get -32602 with data.uri too: 2026-07-28
 // retired -32002, SEP-2164; URIs are never prefixed, so only tools and prompts come here).
-void Exchange::rejectUnknownName(federation::ListKind kind) {
+filters::FilterStatus Exchange::rejectUnknownName(federation::ListKind kind) {
   std::string message;
   const int code = -32602;
   const std::string_view name = ctx_.mcp.name.value.substr(0, 256);
@@ -304,8 +331,7 @@ void Exchange::rejectUnknownName(federation::ListKind kind) {
     ctx_.reply.id = mcp::RequestId::null();
   }
   outcome = Outcome::kUnknownName;
-  releaseBody();
-  sendLocalReply();
+  return filters::FilterStatus::kLocalReply;
 }
 
 // A legacy (2025-era) request on a `names: prefix` route goes to the route's first upstream
@@ -313,40 +339,49 @@ void Exchange::rejectUnknownName(federation::ListKind kind) {
 // route lists — "<upstream><separator><name>" — like a modern client: its lists are
 // prefixed (list_filter.cc), and a call must name a prefixed tool or prompt of that
 // upstream, which is sent on by its own name. Rules, limits, visibility, pins, metrics and
-// logs see one name in both eras (issue #24). False: answered (-32602, the name is not one
-// the route lists for this client).
-bool Exchange::legacyPrefixed() {
+// logs see one name in both eras (issue #24). kLocalReply: -32602, the name is not one the
+// route lists for this client (or its body names another).
+filters::FilterStatus Exchange::legacyPrefixed() {
   const settings::Route& r = *ctx_.route;
   legacy_prefix_ = r.upstream;
   legacy_prefix_ += s_->federation.separator;
   const std::string_view method = ctx_.mcp.has_method ? ctx_.mcp.method : std::string_view{};
   const bool tool = method == "tools/call";
   if ((!tool && method != "prompts/get") || !ctx_.mcp.has_name) {
-    return true;
+    return filters::FilterStatus::kContinue;
   }
   const std::string_view first[] = {r.upstream};
   size_t index = 0;
   std::string_view inner;
   if (!federation::splitPrefixed(ctx_.mcp.name.value, first, s_->federation.separator, index,
                                  inner)) {
-    rejectUnknownName(tool ? federation::ListKind::kTools : federation::ListKind::kPrompts);
-    return false;
+    return rejectUnknownName(tool ? federation::ListKind::kTools : federation::ListKind::kPrompts);
   }
   fed_name_.assign(inner);
-  return rewriteForOwner();
+  return rewriteForOwner() ? filters::FilterStatus::kContinue : filters::FilterStatus::kLocalReply;
 }
 
-// The call goes to route upstream `owner` (index in `upstreams`).
-void Exchange::proceedTo(size_t owner) {
+// The call goes to route upstream `owner` (index in `upstreams`). kLocalReply: the body's
+// name could not be rewritten for it.
+filters::FilterStatus Exchange::chooseOwner(size_t owner) {
   fed_routed_ = true;
   fed_owner_ = owner;
   const settings::Route& r = *ctx_.route;
   up_index_ = owner < r.upstream_indexes.size() ? r.upstream_indexes[owner] : r.upstream_index;
   if (!fed_name_.empty() && !rewriteForOwner()) {
-    return;
+    return filters::FilterStatus::kLocalReply;
   }
   const std::string_view method = ctx_.mcp.has_method ? ctx_.mcp.method : std::string_view{};
   capture_task_ = method == "tools/call";
+  return filters::FilterStatus::kContinue;
+}
+
+// federate() sends the request to route upstream `owner` itself.
+void Exchange::proceedTo(size_t owner) {
+  if (chooseOwner(owner) == filters::FilterStatus::kLocalReply) {
+    sendLocalReply();
+    return;
+  }
   connectUpstream();
 }
 
@@ -365,8 +400,9 @@ bool Exchange::rewriteForOwner() {
                       "Invalid params: params.name must be one string naming the tool or prompt",
                       "body_invalid", false);
     ctx_.reply.id = mcp::extractId(std::string_view(p != nullptr ? p : "", p != nullptr ? len : 0));
-    releaseBody();
-    sendLocalReply();
+    if (ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+      ctx_.reply.id = mcp::RequestId::null();
+    }
     return false;
   }
   evbuffer_drain(body.get(), len);
@@ -443,18 +479,7 @@ void Exchange::onFanOutDone(FanOut& f) {
       return;
     }
     resp_fields_.clear();
-    downstream::ResponseHeaders h;
-    h.status = 202;
-    h.reason = "Accepted";
-    h.fields = &resp_fields_;
-    h.framing = http::BodyFraming::kContentLength;
-    h.content_length = 0;
-    h.length_field = "0";
-    resp_started = true;
-    status = 202;
-    stream_->encodeHeaders(h);
-    outcome = Outcome::kComplete;
-    stream_->encodeEnd();
+    respond(202, "Accepted", {});
     return;
   }
   learnFederatedTools(f);
@@ -505,21 +530,7 @@ bool Exchange::relayRefusal(FanOut& f) {
     resp_fields_.push_back(http::Field{"Content-Type", p.content_type.empty()
                                                            ? std::string_view("application/json")
                                                            : std::string_view(p.content_type)});
-    downstream::ResponseHeaders h;
-    h.status = p.status;
-    h.reason = http::reasonPhrase(p.status);
-    h.fields = &resp_fields_;
-    h.framing = http::BodyFraming::kContentLength;
-    h.content_length = fed_body_.size();
-    h.extra_lines = ratelimit_lines_;
-    resp_started = true;
-    status = p.status;
-    stream_->encodeHeaders(h);
-    event::EvBufferPtr b = event::makeBuffer();
-    evbuffer_add(b.get(), fed_body_.data(), fed_body_.size());
-    stream_->encodeData(b.get(), fed_body_.size());
-    outcome = Outcome::kComplete;
-    stream_->encodeEnd();
+    respond(p.status, http::reasonPhrase(p.status), fed_body_);
     return true;
   }
   return false;
@@ -602,21 +613,7 @@ void Exchange::serveMerged(std::string_view members, uint64_t ttl_ms, bool publi
     resp_fields_.push_back(http::Field{"Cache-Control", "no-cache"});
     resp_fields_.push_back(http::Field{"X-Accel-Buffering", "no"});
   }
-  downstream::ResponseHeaders h;
-  h.status = 200;
-  h.reason = "OK";
-  h.fields = &resp_fields_;
-  h.framing = http::BodyFraming::kContentLength;
-  h.content_length = fed_body_.size();
-  h.extra_lines = ratelimit_lines_;
-  resp_started = true;
-  status = 200;
-  stream_->encodeHeaders(h);
-  event::EvBufferPtr b = event::makeBuffer();
-  evbuffer_add(b.get(), fed_body_.data(), fed_body_.size());
-  stream_->encodeData(b.get(), fed_body_.size());
-  outcome = Outcome::kComplete;
-  stream_->encodeEnd();
+  respond(200, "OK", fed_body_);
 }
 
 void Exchange::stopFederation() noexcept {
@@ -673,13 +670,10 @@ void Exchange::onListenReady(std::string_view notifications) {
   h.reason = "OK";
   h.fields = &resp_fields_;
   h.framing = http::BodyFraming::kChunked;
-  h.extra_lines = ratelimit_lines_;
-  resp_started = true;
-  status = 200;
   resp_sse_ = true;
   listen_open_ = true;
   countSse(true);
-  stream_->encodeHeaders(h);
+  startResponse(h);
   fed_body_ = "event: message\ndata: ";
   fed_body_ += federation::ackMessage(notifications, requestIdJson());
   fed_body_ += "\n\n";

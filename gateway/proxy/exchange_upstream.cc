@@ -16,8 +16,9 @@
 
 namespace gw::proxy {
 
-// Every stage and limit passed: the request goes to the route's upstream. Untrusted (legacy
-// passthrough) traffic on a federated route is a plain request to the route's first upstream
+// Every stage and limit passed: the request goes to the route's upstream (a named call on a
+// federated route: to the owner the kOwner step chose). Untrusted (legacy passthrough)
+// traffic on a federated route is a plain request to the route's first upstream
 // (`upstream_index`): a 2025-era session lives on one server, so its lists are not merged,
 // and its calls not routed by owner (README, Federation). On a `names: prefix` route it sees
 // that upstream's tools and prompts by the names the route lists (legacyPrefixed).
@@ -25,11 +26,8 @@ void Exchange::connectUpstream() {
   if (!fed_routed_) {
     up_index_ = ctx_.route->upstream_index;
     if (ctx_.route->federated() && !ctx_.legacy) {
-      federate();  // comes back here once the owner is chosen, or answers itself
+      federate();  // comes back here once the upstream is chosen, or answers itself
       return;
-    }
-    if (ctx_.route->prefixesNames() && !legacyPrefixed()) {
-      return;  // answered: a name the route does not list
     }
   }
   if (!pinAdmits() || !pinSession()) {

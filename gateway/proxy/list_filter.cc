@@ -133,8 +133,7 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
   } else {
     filter_answer_.reset();
   }
-  resp_started = false;  // nothing went to the client yet: a failure still gets a 502
-  return true;
+  return true;  // nothing goes to the client yet: a failure still gets a 502
 }
 
 // Keeps n more bytes of the answer (the upstream's chunks are moved, not copied, so the
@@ -284,21 +283,7 @@ void Exchange::sendFilteredList() {
   std::erase_if(resp_fields_, [](const http::Field& f) {
     return core::iequals(f.name, "content-length") || core::iequals(f.name, "transfer-encoding");
   });
-  downstream::ResponseHeaders h;
-  h.status = filter_status_;
-  h.reason = http::reasonPhrase(filter_status_);
-  h.fields = &resp_fields_;
-  h.framing = http::BodyFraming::kContentLength;
-  h.content_length = out.size();
-  h.extra_lines = ratelimit_lines_;
-  resp_started = true;
-  stream_->encodeHeaders(h);
-  event::EvBufferPtr b = event::makeBuffer();
-  evbuffer_add(b.get(), out.data(), out.size());
-  stream_->encodeData(b.get(), out.size());
-  outcome = Outcome::kComplete;
-  releaseUpstream();
-  stream_->encodeEnd();
+  respond(filter_status_, http::reasonPhrase(filter_status_), out);
 }
 
 }  // namespace gw::proxy

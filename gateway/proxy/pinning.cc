@@ -119,7 +119,7 @@ bool Exchange::pinAdmits() {
   filters::setReply(ctx_, 403, mcp::code::kPolicyDenied, filters::kPinBlockedMessage,
                     "tool_pin_blocked", true);
   ctx_.reply.data_json = filters::pinBlockedData(upstream);
-  refundLimits(limits_.size());  // a refused request consumes no quota
+  limits_.refund(*w_);  // a refused request consumes no quota
   replyBeforeBody();
   return false;
 }

@@ -31,8 +31,6 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
                    Outcome::kUpstreamMalformed);
     return false;
   }
-  resp_started = true;
-  status = resp.status;
   resp_sse_ = isEventStream(resp);
   countSse(resp_sse_);
   http::ConnectionTokens conn;
@@ -64,11 +62,10 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
       h.length_field = cl->value;
     }
   }
-  h.extra_lines = ratelimit_lines_;
   if (beginListFilter(resp)) {
     return true;  // the answer is read whole, filtered for this caller, then sent
   }
-  stream_->encodeHeaders(h);
+  startResponse(h);
 
   response_relayed_ = false;
   framer_events_ = response_end_ = 0;
@@ -172,10 +169,6 @@ void Exchange::onBelowLowWatermark() {
 
 void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
   auto* x = static_cast<Exchange*>(arg);
-  if (x->keys_waiting_) {
-    x->onKeysPoll();
-    return;
-  }
   if (x->filtering_) {
     if (x->listAnswerReady()) {
       x->sendFilteredList();  // the list's response event is in (onUpstreamData)
@@ -214,7 +207,7 @@ void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
 // The exchange cannot finish: the upstream is closed at once (never pooled) and the request
 // is logged; the caller closes the client.
 void Exchange::endAborted(Outcome why) {
-  stopKeysWait();
+  stopStages();
   outcome = why;
   stopFederation();
   if (status == 0) {

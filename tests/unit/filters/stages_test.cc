@@ -51,6 +51,8 @@ const char* statusName(FilterStatus s) {
       return "NeedBody";
     case FilterStatus::kLocalReply:
       return "LocalReply";
+    case FilterStatus::kStop:
+      return "Stop";
   }
   return "?";
 }
