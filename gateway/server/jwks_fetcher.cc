@@ -239,10 +239,11 @@ void JwksFetcher::Impl::onRead(Fetch& f) {
   switch (http::readWholeResponse(f.bytes, false, kMaxHead, kMaxBody, resp, error)) {
     case http::WholeResult::kNeedMore:
       return;
+    case http::WholeResult::kTooLarge:
+      end(f, Result::kParseError, "malformed response: " + error);
+      return;
     case http::WholeResult::kError:
-      end(f,
-          error.find("too large") != std::string::npos ? Result::kParseError : Result::kHttpError,
-          "malformed response: " + error);
+      end(f, Result::kHttpError, "malformed response: " + error);
       return;
     case http::WholeResult::kDone:
       complete(f, resp);
