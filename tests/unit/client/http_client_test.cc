@@ -125,6 +125,11 @@ class FakeServer {
   }
 
   uint16_t port() const { return port_; }
+  // Closes every connection now, without waiting for the loop.
+  void closeAll() {
+    closed += static_cast<int>(peers_.size());
+    peers_.clear();
+  }
   std::string url(const std::string& path, const std::string& host = "127.0.0.1") const {
     return std::string(ctx_ != nullptr ? "https://" : "http://") + host + ":" +
            std::to_string(port_) + path;
@@ -472,7 +477,9 @@ TEST_CASE("client: errors", "[client]") {
     REQUIRE(evdns_base_set_option(rig.dns.get(), "attempts:", "1") == 0);
     REQUIRE(evdns_base_nameserver_sockaddr_add(rig.dns.get(), reinterpret_cast<sockaddr*>(&sin),
                                                sizeof(sin), 0) == 0);
+    evdns_set_log_fn([](int, const char*) {});  // its "nameserver failed" lines
     Result r = rig.fetch(get("http://no-such-host.invalid/"));
+    evdns_set_log_fn(nullptr);
     INFO(r.reason);
     CHECK(r.error == Error::kDns);
     CHECK(r.reason.starts_with("cannot resolve no-such-host.invalid: "));
@@ -552,6 +559,29 @@ TEST_CASE("client: keep-alive reuses one connection; close does not", "[client]"
     srv.close_after = false;
     CHECK(rig.fetch(req).ok());
     CHECK(srv.connections == 2);
+  }
+}
+
+TEST_CASE("client: a pooled connection closed as it is reused", "[client]") {
+  Rig rig;
+  FakeServer srv(rig.base.get());
+  Request req = get(srv.url("/"));
+  req.keep_alive = true;
+  REQUIRE(rig.fetch(req).ok());
+  REQUIRE(rig.http->idleConnections() == 1);
+  srv.closeAll();  // the client has not seen the close when it takes the connection
+  SECTION("an idempotent request is sent again on a new connection") {
+    Result r = rig.fetch(req);
+    CHECK(r.ok());
+    CHECK(srv.connections == 2);
+    CHECK(srv.seen.size() == 2);
+  }
+  SECTION("a POST is not sent twice") {
+    req.method = "POST";
+    Result r = rig.fetch(req);
+    CHECK(r.error == Error::kBadResponse);
+    CHECK(r.reason == "connection closed before the response head");
+    CHECK(srv.connections == 1);
   }
 }
 
