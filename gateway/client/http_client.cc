@@ -165,8 +165,13 @@ uint64_t HttpClient::send(Request req, Callback done) {
   w += "\r\n";
   w += ex.req.body;
   ex.req.body.clear();
-  ex.origin = std::string(ex.url.https ? "https://" : "http://") + ex.url.authority() + ' ' +
-              ex.req.ca_file;
+  ex.origin = std::string(ex.url.https ? "https://" : "http://") + ex.url.authority() + ' ';
+  if (ex.req.tls_context != nullptr) {
+    // Connections made with one context are pooled apart from any other's.
+    ex.origin += "context:" + std::to_string(reinterpret_cast<uintptr_t>(ex.req.tls_context.get()));
+  } else {
+    ex.origin += ex.req.ca_file;
+  }
 
   ex.total.reset(evtimer_new(
       base_,
@@ -252,7 +257,8 @@ void HttpClient::connectFresh(Exchange& ex) {
   conn->origin = ex.origin;
   if (ex.url.https) {
     std::string error;
-    tls::ContextPtr ctx = contextFor(ex.req.ca_file, error);
+    tls::ContextPtr ctx =
+        ex.req.tls_context != nullptr ? ex.req.tls_context : contextFor(ex.req.ca_file, error);
     if (ctx == nullptr) {
       fail(ex, Error::kTls, error);
       return;

@@ -11,8 +11,8 @@
 // (http/whole_response.h: Content-Length, chunked, or until the close; 1xx skipped; no body
 // after HEAD, 204, 304), limited by connect_timeout, total_timeout and max_body_bytes.
 // A request with keep_alive reuses an idle connection to the same scheme, host, port and CA
-// file, and gives its connection back after a clean response that leaves it open; a request
-// on a reused connection that closes before any answer byte is retried once on a new one
+// file (or TLS context), and gives its connection back after a clean response that leaves it open;
+// a request on a reused connection that closes before any answer byte is retried once on a new one
 // when its method is idempotent. Nothing here throws.
 //
 // Limits: the response is held in memory (for small documents, not streams); no proxies,

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/tls/tls.h"
+
 namespace gw::client {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
@@ -50,8 +52,12 @@ struct Request {
   std::string body;
   std::string content_type;  // sent when not empty
   // https only: the PEM CA bundle the server's certificate must chain to ("" = the system
-  // store). The server's name (SNI, and the name the certificate must carry) is the URL host.
+  // store), read once per client and file. The server's name (SNI, and the name the
+  // certificate must carry) is the URL host.
   std::string ca_file;
+  // https only: when set, the client context to use instead of ca_file (tls::makeClientContext),
+  // for a caller that owns its trust settings (and re-reads them when they change).
+  tls::ContextPtr tls_context;
   // Name resolution, TCP connect and TLS handshake, from when the connection is started.
   std::chrono::milliseconds connect_timeout{5000};
   // From send() to the end of the response (the connect included).

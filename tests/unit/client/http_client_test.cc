@@ -717,6 +717,15 @@ TEST_CASE("client: HTTPS", "[client]") {
     CHECK(r.error == Error::kTls);
     CHECK(srv.seen.empty());
   }
+  SECTION("a caller's own TLS context is used instead of ca_file") {
+    std::string error;
+    req.tls_context = tls::makeClientContext(certs().file("ca.pem"), "", "", error);
+    REQUIRE(req.tls_context != nullptr);
+    req.ca_file = certs().file("other-ca.pem");
+    Result r = rig.fetch(req);
+    INFO(r.reason);
+    CHECK(r.ok());
+  }
   SECTION("a CA file that cannot be read") {
     req.ca_file = certs().file("absent.pem");
     CHECK(rig.fetch(req).error == Error::kTls);
