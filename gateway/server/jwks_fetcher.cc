@@ -16,6 +16,7 @@
 #include "gateway/http/whole_response.h"
 #include "gateway/policy/jwks_source.h"
 #include "gateway/policy/jwt.h"
+#include "gateway/tls/tls.h"
 
 namespace gw::server {
 
@@ -65,6 +66,7 @@ struct JwksFetcher::Impl {
   // What the fetcher knows about one source.
   struct State {
     std::weak_ptr<JwksSource> source;
+    tls::ContextPtr tls;  // made on the first https fetch (jwks_ca read then, once per source)
     Clock::time_point due{};
     std::unique_ptr<Fetch> fetch;
   };
@@ -172,7 +174,17 @@ void JwksFetcher::Impl::begin(State& st, const std::shared_ptr<JwksSource>& src,
   client::Url url{.https = u.https, .host = u.host, .port = u.port, .target = u.target};
   req.url = std::string(u.https ? "https://" : "http://") + url.authority() + u.target;
   req.headers = {{"Accept", "application/json, application/jwk-set+json"}};
-  req.ca_file = src->caFile();
+  if (u.https) {
+    if (st.tls == nullptr) {
+      std::string error;
+      st.tls = tls::makeClientContext(src->caFile(), "", "", error);
+      if (st.tls == nullptr) {
+        end(st, Result::kTlsError, error);
+        return;
+      }
+    }
+    req.tls_context = st.tls;
+  }
   req.connect_timeout = kFetchTimeout;
   req.total_timeout = kFetchTimeout;
   req.max_body_bytes = kMaxBody;
