@@ -26,6 +26,11 @@ WholeResult fail(std::string& error, const char* why) {
   return WholeResult::kError;
 }
 
+WholeResult tooLarge(std::string& error, const char* why) {
+  error = why;
+  return WholeResult::kTooLarge;
+}
+
 }  // namespace
 
 const std::string* WholeResponse::field(std::string_view name) const noexcept {
@@ -38,16 +43,16 @@ const std::string* WholeResponse::field(std::string_view name) const noexcept {
 }
 
 WholeResult readWholeResponse(std::string_view bytes, bool eof, size_t max_head, size_t max_body,
-                              WholeResponse& out, std::string& error) {
+                              WholeResponse& out, std::string& error, bool no_body) {
   const size_t head_end = bytes.find("\r\n\r\n");
   if (head_end == std::string_view::npos) {
     if (bytes.size() > max_head) {
-      return fail(error, "response head too large");
+      return tooLarge(error, "response head too large");
     }
     return eof ? fail(error, "connection closed before the response head") : WholeResult::kNeedMore;
   }
   if (head_end + 4 > max_head) {
-    return fail(error, "response head too large");
+    return tooLarge(error, "response head too large");
   }
   out = WholeResponse{};
   std::string_view head = bytes.substr(0, head_end + 2);
@@ -100,18 +105,20 @@ WholeResult readWholeResponse(std::string_view bytes, bool eof, size_t max_head,
     return fail(error, "both Transfer-Encoding and Content-Length");
   }
   std::string_view rest = bytes.substr(head_end + 4);
-  if (out.status < 200 || out.status == 204 || out.status == 304) {
+  out.consumed = head_end + 4;
+  if (no_body || out.status < 200 || out.status == 204 || out.status == 304) {
     return WholeResult::kDone;
   }
   if (length) {
     if (*length > max_body) {
-      return fail(error, "response body too large");
+      return tooLarge(error, "response body too large");
     }
     if (rest.size() < *length) {
       return eof ? fail(error, "connection closed before the end of the body")
                  : WholeResult::kNeedMore;
     }
     out.body.assign(rest.substr(0, static_cast<size_t>(*length)));
+    out.consumed += static_cast<size_t>(*length);
     return WholeResult::kDone;
   }
   if (chunked) {
@@ -129,24 +136,27 @@ WholeResult readWholeResponse(std::string_view bytes, bool eof, size_t max_head,
         case ChunkedDecoder::Kind::kData:
           out.body.append(rest.substr(0, st.length));
           if (out.body.size() > max_body) {
-            return fail(error, "response body too large");
+            return tooLarge(error, "response body too large");
           }
           break;
         case ChunkedDecoder::Kind::kFraming:
           break;
         case ChunkedDecoder::Kind::kDone:
+          out.consumed += st.length;
           return WholeResult::kDone;
       }
+      out.consumed += st.length;
       rest.remove_prefix(st.length);
     }
   }
   if (rest.size() > max_body) {
-    return fail(error, "response body too large");
+    return tooLarge(error, "response body too large");
   }
   if (!eof) {
     return WholeResult::kNeedMore;
   }
   out.body.assign(rest);
+  out.consumed = bytes.size();
   return WholeResult::kDone;
 }
 

@@ -2,8 +2,6 @@
 
 #include "gateway/server/jwks_fetcher.h"
 
-#include <event2/bufferevent_ssl.h>
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,13 +10,13 @@
 #include <optional>
 #include <string>
 
+#include "gateway/client/http_client.h"
 #include "gateway/event/dns.h"
 #include "gateway/event/owners.h"
 #include "gateway/http/whole_response.h"
 #include "gateway/policy/jwks_source.h"
 #include "gateway/policy/jwt.h"
 #include "gateway/tls/tls.h"
-#include "gateway/upstream/pool.h"
 
 namespace gw::server {
 
@@ -31,30 +29,44 @@ using policy::JwksSource;
 constexpr std::chrono::milliseconds kTick{200};
 constexpr std::chrono::seconds kFetchTimeout{10};
 constexpr std::chrono::seconds kRetryAfterFailure{30};
-constexpr size_t kMaxHead = 16 * 1024;
 constexpr size_t kMaxBody = 1024 * 1024;
+
+// The fetch result a client error is counted as.
+Result resultOf(client::Error e) noexcept {
+  switch (e) {
+    case client::Error::kNone:
+      return Result::kOk;
+    case client::Error::kTls:
+      return Result::kTlsError;
+    case client::Error::kTimeout:
+      return Result::kTimeout;
+    case client::Error::kTooLarge:
+      return Result::kParseError;
+    case client::Error::kBadResponse:
+      return Result::kHttpError;
+    case client::Error::kInvalidRequest:
+    case client::Error::kDns:
+    case client::Error::kConnect:
+      return Result::kConnectError;
+  }
+  return Result::kConnectError;
+}
 
 }  // namespace
 
 struct JwksFetcher::Impl {
   struct State;
 
-  // One GET in flight; owned by its State, freed when it ends.
+  // One GET in flight (client_ holds the request); owned by its State, freed when it ends.
   struct Fetch {
-    Impl* impl = nullptr;
-    State* state = nullptr;
     std::shared_ptr<JwksSource> source;
-    event::BufferEventPtr bev;
-    event::EventPtr deadline;
-    std::string bytes;  // the response so far
-    bool connected = false;
     const char* why = "";  // what started it, for the log
   };
 
   // What the fetcher knows about one source.
   struct State {
     std::weak_ptr<JwksSource> source;
-    tls::ContextPtr tls;  // made on the first https fetch
+    tls::ContextPtr tls;  // made on the first https fetch (jwks_ca read then, once per source)
     Clock::time_point due{};
     std::unique_ptr<Fetch> fetch;
   };
@@ -64,16 +76,16 @@ struct JwksFetcher::Impl {
   metrics::Registry& metrics;
   event::BasePtr base;
   event::DnsBasePtr dns;
+  std::unique_ptr<client::HttpClient> http;  // before dns and base go
   event::EventPtr tick;
   std::map<const JwksSource*, State> states;  // nodes never move
 
   void onTick();
   void begin(State& st, const std::shared_ptr<JwksSource>& src, const char* why);
-  void onRead(Fetch& f);
-  void onEvent(Fetch& f, short what);
-  void complete(Fetch& f, const http::WholeResponse& resp);
-  // Ends `f` (counted as `r`; `reason` logged unless ok) and schedules the next fetch.
-  void end(Fetch& f, Result r, const std::string& reason,
+  void onAnswer(State& st, client::Result&& r);
+  void complete(State& st, const client::Response& resp);
+  // Ends the fetch of `st` (counted as `r`; `reason` logged unless ok) and schedules the next.
+  void end(State& st, Result r, const std::string& reason,
            std::chrono::seconds next = kRetryAfterFailure);
 };
 
@@ -97,6 +109,7 @@ bool JwksFetcher::start(std::string& error) {
       evdns_base_load_hosts(impl_->dns.get(), nullptr);
     }
   }
+  impl_->http = std::make_unique<client::HttpClient>(impl_->base.get(), impl_->dns.get());
   impl_->tick.reset(event_new(
       impl_->base.get(), -1, EV_PERSIST,
       [](evutil_socket_t, short, void* arg) { static_cast<Impl*>(arg)->onTick(); }, impl_.get()));
@@ -112,6 +125,8 @@ void JwksFetcher::stop() {
     event_base_loopbreak(impl_->base.get());
     thread_.join();
   }
+  // Requests in flight are dropped unanswered (their callbacks name the states below).
+  impl_->http.reset();
   // A fetch cut short still ends: nothing may wait for it (proxy/exchange.cc).
   for (auto& [key, st] : impl_->states) {
     if (st.fetch != nullptr) {
@@ -151,162 +166,60 @@ void JwksFetcher::Impl::onTick() {
 void JwksFetcher::Impl::begin(State& st, const std::shared_ptr<JwksSource>& src, const char* why) {
   const policy::JwksUrl& u = src->parsed();
   auto f = std::make_unique<Fetch>();
-  f->impl = this;
-  f->state = &st;
   f->source = src;
   f->why = why;
-  Fetch& fr = *f;
   st.fetch = std::move(f);
   spdlog::debug("jwks: fetching {} ({})", src->url(), why);
-  constexpr int kOpts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+  client::Request req;
+  client::Url url{.https = u.https, .host = u.host, .port = u.port, .target = u.target};
+  req.url = std::string(u.https ? "https://" : "http://") + url.authority() + u.target;
+  req.headers = {{"Accept", "application/json, application/jwk-set+json"}};
   if (u.https) {
     if (st.tls == nullptr) {
       std::string error;
       st.tls = tls::makeClientContext(src->caFile(), "", "", error);
       if (st.tls == nullptr) {
-        end(fr, Result::kTlsError, error);
+        end(st, Result::kTlsError, error);
         return;
       }
     }
-    SSL* ssl = SSL_new(st.tls.get());
-    if (ssl == nullptr || !tls::prepareClient(ssl, u.host)) {
-      SSL_free(ssl);
-      end(fr, Result::kTlsError, "cannot set up the TLS connection");
-      return;
-    }
-    fr.bev.reset(
-        bufferevent_openssl_socket_new(base.get(), -1, ssl, BUFFEREVENT_SSL_CONNECTING, kOpts));
-    if (fr.bev != nullptr) {
-      bufferevent_openssl_set_allow_dirty_shutdown(fr.bev.get(), 1);
-    }
-  } else {
-    fr.bev.reset(bufferevent_socket_new(base.get(), -1, kOpts));
+    req.tls_context = st.tls;
   }
-  if (fr.bev == nullptr) {
-    end(fr, Result::kConnectError, "cannot make a socket");
-    return;
-  }
-  bufferevent_setcb(
-      fr.bev.get(),
-      [](bufferevent*, void* arg) {
-        auto* x = static_cast<Fetch*>(arg);
-        x->impl->onRead(*x);
-      },
-      nullptr,
-      [](bufferevent*, short what, void* arg) {
-        auto* x = static_cast<Fetch*>(arg);
-        x->impl->onEvent(*x, what);
-      },
-      &fr);
-  fr.deadline.reset(evtimer_new(
-      base.get(),
-      [](evutil_socket_t, short, void* arg) {
-        auto* x = static_cast<Fetch*>(arg);
-        x->impl->end(*x, Result::kTimeout,
-                     "no complete answer within " + std::to_string(kFetchTimeout.count()) + " s");
-      },
-      &fr));
-  const timeval limit = event::toTimeval(kFetchTimeout);
-  evtimer_add(fr.deadline.get(), &limit);
-  std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
-  if (u.port != (u.https ? 443 : 80)) {
-    host += ":" + std::to_string(u.port);
-  }
-  const std::string request = "GET " + u.target + " HTTP/1.1\r\nHost: " + host +
-                              "\r\nAccept: application/json, application/jwk-set+json\r\n"
-                              "User-Agent: mcp-gateway\r\nConnection: close\r\n\r\n";
-  bufferevent_write(fr.bev.get(), request.data(), request.size());
-  bufferevent_enable(fr.bev.get(), EV_READ | EV_WRITE);
-  if (bufferevent_socket_connect_hostname(fr.bev.get(), dns.get(), AF_UNSPEC, u.host.c_str(),
-                                          u.port) != 0 &&
-      st.fetch != nullptr) {
-    end(fr, Result::kConnectError, "cannot connect");
-  }
+  req.connect_timeout = kFetchTimeout;
+  req.total_timeout = kFetchTimeout;
+  req.max_body_bytes = kMaxBody;
+  req.keep_alive = false;
+  http->send(std::move(req), [this, &st](client::Result&& r) { onAnswer(st, std::move(r)); });
 }
 
-void JwksFetcher::Impl::onRead(Fetch& f) {
-  evbuffer* in = bufferevent_get_input(f.bev.get());
-  const size_t n = evbuffer_get_length(in);
-  if (f.bytes.size() + n > kMaxHead + kMaxBody + 64 * 1024) {
-    end(f, Result::kParseError, "response larger than 1 MiB");
+void JwksFetcher::Impl::onAnswer(State& st, client::Result&& r) {
+  if (!r.ok()) {
+    std::string reason = std::move(r.reason);
+    if (r.error == client::Error::kTimeout) {
+      reason = "no complete answer within " + std::to_string(kFetchTimeout.count()) + " s";
+    } else if (r.error == client::Error::kBadResponse || r.error == client::Error::kTooLarge) {
+      reason = "malformed response: " + reason;
+    }
+    end(st, resultOf(r.error), reason);
     return;
   }
-  const size_t at = f.bytes.size();
-  f.bytes.resize(at + n);
-  evbuffer_remove(in, f.bytes.data() + at, n);
-  http::WholeResponse resp;
-  std::string error;
-  switch (http::readWholeResponse(f.bytes, false, kMaxHead, kMaxBody, resp, error)) {
-    case http::WholeResult::kNeedMore:
-      return;
-    case http::WholeResult::kError:
-      end(f,
-          error.find("too large") != std::string::npos ? Result::kParseError : Result::kHttpError,
-          "malformed response: " + error);
-      return;
-    case http::WholeResult::kDone:
-      complete(f, resp);
-      return;
-  }
+  complete(st, r.response);
 }
 
-void JwksFetcher::Impl::onEvent(Fetch& f, short what) {
-  if ((what & BEV_EVENT_CONNECTED) != 0) {
-    f.connected = true;
-    return;
-  }
-  if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) == 0) {
-    return;
-  }
-  bufferevent* bev = f.bev.get();
-  if (!f.connected) {
-    if (int dns_error = bufferevent_socket_get_dns_error(bev); dns_error != 0) {
-      end(f, Result::kConnectError,
-          "cannot resolve " + f.source->parsed().host + ": " + evutil_gai_strerror(dns_error));
-      return;
-    }
-    if (f.source->parsed().https) {
-      if (std::optional<std::string> why = upstream::tlsHandshakeFailure(bev)) {
-        end(f, Result::kTlsError, *why);
-        return;
-      }
-    }
-    const int err = EVUTIL_SOCKET_ERROR();
-    end(f, Result::kConnectError,
-        std::string("cannot connect: ") +
-            (err != 0 ? evutil_socket_error_to_string(err) : "connection closed"));
-    return;
-  }
-  // Read what is left, then take the close as the end of the response.
-  evbuffer* in = bufferevent_get_input(bev);
-  if (size_t n = evbuffer_get_length(in); n > 0 && f.bytes.size() + n <= kMaxHead + kMaxBody) {
-    const size_t at = f.bytes.size();
-    f.bytes.resize(at + n);
-    evbuffer_remove(in, f.bytes.data() + at, n);
-  }
-  http::WholeResponse resp;
-  std::string error;
-  if (http::readWholeResponse(f.bytes, true, kMaxHead, kMaxBody, resp, error) ==
-      http::WholeResult::kDone) {
-    complete(f, resp);
-    return;
-  }
-  end(f, Result::kHttpError, "malformed response: " + error);
-}
-
-void JwksFetcher::Impl::complete(Fetch& f, const http::WholeResponse& resp) {
+void JwksFetcher::Impl::complete(State& st, const client::Response& resp) {
+  Fetch& f = *st.fetch;
   if (resp.status != 200) {
-    end(f, Result::kHttpError, "HTTP status " + std::to_string(resp.status));
+    end(st, Result::kHttpError, "HTTP status " + std::to_string(resp.status));
     return;
   }
   std::vector<policy::Jwk> keys;
   std::string why;
   if (!policy::parseJwks(resp.body, keys, why)) {
-    end(f, Result::kParseError, "not a usable JWKS: " + why);
+    end(st, Result::kParseError, "not a usable JWKS: " + why);
     return;
   }
   std::chrono::seconds next = f.source->refresh();
-  if (const std::string* cc = resp.field("cache-control")) {
+  if (const std::string* cc = resp.header("cache-control")) {
     if (std::optional<int64_t> age = http::cacheMaxAge(*cc)) {
       next = std::clamp(std::chrono::seconds(*age), JwksSource::kMinRefresh, next);
     }
@@ -321,13 +234,13 @@ void JwksFetcher::Impl::complete(Fetch& f, const http::WholeResponse& resp) {
   } else {
     spdlog::debug("jwks: {} unchanged; next fetch in {} s", f.source->url(), next.count());
   }
-  end(f, Result::kOk, "", next);
+  end(st, Result::kOk, "", next);
 }
 
-void JwksFetcher::Impl::end(Fetch& f, Result r, const std::string& reason,
+void JwksFetcher::Impl::end(State& st, Result r, const std::string& reason,
                             std::chrono::seconds next) {
   metrics.jwksFetched(r);
-  State& st = *f.state;
+  Fetch& f = *st.fetch;
   if (r != Result::kOk) {
     auto held = f.source->keys();
     if (held != nullptr) {

@@ -40,7 +40,7 @@ TEST_CASE("whole response: Content-Length, chunked and close-delimited bodies") 
       {"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\nContent-Length: 0\r\n\r\n", false,
        WholeResult::kError, 0, ""},
       {"HTTP/2 200\r\n\r\n", false, WholeResult::kError, 0, ""},
-      {"HTTP/1.1 200 OK\r\nContent-Length: 2000000\r\n\r\n", false, WholeResult::kError, 0, ""},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 2000000\r\n\r\n", false, WholeResult::kTooLarge, 0, ""},
       {"HTTP/1.1 200 OK\r\nContent-Len", true, WholeResult::kError, 0, ""},
   };
   for (const Case& c : cases) {
@@ -51,7 +51,7 @@ TEST_CASE("whole response: Content-Length, chunked and close-delimited bodies") 
     if (c.result == WholeResult::kDone) {
       CHECK(out.status == c.status);
       CHECK(out.body == c.body);
-    } else if (c.result == WholeResult::kError) {
+    } else if (c.result != WholeResult::kNeedMore) {
       CHECK(!error.empty());
     }
   }
@@ -67,7 +67,28 @@ TEST_CASE("whole response: fields lower-cased, head limit") {
   CHECK(*out.field("cache-control") == "public, max-age=60");
   CHECK(out.field("x-absent") == nullptr);
   CHECK(readWholeResponse("HTTP/1.1 200 OK\r\nX: " + std::string(2000, 'a'), false, 1024, 1024, out,
-                          error) == WholeResult::kError);
+                          error) == WholeResult::kTooLarge);
+}
+
+TEST_CASE("whole response: consumed bytes, 1xx, HEAD") {
+  WholeResponse out;
+  std::string error;
+  const std::string cl = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1";
+  REQUIRE(readWholeResponse(cl, false, 1024, 1024, out, error) == WholeResult::kDone);
+  CHECK(out.consumed == cl.size() - 8);
+  const std::string ch =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\nX";
+  REQUIRE(readWholeResponse(ch, false, 1024, 1024, out, error) == WholeResult::kDone);
+  CHECK(out.body == "hi");
+  CHECK(out.consumed == ch.size() - 1);
+  const std::string cont = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n";
+  REQUIRE(readWholeResponse(cont, false, 1024, 1024, out, error) == WholeResult::kDone);
+  CHECK(out.status == 100);
+  CHECK(out.consumed == 25);
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n";
+  REQUIRE(readWholeResponse(head, false, 1024, 1024, out, error, true) == WholeResult::kDone);
+  CHECK(out.body.empty());
+  CHECK(out.consumed == head.size());
 }
 
 TEST_CASE("whole response: Cache-Control max-age") {
