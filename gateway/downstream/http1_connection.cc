@@ -346,7 +346,7 @@ void Http1Connection::onTimer() {
     case State::kExchange:
       // A body that does not arrive in time: buffered (kBody), or streamed before the
       // answer began (after it, the answer's own timeouts apply).
-      if (state_ == State::kBody || (streaming_ && !x_->resp_started)) {
+      if (state_ == State::kBody || (streaming_ && !x_->responseStarted())) {
         close_after_ = true;
         x_->localReply(408, mcp::code::kBodyTimeout,
                        "Request Timeout: request body not received in time", Outcome::kBodyTimeout);

@@ -23,6 +23,8 @@ core::Nanos Exchange::now() const noexcept {
 void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
                      std::shared_ptr<const filters::Snapshot> snap, std::string_view peer,
                      std::string_view peer_subject) {
+  GW_ASSERT(life_ == Life::kIdle);
+  life_ = Life::kBegun;
   w_ = &w;
   stream_ = &stream;
   snap_ = std::move(snap);
@@ -41,12 +43,13 @@ void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
 
 void Exchange::prepare() {
   w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
+  GW_ASSERT(life_ == Life::kBegun);
+  life_ = Life::kRunning;
   resetContext();
   keys_.reset();
   limits_.reset();
   step_ = Step::kHead;
   body_mode = BodyMode::kNone;
-  resp_started = false;
   body_read = false;
   sent_id_ = mcp::RequestId{};
   forwarded_ = false;
@@ -72,7 +75,7 @@ void Exchange::resetContext() {
 }
 
 void Exchange::start() {
-  GW_ASSERT(step_ == Step::kHead);
+  GW_ASSERT(life_ == Life::kRunning && step_ == Step::kHead);
   if (head.framing == http::BodyFraming::kContentLength &&
       head.content_length > s_->limits.max_body_bytes) {
     localReply(413, mcp::code::kBodyTooLarge, "Content Too Large: the body exceeds max_body_bytes",
@@ -276,9 +279,9 @@ void Exchange::localReply(int st, int code, const char* message, Outcome why,
 }
 
 void Exchange::startResponse(downstream::ResponseHeaders& h) {
-  GW_ASSERT(!resp_started);
+  GW_ASSERT(life_ == Life::kRunning);
   h.extra_lines = limits_.headerLines();
-  resp_started = true;
+  life_ = Life::kAnswering;
   status = h.status;
   stream_->encodeHeaders(h);
 }
@@ -302,7 +305,8 @@ void Exchange::respond(int st, std::string_view reason, std::string_view answer)
 }
 
 void Exchange::sendLocalReply() {
-  GW_ASSERT(!resp_started);
+  GW_ASSERT(life_ == Life::kRunning);
+  life_ = Life::kAnswering;
   step_ = Step::kDone;
   status = ctx_.reply.status;
   if (outcome == Outcome::kNone) {
@@ -374,6 +378,7 @@ Exchange* ExchangePool::take(event_base* base) {
 }
 
 void ExchangePool::give(Exchange* x) noexcept {
+  x->life_ = Exchange::Life::kIdle;
   x->stopStages();
   evtimer_del(x->keepalive_timer.get());
   x->framer_.reset();

@@ -108,14 +108,16 @@ class Exchange final : public downstream::StreamCallbacks,
   void onListChanged(federation::ListKind kind) override;
   bool listenBackedUp() const noexcept override;
 
+  // The response head went to the client (startResponse, or a local reply).
+  bool responseStarted() const noexcept { return life_ == Life::kAnswering; }
+
   // ---- state the client side reads or fills in ---------------------------------------
   std::string head_buf;  // the request head bytes (capacity reused)
   http::RequestHead head;
   event::EvBufferPtr body;  // BodyMode::kBuffer: the whole body (filled by the connection)
   BodyMode body_mode = BodyMode::kNone;
-  bool body_read = false;     // `body` holds the whole request body
-  bool resp_started = false;  // the response head went to the client
-  bool garbage = false;       // the head did not parse: no access-log line (rate-limited log)
+  bool body_read = false;  // `body` holds the whole request body
+  bool garbage = false;    // the head did not parse: no access-log line (rate-limited log)
   int status = 0;
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
@@ -149,7 +151,7 @@ class Exchange final : public downstream::StreamCallbacks,
   void beginBodyRead();
   void sendLocalReply();
   // The one response start: the head, with the RateLimit fields of the limits that admitted
-  // the request, goes to the client (once; resp_started and status say so from then on).
+  // the request, goes to the client (once; responseStarted() and status say so from then on).
   void startResponse(downstream::ResponseHeaders& h);
   // A whole answer with resp_fields_ as its head and `answer` as its Content-Length body; the
   // exchange is over (kComplete).
@@ -246,6 +248,11 @@ class Exchange final : public downstream::StreamCallbacks,
   uint64_t body_reserved_ = 0;  // bytes of Shared::buffered_body_bytes this request holds
   mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
 
+  // The exchange's life, with asserted transitions: taken from the pool (kIdle) → begin
+  // (kBegun: a request's first byte) → prepare (kRunning: its stages) → one response start
+  // (kAnswering) → finish or cancel (kIdle again, ready for the pool).
+  enum class Life : uint8_t { kIdle, kBegun, kRunning, kAnswering };
+  Life life_ = Life::kIdle;
   // the stages
   Step step_ = Step::kDone;
   KeysWait keys_;      // a JWT waiting for its JWKS fetch (kHead)

@@ -288,7 +288,7 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
                               const char* extra_headers) {
   outcome = why;
   releaseUpstream();
-  if (resp_started) {
+  if (responseStarted()) {
     abortExchange(why);
     return;
   }

@@ -175,7 +175,7 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
     }
     return;
   }
-  if (!x->resp_started || !x->injectKeepalive()) {
+  if (!x->responseStarted() || !x->injectKeepalive()) {
     return;
   }
   if (x->listen_open_ || x->framer_->atBoundary()) {
@@ -245,7 +245,7 @@ void Exchange::noteResponseEvent() noexcept {
 // client had its answer and only did not wait for the terminating chunk, so the request is
 // "complete" with the status that was relayed.
 core::Outcome Exchange::clientClosedOutcome() const noexcept {
-  if (!resp_started || !framer_ || !response_relayed_) {
+  if (!responseStarted() || !framer_ || !response_relayed_) {
     return Outcome::kClientClosed;
   }
   const size_t pending = stream_->bufferedBytes();

@@ -9,7 +9,14 @@
 #include <event2/listener.h>
 #include <catch.hpp>
 
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 
 #include <chrono>
 #include <functional>
@@ -321,6 +328,28 @@ std::string jsonResponse(const std::string& body = kJsonAnswer) {
 void answerJson(FakeUpstream&, bufferevent* bev, const std::string&) {
   FakeUpstream::send(bev, jsonResponse());
 }
+
+#ifndef NDEBUG
+// Runs `f` in a child process; true when the child died of SIGABRT (a GW_ASSERT), false
+// when it returned. Bounded: the child gets 5 s.
+bool aborts(const std::function<void()>& f) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    alarm(5);
+    f();
+    _exit(0);
+  }
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+}
+#endif
 
 }  // namespace
 
@@ -667,4 +696,28 @@ TEST_CASE("exchange: more answers given without the upstream", "[proxy][exchange
     CHECK(x.outcome == Outcome::kSessionNotFound);
     CHECK(up.requests().empty());
   }
+}
+
+TEST_CASE("exchange: its life is asserted (one start, one answer, nothing after it)",
+          "[proxy][exchange]") {
+#ifdef NDEBUG
+  WARN("GW_ASSERT is compiled out of this build; the Debug (ASan) build runs these checks");
+#else
+  Harness h;
+  FakeUpstream up(h.base(), answerJson);
+  h.configure(up.port());
+  const std::string body = callBody();
+  auto& x = h.send(toolsCall("echo", body.size()), body);
+  h.runUntilDone();
+  REQUIRE(h.stream.ended);
+  CHECK_FALSE(aborts([] {}));  // the check itself can say no
+  // Begun again without going back to the pool first.
+  CHECK(aborts([&] { x.begin(h.worker(), h.stream, h.worker().shared->snapshot.load(), "::1"); }));
+  // A second answer to a request already answered.
+  CHECK(aborts([&] { x.localReply(503, -31012, "again", Outcome::kBodyBufferFull); }));
+  // A stage resumed after the request was answered.
+  CHECK(aborts([&] { x.resume(gw::filters::FilterStatus::kContinue); }));
+  // The stages started twice.
+  CHECK(aborts([&] { x.start(); }));
+#endif
 }
