@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/core/clock.h"
+
 namespace gw::tls {
 
 namespace {
@@ -181,8 +183,7 @@ class TicketKeys {
 
  private:
   static int64_t now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::seconds>(core::steadyNow().time_since_epoch())
         .count();
   }
   void rotateIfDue() {
