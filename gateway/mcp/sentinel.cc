@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdint>
 
+#include "gateway/core/utf8.h"
+
 namespace gw::mcp {
 
 namespace {
@@ -110,7 +112,7 @@ SentinelResult decodeSentinel(std::string_view raw, ValueArena& arena) noexcept 
     }
   }
   const std::string_view decoded(out, o);
-  if (!isValidUtf8(decoded)) {
+  if (!core::isValidUtf8(decoded)) {
     return invalid("decoded value is not UTF-8");
   }
   return SentinelResult{SentinelStatus::kDecoded, decoded, ""};
@@ -162,56 +164,6 @@ std::string encodeSentinel(std::string_view value) {
   }
   out.append(kSuffix);
   return out;
-}
-
-bool isValidUtf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    unsigned char lo = 0x80;  // allowed range of the second byte (rules out overlongs,
-    unsigned char hi = 0xbf;  // surrogates and code points above U+10FFFF)
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-    } else if (c == 0xe0) {
-      len = 3;
-      lo = 0xa0;
-    } else if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
-      len = 3;
-    } else if (c == 0xed) {
-      len = 3;
-      hi = 0x9f;
-    } else if (c == 0xf0) {
-      len = 4;
-      lo = 0x90;
-    } else if (c >= 0xf1 && c <= 0xf3) {
-      len = 4;
-    } else if (c == 0xf4) {
-      len = 4;
-      hi = 0x8f;
-    } else {
-      return false;  // continuation byte, C0/C1 overlong lead, or F5-FF
-    }
-    if (n - i < len) {
-      return false;
-    }
-    if (p[i + 1] < lo || p[i + 1] > hi) {
-      return false;
-    }
-    for (size_t k = 2; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) {
-        return false;
-      }
-    }
-    i += len;
-  }
-  return true;
 }
 
 }  // namespace gw::mcp

@@ -13,6 +13,7 @@
 
 #include "gateway/config/yaml_walker.h"
 #include "gateway/core/ascii.h"
+#include "gateway/core/hex.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/policy/jwks_source.h"
 #include "gateway/policy/jwt.h"

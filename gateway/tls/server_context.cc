@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gateway/core/clock.h"
+#include "gateway/core/hex.h"
 
 namespace gw::tls {
 
@@ -115,17 +116,6 @@ std::string isoTime(const ASN1_TIME* t, int64_t* unix = nullptr) {
   char buf[32];
   size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return std::string(buf, n);
-}
-
-std::string hex(const unsigned char* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    s += kDigits[p[i] >> 4];
-    s += kDigits[p[i] & 15];
-  }
-  return s;
 }
 
 int selectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
@@ -410,7 +400,7 @@ BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
     SSL_CTX_set_session_id_context(ctx.get(), sid_md, sizeof sid_md);
 
     CertificateInfo info;
-    info.fingerprint = hex(md, md_len);
+    info.fingerprint = core::hexEncode(std::string_view(reinterpret_cast<const char*>(md), md_len));
     info.subject = peerSubject(chain.front().get());
     info.not_before = isoTime(X509_get0_notBefore(chain.front().get()), &info.not_before_unix);
     info.not_after = isoTime(X509_get0_notAfter(chain.front().get()), &info.not_after_unix);
