@@ -19,6 +19,7 @@
 #include <simdjson.h>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/base64.h"
 
 namespace gw::policy {
 
@@ -41,18 +42,11 @@ bool splitResource(std::string_view u, std::string_view& origin, std::string_vie
   return true;
 }
 
-constexpr std::array<int8_t, 256> makeB64UrlTable() {
-  std::array<int8_t, 256> t{};
-  for (auto& v : t) {
-    v = -1;
-  }
-  std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  for (size_t i = 0; i < alphabet.size(); ++i) {
-    t[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
-  }
-  return t;
+// JWS segments and JWK members are base64url without padding (RFC 7515 §2), decoded
+// strictly: one encoding per byte string.
+bool base64UrlDecode(std::string_view in, std::string& out) {
+  return core::base64Decode(in, core::Base64Alphabet::kUrl, core::Base64Padding::kNone, out);
 }
-constexpr std::array<int8_t, 256> kB64Url = makeB64UrlTable();
 
 struct BnDeleter {
   void operator()(BIGNUM* p) const noexcept { BN_free(p); }
@@ -307,30 +301,6 @@ AuthResult invalid(const char** reason, const char* why) noexcept {
 }
 
 }  // namespace
-
-bool base64UrlDecode(std::string_view in, std::string& out) noexcept {
-  out.clear();
-  if (in.size() % 4 == 1) {
-    return false;
-  }
-  out.reserve(in.size() / 4 * 3 + 2);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int8_t v = kB64Url[static_cast<unsigned char>(c)];
-    if (v < 0) {
-      return false;
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  // Leftover bits must be zero (one canonical encoding per byte string).
-  return (acc & ((1u << bits) - 1)) == 0;
-}
 
 bool parseJwks(std::string_view json, std::vector<Jwk>& out, std::string& error) {
   simdjson::dom::parser parser;
