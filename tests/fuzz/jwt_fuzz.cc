@@ -1,4 +1,4 @@
-// libFuzzer target: the JWT/JWKS parser (policy/jwt.cc). Every input is tried as
+// libFuzzer target: the JWT/JWKS parser (policy/jwt.cc, jwks.cc). Every input is tried as
 //  1. a JWKS document (parseJwks): must succeed with keys or fail with a message, never crash;
 //     a set that parses is then used to verify a fixed token;
 //  2. a compact JWS (verifyJwt) against fixed HS256/RS256/ES256 keys (the seed tokens in
