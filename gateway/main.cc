@@ -1,5 +1,5 @@
 // mcp-gateway command line: run | check | explain | pins | healthcheck | version | help. No logic
-// beyond dispatch.
+// beyond dispatch (`pins` is pins/command.cc).
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -16,8 +16,7 @@
 
 #include "gateway/filters/explain.h"
 #include "gateway/filters/snapshot.h"
-#include "gateway/mcp/jsonrpc.h"
-#include "gateway/pins/pins.h"
+#include "gateway/pins/command.h"
 #include "gateway/server/healthcheck.h"
 #include "gateway/server/server.h"
 #include "gateway/settings/settings.h"
@@ -132,118 +131,6 @@ int healthcheck(int argc, char** argv) {
   return 0;
 }
 
-// Tool names come from upstreams: printed JSON-escaped (no control character reaches a
-// terminal).
-std::string printable(std::string_view s) {
-  std::string out;
-  gw::mcp::appendJsonEscaped(out, s);
-  return out;
-}
-
-// `pins list|approve`: 0 done, 1 failed (reason on stderr; approve: nothing was pending),
-// 2 usage.
-int pinsCommand(int argc, char** argv) {
-  if (argc < 3) {
-    return usage();
-  }
-  const std::string_view sub = argv[2];
-  if (sub != "list" && sub != "approve") {
-    return usage();
-  }
-  std::string path;
-  std::string upstream;
-  std::string tool;
-  bool all = false;
-  bool json = false;
-  for (int i = 3; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--all" && sub == "approve") {
-      all = true;
-    } else if (a == "--json" && sub == "list") {
-      json = true;
-    } else if (i + 1 < argc && (a == "-c" || a == "--config")) {
-      path = argv[++i];
-    } else if (i + 1 < argc && a == "--upstream" && sub == "approve") {
-      upstream = argv[++i];
-    } else if (i + 1 < argc && a == "--tool" && sub == "approve") {
-      tool = argv[++i];
-    } else {
-      return usage();
-    }
-  }
-  const bool one = !upstream.empty() && !tool.empty() && !all;
-  const bool whole_upstream = !upstream.empty() && tool.empty() && all;
-  const bool everything = upstream.empty() && tool.empty() && all;
-  if (path.empty() || (sub == "approve" && !one && !whole_upstream && !everything)) {
-    return usage();
-  }
-  auto snap = load(path);
-  if (!snap) {
-    return 1;
-  }
-  const gw::policy::ToolPinning& cfg = snap->policy->toolPinning();
-  if (cfg.mode == gw::policy::ToolPinning::Mode::kOff) {
-    std::fprintf(stderr, "mcp-gateway pins: tool_pinning is off in the policy files of %s\n",
-                 path.c_str());
-    return 1;
-  }
-  gw::pins::Store store;
-  bool existed = false;
-  std::string error;
-  // An approval is read, made and written under the store's lock: a gateway sharing the file
-  // merges it before its own next write instead of overwriting it.
-  gw::pins::FileLock lock;
-  if (sub == "approve" && !lock.acquire(cfg.store, std::chrono::seconds(10), error)) {
-    std::fprintf(stderr, "mcp-gateway pins: %s\n", error.c_str());
-    return 1;
-  }
-  if (!gw::pins::Store::load(cfg.store, store, existed, error)) {
-    std::fprintf(stderr, "mcp-gateway pins: %s\n", error.c_str());
-    return 1;
-  }
-  if (sub == "list") {
-    if (json) {
-      std::printf("%s\n", gw::filters::pinsJson(store, cfg).c_str());
-      return 0;
-    }
-    size_t count = 0;
-    for (const auto& [up, tools] : store.upstreams()) {
-      for (const auto& [name, e] : tools) {
-        ++count;
-        const char* state = !e.pending ? "pinned" : e.pending->is_new ? "new" : "changed";
-        std::string changed;
-        if (e.pending && e.pin) {
-          for (std::string_view f : gw::pins::changedFields(e.pin->def, e.pending->def)) {
-            changed += changed.empty() ? "" : ",";
-            changed += f;
-          }
-        }
-        std::printf("%s\t%s\t%s\t%s\t%s\n", printable(up).c_str(), printable(name).c_str(), state,
-                    e.pending ? e.pending->since.c_str() : e.pin->since.c_str(), changed.c_str());
-      }
-    }
-    std::printf("%zu tool%s, %zu pending approval (%s%s)\n", count, count == 1 ? "" : "s",
-                store.pendingCount(), cfg.store.c_str(), existed ? "" : ": not written yet");
-    return 0;
-  }
-  const std::string now = gw::filters::utcNow();
-  const size_t n = one              ? store.approve(upstream, tool, now)
-                   : whole_upstream ? store.approveUpstream(upstream, now)
-                                    : store.approveAll(now);
-  if (n == 0) {
-    std::fprintf(stderr, "mcp-gateway pins: nothing pending approval%s%s%s%s in %s\n",
-                 upstream.empty() ? "" : " for upstream ", printable(upstream).c_str(),
-                 tool.empty() ? "" : ", tool ", printable(tool).c_str(), cfg.store.c_str());
-    return 1;
-  }
-  if (!store.save(cfg.store, error)) {
-    std::fprintf(stderr, "mcp-gateway pins: %s\n", error.c_str());
-    return 1;
-  }
-  std::printf("approved %zu tool definition%s in %s\n", n, n == 1 ? "" : "s", cfg.store.c_str());
-  return 0;
-}
-
 // glibc gives memory back to the kernel whenever more than 128 KiB is free at the top of a
 // heap. A proxy allocates and frees read blocks, request state and buffers in waves, so the
 // top of the heap empties and refills many times a second: brk, page faults and zeroed pages
@@ -273,7 +160,8 @@ int main(int argc, char** argv) {
     return healthcheck(argc, argv);
   }
   if (cmd == "pins") {
-    return pinsCommand(argc, argv);
+    const int rc = gw::pins::command(argc, argv, load);
+    return rc == 2 ? usage() : rc;
   }
   std::string path;
   gw::filters::ExplainInput input;

@@ -11,6 +11,7 @@
 
 #include "gateway/admin/auth.h"
 #include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/explain.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -137,7 +138,7 @@ bool explainInput(evhttp_request* req, filters::ExplainInput& in, std::string& e
 // it owns, the merged answers cached now, and the conflicts seen.
 std::string federationJson(const filters::Snapshot& snap) {
   const core::Nanos now =
-      std::chrono::duration_cast<core::Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+      std::chrono::duration_cast<core::Nanos>(core::steadyNow().time_since_epoch());
   std::string out = "{\"routes\":[";
   bool first = true;
   for (size_t i = 0; i < snap.catalogs.size(); ++i) {

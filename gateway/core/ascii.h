@@ -77,20 +77,6 @@ constexpr bool icontains(std::string_view s, std::string_view needle) {
   return false;
 }
 
-// The value of a hex digit (either case), or -1.
-constexpr int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 constexpr bool isOws(char c) {
   return c == ' ' || c == '\t';
 }

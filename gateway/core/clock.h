@@ -1,6 +1,9 @@
 #pragma once
 // Injectable monotonic clock. Everything that measures time (GCRA buckets, timeouts in
 // tests, access-log durations) asks a Clock, so tests can drive time by hand.
+// steadyNow() and wallNow() are the only reads of std::chrono's clocks in gateway/ outside
+// core/ (scripts/check-clock.sh enforces it): code that keeps std::chrono time points asks
+// them, so every read of the time can be found, and later injected, from here.
 
 #include <atomic>
 #include <chrono>
@@ -9,6 +12,16 @@
 namespace gw::core {
 
 using Nanos = std::chrono::nanoseconds;
+
+// The monotonic time now, as a std::chrono::steady_clock time point (deadlines, ages, TTLs).
+inline std::chrono::steady_clock::time_point steadyNow() noexcept {
+  return std::chrono::steady_clock::now();
+}
+
+// The wall-clock time now (Unix time: JWT exp/nbf, log timestamps, certificate validity).
+inline std::chrono::system_clock::time_point wallNow() noexcept {
+  return std::chrono::system_clock::now();
+}
 
 class Clock {
  public:
@@ -20,7 +33,7 @@ class Clock {
 class SteadyClock final : public Clock {
  public:
   Nanos now() const noexcept override {
-    return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+    return std::chrono::duration_cast<Nanos>(steadyNow().time_since_epoch());
   }
   static const SteadyClock& instance() noexcept {
     static const SteadyClock c;

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 
+#include "gateway/core/hex.h"
+#include "gateway/core/json_escape.h"
+#include "gateway/core/utf8.h"
+
 namespace gw::federation::json {
 
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
 
 bool isWs(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -68,19 +70,6 @@ size_t nesting(std::string_view text, size_t limit) noexcept {
   return deepest;
 }
 
-int hexValue(char c) noexcept {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // The 4 hex digits at s[i..i+4) as a code unit, or -1.
 int32_t hex4(std::string_view s, size_t i) noexcept {
   if (s.size() < i + 4) {
@@ -88,77 +77,13 @@ int32_t hex4(std::string_view s, size_t i) noexcept {
   }
   int32_t v = 0;
   for (size_t k = 0; k < 4; ++k) {
-    const int h = hexValue(s[i + k]);
+    const int h = core::hexValue(s[i + k]);
     if (h < 0) {
       return -1;
     }
     v = v * 16 + h;
   }
   return v;
-}
-
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-// Length of the valid UTF-8 sequence starting at s[i] (2..4), or 0 when it is not one
-// (overlongs, surrogates and code points above U+10FFFF are not).
-size_t utf8SequenceLength(std::string_view s, size_t i) noexcept {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  size_t len = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) {
-      lo = 0xA0;
-    } else if (b0 == 0xED) {
-      hi = 0x9F;
-    }
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) {
-      lo = 0x90;
-    } else if (b0 == 0xF4) {
-      hi = 0x8F;
-    }
-  } else {
-    return 0;
-  }
-  if (s.size() - i < len) {
-    return 0;
-  }
-  const auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (b1 < lo || b1 > hi) {
-    return 0;
-  }
-  for (size_t k = 2; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if (b < 0x80 || b > 0xBF) {
-      return 0;
-    }
-  }
-  return len;
-}
-
-bool plain(unsigned char c) noexcept {
-  return c >= 0x20 && c != '"' && c != '\\' && c < 0x80;
 }
 
 }  // namespace
@@ -302,7 +227,7 @@ bool unescape(std::string_view token, std::string& out) {
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
           cp = 0xFFFD;
         }
-        appendUtf8(out, cp);
+        core::appendUtf8(out, cp);
         break;
       }
       default:
@@ -448,61 +373,7 @@ bool stringMember(std::string_view text, size_t open, std::string_view key, std:
 }
 
 void appendString(std::string& out, std::string_view s) {
-  out.push_back('"');
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t run = i;
-    while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) {
-      ++run;
-    }
-    out.append(s.data() + i, run - i);
-    i = run;
-    if (i == s.size()) {
-      break;
-    }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const size_t len = utf8SequenceLength(s, i);
-      if (len == 0) {
-        out.append("\\ufffd");  // not UTF-8: the output must stay valid JSON
-        ++i;
-      } else {
-        out.append(s.data() + i, len);
-        i += len;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\b':
-        out.append("\\b");
-        break;
-      case '\f':
-        out.append("\\f");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      default: {
-        const char esc[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        out.append(esc, sizeof esc);
-        break;
-      }
-    }
-    ++i;
-  }
-  out.push_back('"');
+  core::appendJsonString(out, s, {.escape_del = false, .replace_invalid_utf8 = true});
 }
 
 void appendBounded(std::string& out, std::string_view s, size_t max_bytes) {

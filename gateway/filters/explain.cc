@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/hex.h"
 #include "gateway/filters/json_writer.h"
 #include "gateway/filters/limits.h"
 #include "gateway/filters/pipeline.h"

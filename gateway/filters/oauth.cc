@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/core/clock.h"
 #include "gateway/filters/stages.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -128,9 +129,8 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
                   "Authorization: Bearer)");
   }
   const char* why = "";
-  auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
+  auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch()).count();
   ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
   // No credential in the request (anonymous, or missing where one is needed), but a client
   // certificate verified on the connection: the certificate is the credential. A credential

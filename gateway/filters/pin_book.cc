@@ -6,6 +6,7 @@
 #include <ctime>
 #include <utility>
 
+#include "gateway/core/clock.h"
 #include "gateway/federation/federation.h"
 #include "gateway/filters/json_writer.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -181,7 +182,7 @@ std::string pinBlockedData(std::string_view upstream) {
 }
 
 std::string utcNow() {
-  const std::time_t t = std::time(nullptr);
+  const std::time_t t = std::chrono::system_clock::to_time_t(core::wallNow());
   std::tm tm{};
   gmtime_r(&t, &tm);
   char b[32];

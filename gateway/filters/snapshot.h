@@ -2,7 +2,13 @@
 // The compiled, immutable configuration a request runs against: the validated Settings plus
 // everything compiled from them once (route table). Published to workers as
 // std::shared_ptr<const Snapshot>; a request keeps the snapshot it started with.
-// The schema cache is shared across snapshots (learned state survives a reload).
+// Members are of two kinds:
+//  - compiled config: built by load() from the files and never changed afterwards
+//    (settings, routes, policy);
+//  - learned runtime state: what the gateway learns from upstreams and operators while it
+//    runs, changed in place behind its own locks, and handed by load() from the running
+//    snapshot to the next one, so it survives a reload (schemas, federation and the catalogs
+//    it owns, pins).
 
 #include <memory>
 
@@ -16,15 +22,24 @@
 namespace gw::filters {
 
 struct Snapshot {
+  // Compiled config.
   std::shared_ptr<const settings::Settings> settings;
   router::RouteTable routes;
   std::shared_ptr<const policy::PolicySet> policy;  // never null (no files: allow-all)
+
+  // Learned runtime state.
+  // x-mcp-header annotations learned from relayed tools/list results (for verify_body and
+  // the legacy stage).
   std::shared_ptr<mcp::SchemaCache> schemas;
-  // Federation state, shared across snapshots like the schemas; `catalogs[i]` is route i's
-  // (null for a route with one upstream).
+  // Federation state, shared across snapshots like the schemas: each federated route's
+  // fetched lists, ownership, tasks and conflicts. `catalogs[i]` is route i's (null for a
+  // route with one upstream): the vector is compiled per snapshot, the catalogs it points to
+  // are the registry's learned state.
   std::shared_ptr<federation::Registry> federation;
   std::vector<std::shared_ptr<federation::RouteCatalog>> catalogs;
-  // tool_pinning (null when off): kept across reloads while the store path stays the same.
+  // tool_pinning (null when off): the pins and pending changes, learned from upstreams and
+  // approved by operators; kept across reloads while the store path stays the same. (Its
+  // settings are the policy's ToolPinning: compiled config.)
   std::shared_ptr<PinBook> pins;
 
   // The catalog of a federated route of these settings (null otherwise).

@@ -6,6 +6,7 @@
 #include "gateway/http/chunked.h"
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/hex.h"
 
 namespace gw::http {
 
@@ -284,11 +285,10 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view data) noexcept {
 }
 
 std::string_view chunkSizeLine(size_t n, char (&buf)[24]) noexcept {
-  constexpr char kHex[] = "0123456789abcdef";
   char digits[16];
   size_t len = 0;
   do {
-    digits[len++] = kHex[n & 0xf];
+    digits[len++] = core::kHexDigits[n & 0xf];
     n >>= 4;
   } while (n != 0);
   size_t out = 0;

@@ -4,6 +4,7 @@
 
 #include "gateway/core/ascii.h"
 #include "gateway/core/glob.h"
+#include "gateway/core/hex.h"
 
 namespace gw::http {
 

@@ -4,6 +4,7 @@
 #include "gateway/http/message.h"
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/hex.h"
 
 namespace gw::http {
 

@@ -3,6 +3,7 @@
 
 #include "gateway/mcp/jsonrpc.h"
 
+#include "gateway/core/json_escape.h"
 #include "gateway/mcp/json_internal.h"
 
 #include <simdjson.h>
@@ -14,54 +15,6 @@
 namespace gw::mcp {
 
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
-
-// Length of the valid UTF-8 sequence starting at s[i] (2..4), or 0 when it is not one.
-// Rejects overlongs, surrogates and code points above U+10FFFF.
-size_t utf8SequenceLength(std::string_view s, size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  size_t len = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) {
-      lo = 0xA0;
-    } else if (b0 == 0xED) {
-      hi = 0x9F;
-    }
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) {
-      lo = 0x90;
-    } else if (b0 == 0xF4) {
-      hi = 0x8F;
-    }
-  } else {
-    return 0;
-  }
-  if (s.size() - i < len) {
-    return 0;
-  }
-  const auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (b1 < lo || b1 > hi) {
-    return 0;
-  }
-  for (size_t k = 2; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if (b < 0x80 || b > 0xBF) {
-      return 0;
-    }
-  }
-  return len;
-}
-
-bool needsEscape(unsigned char c) {
-  return c < 0x20 || c == '"' || c == '\\' || c >= 0x7F;
-}
 
 // The member `key` (compared after unescaping) of an on-demand object; the first match.
 bool findMember(simdjson::ondemand::object& obj, std::string_view key,
@@ -86,59 +39,7 @@ bool findMember(simdjson::ondemand::object& obj, std::string_view key,
 }  // namespace
 
 void appendJsonEscaped(std::string& out, std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t run = i;
-    while (run < s.size() && !needsEscape(static_cast<unsigned char>(s[run]))) {
-      ++run;
-    }
-    out.append(s.data() + i, run - i);
-    i = run;
-    if (i == s.size()) {
-      break;
-    }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const size_t len = utf8SequenceLength(s, i);
-      if (len == 0) {
-        out.append("\\ufffd");
-        ++i;
-      } else {
-        out.append(s.data() + i, len);
-        i += len;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\b':
-        out.append("\\b");
-        break;
-      case '\f':
-        out.append("\\f");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      default: {  // other controls and DEL
-        const char esc[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        out.append(esc, sizeof esc);
-        break;
-      }
-    }
-    ++i;
-  }
+  core::appendJsonEscaped(out, s, {.escape_del = true, .replace_invalid_utf8 = true});
 }
 
 std::string errorBody(const RequestId& id, int code, std::string_view message,

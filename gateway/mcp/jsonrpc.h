@@ -53,8 +53,8 @@ std::string errorBody(const RequestId& id, int code, std::string_view message,
                       std::string_view data_json = {});
 
 // Appends s as the inside of a JSON string (quotes not included): ", \, control
-// characters escaped; bytes that are not valid UTF-8 become \ufffd. Also the escaping used
-// for decoded values in log lines.
+// characters and DEL escaped; bytes that are not valid UTF-8 become \ufffd. Also the escaping
+// used for decoded values in log lines. (core::appendJsonEscaped with escape_del.)
 void appendJsonEscaped(std::string& out, std::string_view s);
 
 // Best-effort id of a JSON-RPC request body (used on reject paths only): kJson with the

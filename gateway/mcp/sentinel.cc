@@ -4,8 +4,8 @@
 
 #include "gateway/mcp/sentinel.h"
 
-#include <array>
-#include <cstdint>
+#include "gateway/core/base64.h"
+#include "gateway/core/utf8.h"
 
 namespace gw::mcp {
 
@@ -13,26 +13,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "=?base64?";
 constexpr std::string_view kSuffix = "?=";
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-constexpr uint8_t kBad = 0xff;  // not in the alphabet (includes '=': padding is positional)
-
-constexpr std::array<uint8_t, 256> makeDecodeTable() {
-  std::array<uint8_t, 256> t{};
-  for (auto& v : t) {
-    v = kBad;
-  }
-  for (uint8_t i = 0; i < 64; ++i) {
-    t[static_cast<unsigned char>(kAlphabet[i])] = i;
-  }
-  return t;
-}
-constexpr std::array<uint8_t, 256> kDecode = makeDecodeTable();
-
-uint8_t sym(char c) {
-  return kDecode[static_cast<unsigned char>(c)];
-}
-
 // Both markers present without overlapping: `=?base64?=` (10 bytes) shares its `?` between
 // prefix and suffix and is therefore a literal.
 bool isSentinelShaped(std::string_view v) {
@@ -55,62 +35,32 @@ SentinelResult decodeSentinel(std::string_view raw, ValueArena& arena) noexcept 
   if (payload.empty()) {
     return SentinelResult{SentinelStatus::kDecoded, std::string_view(), ""};
   }
-  if (payload.size() % 4 != 0) {
-    return invalid("invalid base64: length not a multiple of 4");
+  const core::Base64Check check =
+      core::base64Check(payload, core::Base64Alphabet::kStandard, core::Base64Padding::kRequired);
+  switch (check.error) {
+    case core::Base64Error::kNone:
+      break;
+    case core::Base64Error::kLength:
+      return invalid("invalid base64: length not a multiple of 4");
+    case core::Base64Error::kMisplacedPadding:
+      return invalid("invalid base64: misplaced padding");
+    case core::Base64Error::kAlphabet:
+      return invalid("invalid base64: character outside the alphabet");
+    case core::Base64Error::kNonCanonical:
+      // Canonical form (RFC 4648 §3.5): otherwise several header byte strings decode to the
+      // same value, and anything keyed on the raw header (a route or policy matcher, a log
+      // line, a cache) could disagree with what the decoded value — the one compared to the
+      // body — says. Rejecting them keeps raw ↔ decoded one-to-one.
+      return invalid("invalid base64: non-canonical trailing bits");
   }
-
-  // Padding: only in the last quantum, at most two `=`, and only at its end.
-  size_t pad = 0;
-  if (payload.back() == '=') {
-    pad = payload[payload.size() - 2] == '=' ? 2 : 1;
-  }
-  const size_t out_len = payload.size() / 4 * 3 - pad;
-  const size_t body_len = payload.size() - pad;  // symbols that must be in the alphabet
-
-  // Validate everything before taking arena space, so a malformed value costs none.
-  for (size_t i = 0; i < body_len; ++i) {
-    if (sym(payload[i]) == kBad) {
-      return invalid(payload[i] == '=' ? "invalid base64: misplaced padding"
-                                       : "invalid base64: character outside the alphabet");
-    }
-  }
-  // Canonical form (RFC 4648 §3.5): the bits of the last symbol that fall beyond the
-  // decoded bytes must be zero. Otherwise several header byte strings decode to the same
-  // value, and anything keyed on the raw header (a route or policy matcher, a log line, a
-  // cache) could disagree with what the decoded value — the one compared to the body —
-  // says. Rejecting them keeps raw ↔ decoded one-to-one.
-  if (pad == 2 && (sym(payload[body_len - 1]) & 0x0f) != 0) {
-    return invalid("invalid base64: non-canonical trailing bits");
-  }
-  if (pad == 1 && (sym(payload[body_len - 1]) & 0x03) != 0) {
-    return invalid("invalid base64: non-canonical trailing bits");
-  }
-
-  char* out = arena.allocate(out_len);
+  // Validated before taking arena space, so a malformed value costs none.
+  char* out = arena.allocate(check.decoded_size);
   if (out == nullptr) {
     return invalid("header values too large");
   }
-  size_t o = 0;
-  size_t i = 0;
-  for (; i + 4 <= body_len; i += 4) {
-    const uint32_t n = (uint32_t{sym(payload[i])} << 18) | (uint32_t{sym(payload[i + 1])} << 12) |
-                       (uint32_t{sym(payload[i + 2])} << 6) | uint32_t{sym(payload[i + 3])};
-    out[o++] = static_cast<char>(n >> 16);
-    out[o++] = static_cast<char>((n >> 8) & 0xff);
-    out[o++] = static_cast<char>(n & 0xff);
-  }
-  if (pad != 0) {
-    uint32_t n = (uint32_t{sym(payload[i])} << 18) | (uint32_t{sym(payload[i + 1])} << 12);
-    if (pad == 1) {
-      n |= uint32_t{sym(payload[i + 2])} << 6;
-    }
-    out[o++] = static_cast<char>(n >> 16);
-    if (pad == 1) {
-      out[o++] = static_cast<char>((n >> 8) & 0xff);
-    }
-  }
-  const std::string_view decoded(out, o);
-  if (!isValidUtf8(decoded)) {
+  core::base64DecodeChecked(payload, core::Base64Alphabet::kStandard, out);
+  const std::string_view decoded(out, check.decoded_size);
+  if (!core::isValidUtf8(decoded)) {
     return invalid("decoded value is not UTF-8");
   }
   return SentinelResult{SentinelStatus::kDecoded, decoded, ""};
@@ -139,79 +89,9 @@ std::string encodeSentinel(std::string_view value) {
   std::string out;
   out.reserve(kPrefix.size() + (value.size() + 2) / 3 * 4 + kSuffix.size());
   out.append(kPrefix);
-  size_t i = 0;
-  for (; i + 3 <= value.size(); i += 3) {
-    const uint32_t n = (uint32_t{static_cast<unsigned char>(value[i])} << 16) |
-                       (uint32_t{static_cast<unsigned char>(value[i + 1])} << 8) |
-                       uint32_t{static_cast<unsigned char>(value[i + 2])};
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(kAlphabet[(n >> 6) & 63]);
-    out.push_back(kAlphabet[n & 63]);
-  }
-  const size_t rest = value.size() - i;
-  if (rest != 0) {
-    uint32_t n = uint32_t{static_cast<unsigned char>(value[i])} << 16;
-    if (rest == 2) {
-      n |= uint32_t{static_cast<unsigned char>(value[i + 1])} << 8;
-    }
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(rest == 2 ? kAlphabet[(n >> 6) & 63] : '=');
-    out.push_back('=');
-  }
+  core::appendBase64(out, value, core::Base64Alphabet::kStandard, core::Base64Padding::kRequired);
   out.append(kSuffix);
   return out;
-}
-
-bool isValidUtf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    unsigned char lo = 0x80;  // allowed range of the second byte (rules out overlongs,
-    unsigned char hi = 0xbf;  // surrogates and code points above U+10FFFF)
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-    } else if (c == 0xe0) {
-      len = 3;
-      lo = 0xa0;
-    } else if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
-      len = 3;
-    } else if (c == 0xed) {
-      len = 3;
-      hi = 0x9f;
-    } else if (c == 0xf0) {
-      len = 4;
-      lo = 0x90;
-    } else if (c >= 0xf1 && c <= 0xf3) {
-      len = 4;
-    } else if (c == 0xf4) {
-      len = 4;
-      hi = 0x8f;
-    } else {
-      return false;  // continuation byte, C0/C1 overlong lead, or F5-FF
-    }
-    if (n - i < len) {
-      return false;
-    }
-    if (p[i + 1] < lo || p[i + 1] > hi) {
-      return false;
-    }
-    for (size_t k = 2; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) {
-        return false;
-      }
-    }
-    i += len;
-  }
-  return true;
 }
 
 }  // namespace gw::mcp

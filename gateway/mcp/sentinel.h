@@ -33,7 +33,4 @@ bool needsSentinel(std::string_view value) noexcept;
 // `=?base64?...?=` form of value (for tests, tools and legacy header synthesis).
 std::string encodeSentinel(std::string_view value);
 
-// True when `s` is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF).
-bool isValidUtf8(std::string_view s) noexcept;
-
 }  // namespace gw::mcp

@@ -8,18 +8,14 @@
 
 #include <cstdint>
 
+#include "gateway/core/base64.h"
+
 namespace gw::mcp {
 
 namespace {
 
 constexpr std::string_view kBuiltinKey = "mcp-gateway session token key v1";
 constexpr std::string_view kDomain = "mcp-session/v1";
-constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-bool isBase64Url(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_';
-}
 
 bool isVisible(char c) noexcept {
   auto u = static_cast<unsigned char>(c);
@@ -45,13 +41,8 @@ std::string sessionToken(std::string_view secret, std::string_view upstream,
   // 12 bytes → exactly 16 base64url characters, no padding.
   std::string out;
   out.reserve(kSessionTokenChars);
-  for (size_t i = 0; i < 12; i += 3) {
-    uint32_t v = (uint32_t{mac[i]} << 16) | (uint32_t{mac[i + 1]} << 8) | mac[i + 2];
-    out.push_back(kBase64Url[(v >> 18) & 63]);
-    out.push_back(kBase64Url[(v >> 12) & 63]);
-    out.push_back(kBase64Url[(v >> 6) & 63]);
-    out.push_back(kBase64Url[v & 63]);
-  }
+  core::appendBase64(out, std::string_view(reinterpret_cast<const char*>(mac), 12),
+                     core::Base64Alphabet::kUrl, core::Base64Padding::kNone);
   return out;
 }
 
@@ -117,7 +108,7 @@ WrappedSession unwrapSessionId(std::string_view value) noexcept {
   }
   std::string_view token = value.substr(0, kSessionTokenChars);
   for (char c : token) {
-    if (!isBase64Url(c)) {
+    if (!core::isBase64Symbol(c, core::Base64Alphabet::kUrl)) {
       w.error = SessionError::kBadToken;
       return w;
     }

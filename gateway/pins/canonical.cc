@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/core/hex.h"
+#include "gateway/core/json_escape.h"
+#include "gateway/core/utf8.h"
+
 #include "gateway/pins/pins.h"
 
 namespace gw::pins {
@@ -19,7 +23,6 @@ namespace gw::pins {
 namespace {
 
 constexpr size_t kMaxDepth = 64;
-constexpr char kHex[] = "0123456789abcdef";
 
 struct Member {
   std::string key;    // decoded
@@ -27,83 +30,8 @@ struct Member {
   size_t offset = 0;  // of the key's opening quote in the input
 };
 
-// The offset of the first byte that does not belong to a well-formed UTF-8 sequence, or
-// in.size() when the whole text is UTF-8.
-size_t invalidUtf8At(std::string_view in) noexcept {
-  size_t i = 0;
-  while (i < in.size()) {
-    const auto b = static_cast<unsigned char>(in[i]);
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    unsigned char lo = 0x80;  // the range of the second byte
-    unsigned char hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF) {
-      len = 2;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      len = 3;
-      lo = b == 0xE0 ? 0xA0 : 0x80;  // no overlong forms
-      hi = b == 0xED ? 0x9F : 0xBF;  // no encoded surrogates
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      len = 4;
-      lo = b == 0xF0 ? 0x90 : 0x80;  // no overlong forms
-      hi = b == 0xF4 ? 0x8F : 0xBF;  // nothing above U+10FFFF
-    } else {
-      return i;
-    }
-    if (in.size() - i < len) {
-      return i;
-    }
-    const auto second = static_cast<unsigned char>(in[i + 1]);
-    if (second < lo || second > hi) {
-      return i;
-    }
-    for (size_t k = 2; k < len; ++k) {
-      const auto next = static_cast<unsigned char>(in[i + k]);
-      if (next < 0x80 || next > 0xBF) {
-        return i;
-      }
-    }
-    i += len;
-  }
-  return in.size();
-}
-
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 bool isDigit(char c) noexcept {
   return c >= '0' && c <= '9';
-}
-
-int hexValue(char c) noexcept {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 // At most `max` bytes of the (valid UTF-8) text, cut at a code point boundary.
@@ -127,7 +55,7 @@ class Reader {
   // The whole input as one value. `top`, when given and the value is an object, receives
   // its members (sorted by key).
   bool document(std::string& out, std::vector<Member>* top) {
-    if (const size_t bad = invalidUtf8At(in_); bad != in_.size()) {
+    if (const size_t bad = core::invalidUtf8At(in_); bad != in_.size()) {
       pos_ = bad;
       return fail("not valid UTF-8");
     }
@@ -307,7 +235,7 @@ class Reader {
     }
     v = 0;
     for (size_t k = 0; k < 4; ++k) {
-      const int h = hexValue(in_[pos_ + k]);
+      const int h = core::hexValue(in_[pos_ + k]);
       if (h < 0) {
         return false;
       }
@@ -385,7 +313,7 @@ class Reader {
             }
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          appendUtf8(decoded, cp);
+          core::appendUtf8(decoded, cp);
           break;
         }
         default:
@@ -451,53 +379,14 @@ class Reader {
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view decoded) {
-  out.push_back('"');
-  for (const char c : decoded) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 0xF]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
+  // Non-ASCII bytes are copied as they are: canonicalJson has checked the text is UTF-8.
+  core::appendJsonString(out, decoded, {.escape_del = false, .replace_invalid_utf8 = false});
 }
 
 std::string sha256Hex(std::string_view bytes) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  std::string hex(2 * SHA256_DIGEST_LENGTH, '0');
-  for (size_t i = 0; i < SHA256_DIGEST_LENGTH; ++i) {
-    hex[2 * i] = kHex[digest[i] >> 4];
-    hex[2 * i + 1] = kHex[digest[i] & 0xF];
-  }
-  return hex;
+  return core::hexEncode(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
 }
 
 bool canonicalJson(std::string_view json, std::string& out, std::string& error) noexcept {

@@ -2,7 +2,6 @@
 // pins.h). Plain POSIX calls; every failure becomes an error text naming the path.
 
 #include <fcntl.h>
-#include <simdjson.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <string>
 #include <system_error>
 
+#include "gateway/core/utf8.h"
 #include "gateway/pins/pins.h"
 
 namespace gw::pins {
@@ -152,7 +152,7 @@ bool Store::load(const std::string& path, Store& out, bool& existed, std::string
 
 bool Store::save(const std::string& path, std::string& error) const {
   const std::string text = serialize();
-  if (!simdjson::validate_utf8(text.data(), text.size())) {
+  if (!core::isValidUtf8(text)) {
     error = "pins store " + path + ": an upstream or tool name is not valid UTF-8";
     return false;
   }

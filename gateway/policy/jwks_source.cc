@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
 #include "gateway/policy/jwt.h"
 
 namespace gw::policy {
@@ -168,8 +169,7 @@ JwksSource::Ask JwksSource::askRefetch() noexcept {
   Ask a;
   a.ended = ended_.load(std::memory_order_acquire);
   asked_.store(true, std::memory_order_release);
-  a.coming =
-      fetching_.load(std::memory_order_acquire) || askAllowed(std::chrono::steady_clock::now());
+  a.coming = fetching_.load(std::memory_order_acquire) || askAllowed(core::steadyNow());
   return a;
 }
 

@@ -48,10 +48,6 @@ struct PolicySet::Jwt {
   std::unique_ptr<TokenCache> cache = std::make_unique<TokenCache>();
 };
 
-// Strict base64url (RFC 4648 §5) without padding: alphabet only, no `=`, no whitespace,
-// unused trailing bits zero. False on anything else.
-bool base64UrlDecode(std::string_view in, std::string& out) noexcept;
-
 // Whether a token's `aud` entry names the configured audience `want`: the same string, or,
 // for absolute URIs, the same with scheme and host compared case-insensitively and "no path"
 // equal to "/" (the 2026-07-28 authorization spec: canonical resource URIs are lower case but

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "gateway/core/clock.h"
+
 namespace gw::ratelimit {
 
 namespace {
@@ -96,7 +98,7 @@ RedisLimiter::~RedisLimiter() {
 }
 
 void RedisLimiter::connect() {
-  auto now = std::chrono::steady_clock::now();
+  auto now = core::steadyNow();
   if (attempted_ && now - last_attempt_ < kReconnectInterval) {
     return;
   }
@@ -131,12 +133,12 @@ void RedisLimiter::onDisconnect(const redisAsyncContext* ac, int) {
   auto* self = static_cast<RedisLimiter*>(ac->data);
   (void)self->ctx_.release();  // hiredis frees it after this returns
   self->state_ = State::kDown;
-  self->last_attempt_ = std::chrono::steady_clock::now();  // next try in a second
+  self->last_attempt_ = core::steadyNow();  // next try in a second
 }
 
 void RedisLimiter::dropConnection() noexcept {
   state_ = State::kDown;
-  last_attempt_ = std::chrono::steady_clock::now();
+  last_attempt_ = core::steadyNow();
   // Fails every command still queued (onReply with a null reply) and frees the context.
   ctx_.reset();
 }

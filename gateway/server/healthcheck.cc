@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "gateway/core/clock.h"
+
 namespace gw::server {
 
 namespace {
@@ -21,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 // Waits for `events` on fd until `deadline`; false on timeout or error.
 bool waitFd(int fd, short events, Clock::time_point deadline) {
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - core::steadyNow());
     if (left.count() <= 0) {
       return false;
     }
@@ -44,7 +46,7 @@ bool fail(std::string& error, std::string what) {
 }  // namespace
 
 bool probeHealth(uint16_t port, std::chrono::milliseconds timeout, std::string& error) {
-  Clock::time_point deadline = Clock::now() + timeout;
+  Clock::time_point deadline = core::steadyNow() + timeout;
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return fail(error, std::string("socket: ") + std::strerror(errno));

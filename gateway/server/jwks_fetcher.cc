@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gateway/client/http_client.h"
+#include "gateway/core/clock.h"
 #include "gateway/event/dns.h"
 #include "gateway/event/owners.h"
 #include "gateway/http/whole_response.h"
@@ -137,7 +138,7 @@ void JwksFetcher::stop() {
 }
 
 void JwksFetcher::Impl::onTick() {
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = core::steadyNow();
   std::vector<std::shared_ptr<JwksSource>> live = JwksSource::live();
   std::erase_if(states, [](const auto& kv) {
     return kv.second.source.expired() && kv.second.fetch == nullptr;
@@ -255,7 +256,7 @@ void JwksFetcher::Impl::end(State& st, Result r, const std::string& reason,
   // Tokens that asked while this fetch ran were answered by it (or will be retried with the
   // next ask): they must not start a second fetch, nor use up the asked-for interval.
   f.source->takeAsk();
-  st.due = Clock::now() + next;
+  st.due = core::steadyNow() + next;
   // Requests waiting for this fetch (proxy/exchange.cc) go on when they see the count move.
   f.source->fetchEnded();
   st.fetch.reset();  // frees f

@@ -2,11 +2,10 @@
 // with config::Walker (config/yaml_walker.h), which catches yaml-cpp's exceptions and turns
 // them into Diagnostics; nothing here throws to callers. The walk never stops at the first
 // problem; every error is collected with file:line:column (1-based) and the snapshot is only
-// produced when there are none. This file walks the top level, admin_auth (reading its token
-// file), limits, mcp and policies; routes.cc the upstreams (their `headers` expanded from the
-// environment) and routes.
+// produced when there are none. This file walks the top level, limits, mcp and policies;
+// admin_auth.cc admin_auth (reading its token file); routes.cc the upstreams (their `headers`
+// expanded from the environment) and routes; listen_tls.cc the `tls` block.
 
-#include <openssl/sha.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +45,6 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "federation",
                                          "admin_auth",
                                          "tls"};
-constexpr std::string_view kAdminAuthKeys[] = {"token_file"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
@@ -75,29 +73,6 @@ constexpr uint32_t kMaxHeadersCeiling = 1000;
 constexpr uint64_t kMinHeaderBytes = 1024;
 constexpr uint64_t kMinHeaderLine = 256;
 constexpr uint64_t kMaxHeaderBytes = 1024 * 1024;
-
-// RFC 6750 §2.1 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=". The
-// index of the first byte that breaks it, or npos.
-size_t badB64Token(std::string_view t) {
-  size_t i = 0;
-  for (; i < t.size(); ++i) {
-    const char c = t[i];
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
-                    c == '_' || c == '~' || c == '+' || c == '/';
-    if (!ok) {
-      break;
-    }
-  }
-  if (i == 0) {
-    return 0;
-  }
-  for (; i < t.size(); ++i) {
-    if (t[i] != '=') {
-      return i;
-    }
-  }
-  return std::string_view::npos;
-}
 
 }  // namespace
 
@@ -236,83 +211,6 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
               "127.0.0.1");
   }
   checkRoutes(s);
-}
-
-// admin_auth: { token_file: PATH }.
-void Loader::walkAdminAuth(const Entry& ae, Settings& s) {
-  std::vector<Entry> es = entries(ae.value, ae.key_node.Mark(), kAdminAuthKeys, ae.path);
-  if (!ae.value.IsMap()) {
-    return;  // reported by entries()
-  }
-  const Entry* tf = find(es, "token_file");
-  if (tf == nullptr) {
-    error(valueMark(ae), "'admin_auth' has no 'token_file'");
-    return;
-  }
-  AdminAuth a;
-  if (readAdminToken(*tf, a)) {
-    s.admin_auth = std::move(a);
-  }
-}
-
-// The admin token, read now (at every load and reload): the file's content without trailing
-// whitespace (CR, LF, spaces, tabs). Errors name the file, never a byte of its content.
-bool Loader::readAdminToken(const Entry& e, AdminAuth& out) {
-  std::string text;
-  if (!readNonEmptyString(e, text)) {
-    return false;
-  }
-  const std::string abs = resolve(text);
-  const std::string what = "admin token file '" + text + "'";
-  if (hermeticLoad()) {
-    error(valueMark(e), what + " not looked at (hermetic test load)");
-    return false;
-  }
-  std::error_code ec;
-  const fs::file_status st = fs::status(abs, ec);
-  if (ec || !fs::exists(st)) {
-    error(valueMark(e), what + " does not exist (looked for " + abs + ")");
-    return false;
-  }
-  if (!fs::is_regular_file(st)) {
-    error(valueMark(e), what + " is not a regular file (" + abs + ")");
-    return false;
-  }
-  std::string token;
-  std::string reason;
-  if (!readWholeFile(abs, token, reason)) {
-    error(valueMark(e), what + " cannot be read (" + abs + "): " + reason);
-    return false;
-  }
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-    token.pop_back();
-  }
-  if (token.empty()) {
-    error(valueMark(e), what + " is empty (" + abs + ")");
-    return false;
-  }
-  if (token.size() < kMinAdminTokenBytes) {
-    error(valueMark(e), what + " holds a token of " + std::to_string(token.size()) +
-                            " bytes; it must have at least " + std::to_string(kMinAdminTokenBytes) +
-                            " (make one with: openssl rand -hex 32)");
-    return false;
-  }
-  if (token.size() > kMaxAdminTokenBytes) {
-    error(valueMark(e), what + " holds more than " + std::to_string(kMaxAdminTokenBytes) +
-                            " bytes; is it the right file? (" + abs + ")");
-    return false;
-  }
-  if (size_t bad = badB64Token(token); bad != std::string_view::npos) {
-    error(valueMark(e), what + ": byte " + std::to_string(bad + 1) +
-                            " cannot be part of a Bearer token (RFC 6750: letters, digits, "
-                            "'-', '.', '_', '~', '+', '/', then '=' at the end only)");
-    return false;
-  }
-  out.token_file = abs;
-  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(),
-         out.token_sha256.data());
-  out.token = std::move(token);
-  return true;
 }
 
 void Loader::walkFederation(const Entry& fe, Federation& f) {

@@ -1,7 +1,8 @@
 #pragma once
 // settings/: the gateway.yaml schema, walked with config::Walker. Internal to settings/ (the
-// API is settings.h): loader.cc walks the top level, admin_auth, limits, mcp and policies and
-// holds the entry points; routes.cc walks upstreams and routes and checks what refers to what.
+// API is settings.h): loader.cc walks the top level, limits, mcp and policies and holds the
+// entry points; admin_auth.cc walks admin_auth; routes.cc walks upstreams and routes and
+// checks what refers to what; listen_tls.cc walks tls.
 
 #include <yaml-cpp/yaml.h>
 
@@ -42,14 +43,16 @@ class Loader : public config::Walker {
   bool readPath(const Entry& e, std::string& out);
   std::string resolve(const std::string& p) const;
   void walkTop(const YAML::Node& root, Settings& s);
-  void walkAdminAuth(const Entry& ae, Settings& s);
-  bool readAdminToken(const Entry& e, AdminAuth& out);
   void walkFederation(const Entry& fe, Federation& f);
   void walkLimits(const Entry& le, Limits& l);
   void walkMcp(const Entry& me, Mcp& m);
   void walkAllowedHosts(const Entry& e, Mcp& m);
   void walkTrustedProxies(const Entry& e, Settings& s);
   void walkPolicies(const Entry& pe, Settings& s);
+
+  // admin_auth.cc
+  void walkAdminAuth(const Entry& ae, Settings& s);
+  bool readAdminToken(const Entry& e, AdminAuth& out);
 
   // listen_tls.cc
   void walkTls(const Entry& te, Settings& s);

@@ -26,6 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/core/clock.h"
+#include "gateway/core/hex.h"
+
 namespace gw::tls {
 
 namespace {
@@ -115,17 +118,6 @@ std::string isoTime(const ASN1_TIME* t, int64_t* unix = nullptr) {
   return std::string(buf, n);
 }
 
-std::string hex(const unsigned char* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    s += kDigits[p[i] >> 4];
-    s += kDigits[p[i] & 15];
-  }
-  return s;
-}
-
 int selectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                unsigned int inlen, void*) {
   unsigned char* chosen = nullptr;
@@ -181,8 +173,7 @@ class TicketKeys {
 
  private:
   static int64_t now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::seconds>(core::steadyNow().time_since_epoch())
         .count();
   }
   void rotateIfDue() {
@@ -409,7 +400,7 @@ BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
     SSL_CTX_set_session_id_context(ctx.get(), sid_md, sizeof sid_md);
 
     CertificateInfo info;
-    info.fingerprint = hex(md, md_len);
+    info.fingerprint = core::hexEncode(std::string_view(reinterpret_cast<const char*>(md), md_len));
     info.subject = peerSubject(chain.front().get());
     info.not_before = isoTime(X509_get0_notBefore(chain.front().get()), &info.not_before_unix);
     info.not_after = isoTime(X509_get0_notAfter(chain.front().get()), &info.not_after_unix);

@@ -12,6 +12,7 @@
 
 #include <event2/bufferevent_ssl.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/tls/tls.h"
 #include "gateway/upstream/direct_read.h"
 
@@ -118,7 +119,7 @@ Lease Pools::acquire(const settings::Upstream& up) {
   }
   // round_robin starts at the next endpoint, first_healthy at the first; both skip an
   // endpoint that failed to connect within kFailHold, unless all of them did.
-  auto now = std::chrono::steady_clock::now();
+  auto now = core::steadyNow();
   size_t n = c.pools.size();
   size_t start = up.balance == settings::Balance::kRoundRobin ? c.next++ % n : 0;
   size_t index = start;
@@ -214,7 +215,7 @@ void Pools::release(Lease&& lease, uint32_t max_idle) {
   idle->pool = &pool;
   idle->self = std::prev(pool.idle.end());
   idle->bev = std::move(lease.bev);
-  idle->since = std::chrono::steady_clock::now();
+  idle->since = core::steadyNow();
   bufferevent* bev = idle->bev.get();
   bufferevent_setwatermark(bev, EV_READ, 0, 0);
   bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
@@ -237,7 +238,7 @@ void Pools::release(Lease&& lease, uint32_t max_idle) {
 }
 
 void Pools::sweep() {
-  auto oldest_kept = std::chrono::steady_clock::now() - idle_timeout_;
+  auto oldest_kept = core::steadyNow() - idle_timeout_;
   for (auto& [key, pool] : pools_) {
     // Most recently used at the back: the expired ones are at the front.
     while (!pool->idle.empty() && pool->idle.front()->since <= oldest_kept) {
@@ -251,7 +252,7 @@ void Pools::sweep() {
 
 void Pools::markFailed(const Lease& lease) {
   if (auto* pool = static_cast<Pool*>(lease.pool)) {
-    pool->failed_until = std::chrono::steady_clock::now() + kFailHold;
+    pool->failed_until = core::steadyNow() + kFailHold;
   }
 }
 

@@ -1,11 +1,12 @@
-// libFuzzer target: the JWT/JWKS parser (policy/jwt.cc). Every input is tried as
+// libFuzzer target: the JWT/JWKS parser (policy/jwt.cc, jwks.cc). Every input is tried as
 //  1. a JWKS document (parseJwks): must succeed with keys or fail with a message, never crash;
 //     a set that parses is then used to verify a fixed token;
 //  2. a compact JWS (verifyJwt) against fixed HS256/RS256/ES256 keys (the seed tokens in
 //     corpus/jwt_fuzz are signed with their private halves);
 //  3. the same header.payload re-signed here with the HS256 key, so the claim checks behind
 //     the signature see mutated payloads too (a mutated token's own signature never holds);
-//  4. strict base64url (base64UrlDecode): what decodes must re-encode to the same text.
+//  4. strict base64url (core::base64Decode, url alphabet, no padding): what decodes must
+//     re-encode to the same text.
 // Invariants: reasons are non-empty static text, an authenticated identity has the fixed
 // issuer's audience checks behind it, nothing throws.
 
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/core/base64.h"
 #include "gateway/policy/jwt.h"
 #include "gateway/policy/policy.h"
 #include "tests/unit/policy/test_util.h"
@@ -123,7 +125,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // 4. Strict base64url round trip.
   std::string decoded;
-  if (gw::policy::base64UrlDecode(input, decoded)) {
+  if (gw::core::base64Decode(input, gw::core::Base64Alphabet::kUrl, gw::core::Base64Padding::kNone,
+                             decoded)) {
     check(b64url(decoded) == input);
   }
   return 0;

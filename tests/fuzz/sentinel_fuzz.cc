@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/utf8.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
 #include "gateway/mcp/contract.h"
@@ -42,7 +43,7 @@ void fuzzCodec(std::string_view raw) {
       break;
     case SentinelStatus::kDecoded:
       check(inside(r.value, base, arena.used()));
-      check(gw::mcp::isValidUtf8(r.value));
+      check(gw::core::isValidUtf8(r.value));
       check(gw::mcp::encodeSentinel(r.value) == raw);
       break;
     case SentinelStatus::kInvalid:
@@ -54,7 +55,7 @@ void fuzzCodec(std::string_view raw) {
     check(r.status == SentinelStatus::kLiteral);
   }
   // Any UTF-8 string survives encode → decode.
-  if (gw::mcp::isValidUtf8(raw)) {
+  if (gw::core::isValidUtf8(raw)) {
     const std::string enc = gw::mcp::encodeSentinel(raw);
     ValueArena big(raw.size());
     const gw::mcp::SentinelResult back = gw::mcp::decodeSentinel(enc, big);
@@ -96,7 +97,7 @@ void fuzzContract(std::string_view data) {
     check(inside(v.raw, data.data(), data.size()));
     if (v.sentinel) {
       check(inside(v.value, base, arena.used()));
-      check(gw::mcp::isValidUtf8(v.value));
+      check(gw::core::isValidUtf8(v.value));
     } else {
       check(v.value.data() == v.raw.data() && v.value.size() == v.raw.size());
       for (char c : v.value) {

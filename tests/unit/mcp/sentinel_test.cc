@@ -2,6 +2,8 @@
 
 #include "gateway/mcp/sentinel.h"
 
+#include "gateway/core/utf8.h"
+
 #include <catch.hpp>
 #include <string>
 #include <string_view>
@@ -221,7 +223,7 @@ TEST_CASE("sentinel: needsSentinel per items 49-50", "[mcp][sentinel]") {
 
 TEST_CASE("sentinel: encoded values always decode back", "[mcp][sentinel]") {
   for (const auto& c : kNeedsCases) {
-    if (!isValidUtf8(c.value)) {
+    if (!core::isValidUtf8(c.value)) {
       continue;
     }
     CAPTURE(c.value);
@@ -230,49 +232,6 @@ TEST_CASE("sentinel: encoded values always decode back", "[mcp][sentinel]") {
     REQUIRE(r.status == SentinelStatus::kDecoded);
     CHECK(r.value == c.value);
     CHECK(needsSentinel(encodeSentinel(c.value)));  // its own output is sentinel-shaped
-  }
-}
-
-struct Utf8Case {
-  std::string_view bytes;
-  bool valid;
-};
-
-constexpr Utf8Case kUtf8Cases[] = {
-    {"", true},
-    {"plain ascii", true},
-    {"\x7f", true},
-    {"\xc2\x80", true},          // U+0080
-    {"\xdf\xbf", true},          // U+07FF
-    {"\xe0\xa0\x80", true},      // U+0800
-    {"\xed\x9f\xbf", true},      // U+D7FF
-    {"\xee\x80\x80", true},      // U+E000
-    {"\xef\xbf\xbf", true},      // U+FFFF
-    {"\xf0\x90\x80\x80", true},  // U+10000
-    {"\xf4\x8f\xbf\xbf", true},  // U+10FFFF
-    {"\x80", false},             // lone continuation
-    {"\xbf", false},
-    {"\xc0\x80", false},          // overlong NUL
-    {"\xc1\xbf", false},          // overlong
-    {"\xe0\x9f\xbf", false},      // overlong 3-byte
-    {"\xf0\x8f\xbf\xbf", false},  // overlong 4-byte
-    {"\xed\xa0\x80", false},      // U+D800
-    {"\xed\xbf\xbf", false},      // U+DFFF
-    {"\xf4\x90\x80\x80", false},  // U+110000
-    {"\xf5\x80\x80\x80", false},
-    {"\xff", false},
-    {"\xc2", false},              // truncated
-    {"\xe2\x82", false},          // truncated
-    {"\xf0\x9f\x98", false},      // truncated
-    {"\xe2\x28\xa1", false},      // bad continuation
-    {"\xf0\x9f\x98\x28", false},  // bad last continuation
-    {"a\xc3\xa9z", true},
-};
-
-TEST_CASE("sentinel: isValidUtf8", "[mcp][sentinel]") {
-  for (const auto& c : kUtf8Cases) {
-    CAPTURE(c.bytes);
-    CHECK(isValidUtf8(c.bytes) == c.valid);
   }
 }
 
