@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
 #include "gateway/federation/federation.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/filters/stages.h"
@@ -100,7 +101,7 @@ void fillLegacyParams(LegacyParams& p, const settings::Route& route) {
         name = inner;
       }
     }
-    tool = p.ctx->snapshot->schemas->find(route.upstream, name, std::chrono::steady_clock::now());
+    tool = p.ctx->snapshot->schemas->find(route.upstream, name, core::steadyNow());
   }
   if (!p.body->fillParams(p.index, tool.get(), *p.ctx->arena, *p.view)) {
     p.arena_full = true;

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
 #include "gateway/federation/federation.h"
 #include "gateway/http/host.h"
 #include "gateway/http/message.h"
@@ -561,7 +562,7 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
     std::string_view upstream;
     std::string_view name;
     schemaOwner(ctx, upstream, name);
-    tool = ctx.snapshot->schemas->find(upstream, name, std::chrono::steady_clock::now());
+    tool = ctx.snapshot->schemas->find(upstream, name, core::steadyNow());
     ctx.param_check = tool ? ParamCheck::kVerified : ParamCheck::kUnverifiable;
   }
   mcp::VerifyOptions opts;

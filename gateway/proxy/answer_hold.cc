@@ -6,6 +6,8 @@
 
 #include <chrono>
 
+#include "gateway/core/clock.h"
+
 namespace gw::proxy {
 
 namespace {
@@ -19,8 +21,7 @@ std::atomic<bool> g_trim_pending{false};
 std::atomic<int64_t> g_last_large_ms{0};
 
 int64_t nowMs() noexcept {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(core::steadyNow().time_since_epoch())
       .count();
 }
 

@@ -3,6 +3,7 @@
 // cancellation rule, the tools/list capture for schema learning, and cut answers.
 
 #include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/jsonrpc.h"
@@ -265,7 +266,7 @@ void Exchange::learnTools(std::string_view json) noexcept {
   uint64_t ttl = 0;
   if (mcp::parseToolsList(json, tools, ttl)) {
     const settings::Upstream& up = s_->upstreams[up_index_];
-    snap_->schemas->learn(up.name, std::move(tools), ttl, std::chrono::steady_clock::now());
+    snap_->schemas->learn(up.name, std::move(tools), ttl, core::steadyNow());
   }
 }
 

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "gateway/admin/admin.h"
+#include "gateway/core/clock.h"
 #include "gateway/downstream/http1_connection.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
@@ -51,9 +52,8 @@ void noteCertificate(const tls::CertificateInfo& cert, metrics::Registry& metric
   if (cert.not_after_unix == 0) {
     return;
   }
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch()).count();
   const int64_t left = cert.not_after_unix - now;
   if (left <= 0) {
     spdlog::warn("TLS certificate {} (subject '{}') expired at {}: clients will refuse it",
@@ -308,9 +308,9 @@ void Server::reload() {
     // A certificate every client would refuse (expired, not valid yet) does not replace one
     // they accept: refused like a key that does not match its certificate.
     const auto running = shared_.tls.load(std::memory_order_acquire);
-    const int64_t unix_now = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
+    const int64_t unix_now =
+        std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch())
+            .count();
     const std::string why =
         tls::refusedReplacement(running->certificate(), now.tls->context->certificate(), unix_now);
     if (!why.empty()) {
@@ -427,7 +427,7 @@ void Server::beginDrain() {
     return;
   }
   drain_started_ = true;
-  drain_started_at_ = std::chrono::steady_clock::now();
+  drain_started_at_ = core::steadyNow();
   shared_.draining.store(true);
   auto s = shared_.snapshot.load()->settings;
   drain_deadline_ = drain_started_at_ + s->drain_timeout;
@@ -457,7 +457,7 @@ void Server::onDrainTick() {
     return;
   }
   bool done = shared_.connections.load() == 0;
-  if (done || std::chrono::steady_clock::now() >= drain_deadline_) {
+  if (done || core::steadyNow() >= drain_deadline_) {
     if (!done) {
       spdlog::warn("drain timeout: closing {} connections", shared_.connections.load());
     }
@@ -480,7 +480,7 @@ int Server::run() {
       // process and to its process group. Only a signal sent well after the first is a
       // second request.
       if (static_cast<int>(sig) != self->drain_signal_ ||
-          std::chrono::steady_clock::now() - self->drain_started_at_ >= kRepeatSignalWindow) {
+          core::steadyNow() - self->drain_started_at_ >= kRepeatSignalWindow) {
         self->exitNow(static_cast<int>(sig));
       }
       spdlog::info("{} again within {} ms of the first: already draining",
