@@ -401,7 +401,7 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
 }
 
 TEST_CASE("admin: a watched config file reloads itself, a broken one is counted and ignored",
-          "[admin][reload]") {
+          "[admin][reload][slow]") {
   AdminGateway fixture;
   auto& [up, dir, admin, gw] = fixture;
   Response cfg = adminGet(admin, "/config");

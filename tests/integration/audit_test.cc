@@ -149,7 +149,7 @@ std::string gatewayConfig(uint16_t admin, uint16_t upstream, const std::string& 
 TEST_CASE(
     "audit: an audit rule and an audit limit let everything through and say what they "
     "would have done",
-    "[audit][policy]") {
+    "[audit][policy][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -236,7 +236,7 @@ TEST_CASE(
 }
 
 TEST_CASE("audit: the same policy enforced refuses exactly what audit mode reported",
-          "[audit][policy]") {
+          "[audit][policy][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }

@@ -515,7 +515,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: a 502 or 504 answered for a buffered body echoes the request id "
     "(issue 12 item 7)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   const std::string_view ids[] = {"7", R"("id-seven")", "-3", R"("x\"y")"};
   SECTION("502: the upstream endpoint is a closed port") {
     uint16_t closed = freePort();
@@ -672,7 +672,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: a GET or HEAD body on the endpoint is never parsed as a pipelined "
     "request (RFC 9112 §6.3, issue 12 item 7)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   Gateway gw(edgeYaml({.upstream = up.address(), .mcp = "  legacy: reject\n"}));
   // A body that is itself a complete MCP request: if it were parsed as one, the upstream
@@ -731,7 +731,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: send_timeout closes a client that stopped reading together with its SSE "
     "upstream, a slow reader is not cut (issue 12 item 8)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   // The upstream streams 16 KiB events, `gap` apart (at most 1000 of them); when a send fails
   // it records whether the gateway closed its side ("closed"). Back to back, the kernel
   // buffers between the gateway and the stopped reader fill at once, so the send_timeout
@@ -802,7 +802,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: a connection that sends nothing is closed at header_timeout, not "
     "keepalive_timeout (issue 12 item 9)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   Gateway gw(edgeYaml({.upstream = up.address(),
                        .limits = "  keepalive_timeout: 60s\n",
@@ -880,7 +880,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: an error answer ending the connection is read whole while the client is "
     "still sending, not lost to a reset (RFC 9112 §9.6 lingering close, issue 12 item 9)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   Gateway gw(edgeYaml({.upstream = up.address(), .limits = "  max_body_bytes: 1KiB\n"}));
   // More than the socket buffers between the two ends absorb (the client's send buffer is
@@ -978,7 +978,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: a second SIGTERM or SIGINT during a drain exits at once with code 1, and the "
     "same one delivered twice at once does not (issue 12 item 12)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   struct Row {
     int first;
     int second;
@@ -1029,7 +1029,7 @@ TEST_CASE(
 TEST_CASE(
     "edge-conn: a flood of malformed requests is rate-limited in the log, counted in "
     "/metrics, and absent from the access log (issue 12 item 12)",
-    "[edge][edge-conn]") {
+    "[edge][edge-conn][slow]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   uint16_t admin = freePort();
   Gateway gw(edgeYaml(

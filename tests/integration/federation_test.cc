@@ -363,7 +363,7 @@ constexpr char kCheckUpstreams[] =
 // ---- names: keep --------------------------------------------------------------------------
 
 TEST_CASE("federation: names keep lists every server's items once and routes each to its owner",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f;
 
@@ -425,7 +425,7 @@ TEST_CASE("federation: names keep lists every server's items once and routes eac
 // ---- names: prefix ------------------------------------------------------------------------
 
 TEST_CASE("federation: names prefix lists upstream__name and calls reach the name the server knows",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f({"prefix", "5s", 0});
 
@@ -469,7 +469,8 @@ TEST_CASE("federation: names prefix lists upstream__name and calls reach the nam
 
 // ---- server/discover ----------------------------------------------------------------------
 
-TEST_CASE("federation: server/discover is merged and identifies the gateway", "[federation]") {
+TEST_CASE("federation: server/discover is merged and identifies the gateway",
+          "[federation][slow]") {
   requireFixtures();
   Federation f;
 
@@ -504,7 +505,7 @@ TEST_CASE("federation: server/discover is merged and identifies the gateway", "[
 // ---- a slow server ------------------------------------------------------------------------
 
 TEST_CASE("federation: a server slower than list_timeout is left out and named in log and metrics",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f({"keep", "1s", 3000});
 
@@ -555,7 +556,7 @@ TEST_CASE("federation: a server slower than list_timeout is left out and named i
 // ---- a server that is gone ----------------------------------------------------------------
 
 TEST_CASE("federation: with one server stopped the lists still answer and its tools get 502",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f;
   Response before = toolsList(f);
@@ -590,7 +591,7 @@ TEST_CASE("federation: with one server stopped the lists still answer and its to
 TEST_CASE(
     "federation: subscriptions/listen is merged, list_changed of one server reaches the client "
     "and makes the gateway refetch, and closing it closes the upstream streams",
-    "[federation]") {
+    "[federation][slow]") {
   requireFixtures();
   // Every server's lists are public for 10 minutes: the merged tools/list is served from the
   // gateway's cache, so only the list_changed notification can make the gateway fetch again.

@@ -142,7 +142,7 @@ struct Setup {
 }  // namespace
 
 TEST_CASE("jwks_url: fetched at start, a rotated key is fetched on its unknown kid",
-          "[oauth][jwks]") {
+          "[oauth][jwks][slow]") {
   Setup s;
   // The first request may come before the first fetch ended: it waits for it, no 401.
   CHECK(s.untilAccepted(token(kS1, "k1")) == 0);

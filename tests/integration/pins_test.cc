@@ -161,7 +161,7 @@ std::string rawCall(const std::string& tool) {
 TEST_CASE(
     "pins: a changed tool is reported in log mode, blocked in block mode, released by "
     "pins approve",
-    "[pins]") {
+    "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -265,7 +265,8 @@ TEST_CASE(
   CHECK(readFile(store).find("\"pending\"") == std::string::npos);
 }
 
-TEST_CASE("pins: new_tools: block holds back a tool first seen after the store existed", "[pins]") {
+TEST_CASE("pins: new_tools: block holds back a tool first seen after the store existed",
+          "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -340,7 +341,7 @@ TEST_CASE("pins: a corrupt store is a load error, never a silent reset", "[pins]
   CHECK(off.err.find("tool_pinning is off") != std::string::npos);
 }
 
-TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "[pins]") {
+TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -390,7 +391,7 @@ TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "
 }
 
 TEST_CASE("pins: new_tools: block on a federated route pins every upstream's first listing",
-          "[pins]") {
+          "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }

@@ -304,7 +304,7 @@ std::vector<Hostile> hostileLists() {
 }  // namespace
 
 TEST_CASE("policy holds: a list the gateway cannot read is refused, not relayed unfiltered",
-          "[policy_holds][visibility][pins]") {
+          "[policy_holds][visibility][pins][slow]") {
   // Visibility (a rule that can deny), and tool pinning alone (it observes every list).
   const std::string policy =
       GENERATE(std::string("rules:\n  - name: no-secret\n    match: { method: tools/call, name: "
@@ -611,7 +611,7 @@ routes:
 }
 
 TEST_CASE("policy holds: memory taken by large filtered lists goes back when idle",
-          "[policy_holds][visibility]") {
+          "[policy_holds][visibility][slow]") {
   // Few tools with long descriptions: what the gateway keeps of a list (the learned schemas,
   // one entry a tool) stays small, so what is measured is the answer's buffers.
   std::string tools;
@@ -756,7 +756,7 @@ TEST_CASE("policy holds: a tool listed in a form that cannot be pinned is hidden
 }
 
 TEST_CASE("policy holds: a fan-out the client leaves gives its answer budget back",
-          "[policy_holds][federation]") {
+          "[policy_holds][federation][slow]") {
   std::string half(20 * 1024, ' ');
   // An upstream that sends 20 KB of a 40 KB answer, then stalls.
   RawUpstream stalling([&](UpstreamConn& c) {

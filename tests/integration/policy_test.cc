@@ -456,7 +456,7 @@ TEST_CASE("ratelimit: bucket state survives a reload, a renamed limit starts fre
 // ---- 6. a limit shared through redis -----------------------------------------------------------
 
 TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_error",
-          "[policy][ratelimit][redis]") {
+          "[policy][ratelimit][redis][slow]") {
   auto started = Clock::now();
   TempDir dir;
   RedisServer redis(dir);

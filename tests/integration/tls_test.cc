@@ -302,7 +302,7 @@ std::string pairLines(const Pki& pki, const std::string& name = "gw") {
 
 }  // namespace
 
-TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "[tls]") {
+TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "[tls][slow]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   const uint16_t admin = freePort();
@@ -425,7 +425,7 @@ TEST_CASE("tls: min_version 1.3 refuses TLS 1.2", "[tls]") {
       Ms(2000)));
 }
 
-TEST_CASE("tls: plain HTTP gets a 400 and a close, garbage and silence are closed", "[tls]") {
+TEST_CASE("tls: plain HTTP gets a 400 and a close, garbage and silence are closed", "[tls][slow]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   const uint16_t admin = freePort();
@@ -836,7 +836,8 @@ TEST_CASE("tls: /config, /metrics and the log describe the served certificate", 
   CHECK(adminGet(admin, "/config").body.find(fp) == std::string::npos);
 }
 
-TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway", "[tls][sdk]") {
+TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway",
+          "[tls][sdk][slow]") {
   const std::string fixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
   if (!std::filesystem::exists(fixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
