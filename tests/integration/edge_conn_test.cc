@@ -832,12 +832,12 @@ TEST_CASE(
     "accept and counts it (issue 12 item 9)",
     "[edge][edge-conn]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  uint16_t admin = freePort();
   Gateway gw(edgeYaml({.upstream = up.address(),
                        .limits = "  max_connections_per_client: 3\n",
-                       .top = "admin: 127.0.0.1:" + std::to_string(admin) + "\n",
+                       .top = "admin: 127.0.0.1:0\n",
                        .header_timeout = "10s",
                        .workers = 2}));
+  uint16_t admin = gw.adminPort();
   const std::string refused = R"(mcp_gateway_connections_refused_total{reason="per_client_limit"})";
   std::vector<std::unique_ptr<Client>> held;
   for (int i = 0; i < 3; ++i) {
@@ -1031,9 +1031,8 @@ TEST_CASE(
     "/metrics, and absent from the access log (issue 12 item 12)",
     "[edge][edge-conn][slow]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  uint16_t admin = freePort();
-  Gateway gw(edgeYaml(
-      {.upstream = up.address(), .top = "admin: 127.0.0.1:" + std::to_string(admin) + "\n"}));
+  Gateway gw(edgeYaml({.upstream = up.address(), .top = "admin: 127.0.0.1:0\n"}));
+  uint16_t admin = gw.adminPort();
   // One well-formed request first: the access log is open and has exactly this line.
   REQUIRE(fetch(gw.port(), call("echo", "93").whole()).status == 200);
   REQUIRE(waitFor([&] { return fileLines(gw.accessLogPath()).size() == 1; }, Ms(2000)));

@@ -138,13 +138,13 @@ struct Federation {
         files(dir, {"files", "read_file,shared_tool", "files_prompt", "file:///etc/motd", "", 0,
                     o.cache}),
         search(dir, {"search", "query,slow", "", "", "", o.search_list_delay_ms, o.cache}),
-        admin(freePort()),
-        gw(kFederationYaml, {{"ADMIN", std::to_string(admin)},
+        gw(kFederationYaml, {{"ADMIN", "0"},
                              {"A", std::to_string(weather.port())},
                              {"B", std::to_string(files.port())},
                              {"C", std::to_string(search.port())},
                              {"NAMES", o.names},
-                             {"LIST_TIMEOUT", o.list_timeout}}) {}
+                             {"LIST_TIMEOUT", o.list_timeout}}),
+        admin(gw.adminPort()) {}
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(gw.port()) + "/mcp"; }
   std::string logs() {
@@ -159,8 +159,8 @@ struct Federation {
   FedServer weather;
   FedServer files;
   FedServer search;
-  uint16_t admin;
   Gateway gw;
+  uint16_t admin;  // the port the gateway chose
 };
 
 // ---- the client fixture -----------------------------------------------------------------

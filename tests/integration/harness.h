@@ -158,8 +158,10 @@ struct GatewayConfig {
 // Renders cfg as gateway YAML; ${PORT} and ${ACCESS_LOG} remain placeholders.
 std::string gatewayYaml(const GatewayConfig& cfg);
 
-// The proxy under test: writes its config into a temp dir, starts `GW_BINARY run -c FILE`
-// (or nginx in stand-in mode), and waits until the listen port accepts connections (≤ 5 s).
+// The proxy under test: writes its config into a temp dir with ${PORT} as 0, starts
+// `GW_BINARY run -c FILE --ports-file F` and reads the ports it bound from F (≤ 5 s); in
+// stand-in mode starts nginx on a port chosen beforehand and waits until it accepts. A config
+// may name `admin: 127.0.0.1:0` too: adminPort() is the port the gateway chose.
 // Throws std::runtime_error with the child's stderr when it does not come up. Stops it on
 // destruction.
 class Gateway {
@@ -175,6 +177,8 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   uint16_t port() const { return port_; }
+  // The admin port from the ports file (0 when the config has no admin listener).
+  uint16_t adminPort() const { return admin_port_; }
   pid_t pid() const { return process_->pid(); }
   Process& process() { return *process_; }
   const std::string& accessLogPath() const { return access_log_; }
@@ -185,9 +189,12 @@ class Gateway {
 
  private:
   void start(const std::vector<std::string>& argv, std::vector<std::string> env = {});
+  // Reads the ports file into port_ and admin_port_; whether it named the listen port.
+  bool readPorts();
 
   TempDir dir_;
   uint16_t port_ = 0;
+  uint16_t admin_port_ = 0;
   std::string access_log_;
   std::string config_text_;
   std::unique_ptr<Process> process_;

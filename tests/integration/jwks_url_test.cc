@@ -90,7 +90,7 @@ struct Setup {
   bool written = writeFile(keys_file, keySet("k1", kS1));
   JwksServer jwks{dir, server, keys_file};
   RawUpstream up{RawUpstream::respond(200, kOkBody)};
-  uint16_t admin = freePort();
+  uint16_t admin = 0;  // the port the gateway chose
   std::unique_ptr<Gateway> gw;
 
   Setup() {
@@ -106,14 +106,13 @@ struct Setup {
                           ca.cert + "\n  anonymous: deny\n"));
     gw = std::make_unique<Gateway>(
         "listen: 127.0.0.1:${PORT}\nworkers: 2\n"
-        "admin: 127.0.0.1:" +
-        std::to_string(admin) +
-        "\naccess_log:\n  path: ${ACCESS_LOG}\n"
+        "admin: 127.0.0.1:0\naccess_log:\n  path: ${ACCESS_LOG}\n"
         "upstreams:\n  - name: main\n    endpoints: [" +
         up.address() +
         "]\nroutes:\n  - name: default\n    upstream: main\n"
         "policies: [" +
         dir.file("policy.yaml") + "]\n");
+    admin = gw->adminPort();
   }
 
   int call(const std::string& bearer) {
