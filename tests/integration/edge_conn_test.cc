@@ -234,8 +234,9 @@ TEST_CASE(
       CHECK(c.waitClosed(Ms(2500)));
     }
   }
-  std::this_thread::sleep_for(Ms(100));
-  CHECK(up.acceptCount() == 0);
+  // What the gateway would have forwarded is at the upstream once a marker is.
+  REQUIRE(forwardMarker(gw.port(), up));
+  CHECK(up.acceptCount() == 1);
 }
 
 TEST_CASE(
@@ -868,7 +869,9 @@ TEST_CASE(
   }
   // One closes: its slot is given back and a new connection is served.
   held[0]->close();
-  std::this_thread::sleep_for(Ms(300));
+  // Given back once the gateway has closed its side: two client connections left open.
+  REQUIRE(waitFor([&] { return sample(metricsText(admin), "mcp_gateway_active_connections") == 2; },
+                  Ms(3000)));
   Client fresh(gw.port());
   REQUIRE(fresh.send(call("echo", "81").whole()));
   auto r = fresh.readResponse(Ms(2000));
@@ -932,8 +935,9 @@ TEST_CASE(
       CHECK(c.waitClosed(Ms(3000)));
     }
   }
-  std::this_thread::sleep_for(Ms(100));
-  CHECK(up.acceptCount() == 0);
+  // What the gateway would have forwarded is at the upstream once a marker is.
+  REQUIRE(forwardMarker(gw.port(), up));
+  CHECK(up.acceptCount() == 1);
 }
 
 // ---- item 12: drain and log volume --------------------------------------------------------

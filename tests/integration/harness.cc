@@ -1394,6 +1394,12 @@ double sample(const std::string& text, const std::string& series) {
   return -1;
 }
 
+bool forwardMarker(uint16_t port, const RawUpstream& up, const std::string& request, Ms timeout) {
+  const size_t before = up.requestCount();
+  fetch(port, request.empty() ? mcpPost(toolsCallBody("echo", 9999)) : request, timeout);
+  return up.waitForRequests(before + 1, timeout);
+}
+
 Response fetch(uint16_t port, const std::string& request, Ms timeout) {
   Client c(port);
   REQUIRE(c.connected());

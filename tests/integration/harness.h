@@ -388,6 +388,16 @@ std::vector<std::string> fileLines(const std::string& path);
 // appears.
 std::string waitLogLine(const Gateway& gw, std::string_view needle);
 
+// The barrier behind "nothing was forwarded" checks, instead of a sleep: sends one request
+// (default: a tools/call of `echo`) that the gateway on `port` forwards to `up` (a new client
+// connection; `request` must be one the gateway's config lets through) and waits
+// until `up` has recorded it. A request the gateway had decided to forward before is then
+// already at `up`: the gateway contacts upstreams in the order it decides to, and one accepted
+// before the marker's connection is counted first. True when the marker arrived (whatever
+// the upstream then answered).
+bool forwardMarker(uint16_t port, const RawUpstream& up, const std::string& request = "",
+                   Ms timeout = Ms(5000));
+
 // Request builders.
 // A POST /mcp with MCP 2026-07-28 headers for tools/call of `tool`, the given extra header
 // lines ("Name: value\r\n" each) and body. Content-Length is set unless extra has framing.
