@@ -16,12 +16,20 @@
 #
 # BASE is debian:bookworm-slim; deploy/check-image.sh passes a locally made equivalent when
 # that image cannot be pulled.
+#
+# GW_BINARY says where the binary comes from. `source` (the default, for release images): it is
+# compiled here from CMakeLists.txt and gateway/. `prebuilt`: build/mcp-gateway from the build
+# context, as scripts/build.sh made it (CI's image check takes the binary the test suite just
+# ran instead of compiling it again). A prebuilt binary must come from Debian 12 (bookworm) with
+# the same -dev packages, so that the libraries it was linked against are the ones copied below.
+#   bash scripts/build.sh && docker build --build-arg GW_BINARY=prebuilt -t mcp-gateway .
 ARG BASE=debian:bookworm-slim
 
 # --- build ------------------------------------------------------------------------------------
 FROM ${BASE} AS build
 # The -dev packages CMakeLists.txt needs (scripts/setup.sh's list without the test, fuzz and
 # bench tools); prometheus-cpp-dev brings its own civetweb, curl and zlib -dev dependencies.
+# A prebuilt binary needs them too: its runtime libraries are found below with ldd and dpkg.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config libevent-dev libsimdjson-dev libyaml-cpp-dev \
@@ -30,11 +38,26 @@ RUN apt-get update \
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY gateway ./gateway
+# build/mcp-gateway when the context has it (.dockerignore lets only that file of build/ in);
+# the pattern matches nothing on a clean checkout, and CMakeLists.txt keeps the COPY valid.
+COPY CMakeLists.txt build/mcp-gatewa[y] /prebuilt/
+ARG GW_BINARY=source
 # RelWithDebInfo (-O2), the build type the test suite runs, stripped. Release (-O3) and -O3
 # with LTO measured no faster on the capacity benchmark (within its run-to-run spread).
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_TESTS=OFF > /dev/null \
- && ninja -C /build mcp-gateway \
- && strip --strip-unneeded /build/mcp-gateway
+RUN set -eu; \
+    mkdir -p /build; \
+    case "${GW_BINARY}" in \
+      source) \
+        cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_TESTS=OFF > /dev/null; \
+        ninja -C /build mcp-gateway ;; \
+      prebuilt) \
+        if [ ! -x /prebuilt/mcp-gateway ]; then \
+          echo "GW_BINARY=prebuilt: no build/mcp-gateway in the build context" >&2; exit 1; \
+        fi; \
+        cp /prebuilt/mcp-gateway /build/mcp-gateway ;; \
+      *) echo "GW_BINARY must be source or prebuilt, not '${GW_BINARY}'" >&2; exit 1 ;; \
+    esac; \
+    strip --strip-unneeded /build/mcp-gateway
 # /out becomes the runtime image's root: the binary, every shared library ldd reports for it
 # plus the loader, each at its real path with the symlinks that lead to it (the
 # merged-/usr links /bin, /lib, /lib64 too), and the copyright file of each package they came

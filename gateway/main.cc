@@ -24,7 +24,10 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: mcp-gateway run -c FILE      run the gateway\n"
+    "usage: mcp-gateway run -c FILE [--ports-file PATH]\n"
+    "                                    run the gateway; with --ports-file, write PATH once\n"
+    "                                    every listener is bound: a `listen PORT` and an\n"
+    "                                    `admin PORT` line (port 0 in FILE: the one chosen)\n"
     "       mcp-gateway check -c FILE    validate FILE (and the files it names); exit 1 on error\n"
     "       mcp-gateway explain -c FILE --method M [--name N] [--param Name=value]...\n"
     "                  [--header 'Name: value']... [--token T] [--version V] [--body JSON]\n"
@@ -50,8 +53,10 @@ int help() {
   return 0;
 }
 
-// Reads -c FILE and, for explain, the request's inputs. False on anything else.
-bool parseArgs(int argc, char** argv, std::string& path, gw::filters::ExplainInput* in) {
+// Reads -c FILE, for run --ports-file PATH (when ports_file is not null) and, for explain, the
+// request's inputs. False on anything else.
+bool parseArgs(int argc, char** argv, std::string& path, gw::filters::ExplainInput* in,
+               std::string* ports_file) {
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
     if (i + 1 >= argc) {
@@ -62,6 +67,8 @@ bool parseArgs(int argc, char** argv, std::string& path, gw::filters::ExplainInp
     bool ok = true;
     if (a == "-c" || a == "--config") {
       path = v;
+    } else if (a == "--ports-file" && ports_file != nullptr && !v.empty()) {
+      *ports_file = v;
     } else if (in == nullptr) {
       return false;
     } else if (a == "--param") {
@@ -164,10 +171,12 @@ int main(int argc, char** argv) {
     return rc == 2 ? usage() : rc;
   }
   std::string path;
+  std::string ports_file;
   gw::filters::ExplainInput input;
   bool is_explain = cmd == "explain";
   if ((cmd != "run" && cmd != "check" && !is_explain) ||
-      !parseArgs(argc, argv, path, is_explain ? &input : nullptr)) {
+      !parseArgs(argc, argv, path, is_explain ? &input : nullptr,
+                 cmd == "run" ? &ports_file : nullptr)) {
     return usage();
   }
   auto snap = load(path);
@@ -193,5 +202,6 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(snap->settings->log_level));
   gw::server::Server server(snap, path);
+  server.setPortsFile(std::move(ports_file));
   return server.run();
 }

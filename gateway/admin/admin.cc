@@ -6,6 +6,9 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstring>
 #include <string>
 
@@ -29,12 +32,21 @@ AdminServer::~AdminServer() {
 bool AdminServer::start(const settings::Address& addr, std::string& error) {
   base_.reset(event_base_new());
   http_ = evhttp_new(base_.get());
-  if (evhttp_bind_socket(http_, addr.ip.c_str(), addr.port) != 0) {
+  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(http_, addr.ip.c_str(), addr.port);
+  if (bound == nullptr) {
     error = "cannot bind admin listener " + addr.text + ": " + std::strerror(errno);
     evhttp_free(http_);
     http_ = nullptr;
     base_.reset();
     return false;
+  }
+  port_ = addr.port;
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&ss), &len) ==
+      0) {
+    port_ = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   }
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
   evhttp_set_max_body_size(http_, kMaxExplainBody);

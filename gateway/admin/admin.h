@@ -7,6 +7,7 @@
 // path) and only reads what proxy::Shared publishes: the snapshot, the atomics, the metrics
 // registry and (peeking, never spending) the local rate-limit buckets.
 
+#include <cstdint>
 #include <memory>
 #include <thread>
 
@@ -28,6 +29,9 @@ class AdminServer {
   // when the address cannot be bound.
   bool start(const settings::Address& addr, std::string& error);
   void stop();
+  // The port start() bound (the one the kernel chose when the address names port 0); 0
+  // before a successful start.
+  uint16_t port() const noexcept { return port_; }
 
  private:
   static void onRequest(evhttp_request* req, void* arg);
@@ -39,6 +43,7 @@ class AdminServer {
   event::EventPtr stop_;
   struct evhttp* http_ = nullptr;
   std::thread thread_;
+  uint16_t port_ = 0;
 };
 
 }  // namespace gw::admin

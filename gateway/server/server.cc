@@ -96,6 +96,23 @@ bool toSockaddr(const settings::Address& a, sockaddr_storage& ss, socklen_t& len
   return true;
 }
 
+// Writes `text` to `path` atomically (a temp file beside it, renamed over it): a reader sees
+// no file or the whole of it. False with the reason in `error`.
+bool writePortsFile(const std::string& path, const std::string& text, std::string& error) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) {
+    ok = ::close(fd) == 0 && ok;
+  }
+  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    error = "cannot write the ports file " + path + ": " + std::strerror(errno);
+    ::unlink(tmp.c_str());
+  }
+  return ok;
+}
+
 }  // namespace
 
 // One worker thread: its event_base, its listener, its pools and connections.
@@ -171,6 +188,18 @@ class Worker {
 
   void start() {
     thread_ = std::thread([this] { event_base_dispatch(ctx_.base); });
+  }
+
+  // The port bind() bound (the kernel's choice when the address names port 0); 0 if unknown.
+  uint16_t port() const {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (!listener_ || ::getsockname(evconnlistener_get_fd(listener_.get()),
+                                    reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+      return 0;
+    }
+    return ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                                    : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   }
 
   // Thread-safe: asks the worker to stop accepting and close idle connections.
@@ -520,12 +549,17 @@ int Server::run() {
       return 1;
     }
   }
+  // `listen` on port 0: the first worker's bind picks the port, the others share it.
+  settings::Address listen = s.listen;
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(static_cast<int>(i), shared_);
     std::string error;
-    if (!w->bind(s.listen, error)) {
+    if (!w->bind(listen, error)) {
       spdlog::critical("{}", error);
       return 1;
+    }
+    if (listen.port == 0) {
+      listen.port = w->port();
     }
     workers_.push_back(std::move(w));
   }
@@ -539,11 +573,27 @@ int Server::run() {
     spdlog::critical("{}", error);
     return 1;
   }
+  // Written once every listener is bound (what connects before the workers run waits in the
+  // backlog): whoever waits for the file can connect at once.
+  if (!ports_file_.empty()) {
+    std::string text = "listen " + std::to_string(listen.port) + "\n";
+    if (s.admin) {
+      text += "admin " + std::to_string(admin.port()) + "\n";
+    }
+    if (std::string error; !writePortsFile(ports_file_, text, error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+  }
   for (auto& w : workers_) {
     w->start();
   }
   spdlog::info("mcp-gateway listening on {}{} ({} workers), endpoint {}, admin {}", s.listen.text,
                s.tls ? " (HTTPS)" : "", n, s.endpoint, s.admin ? s.admin->text : "off");
+  if (s.listen.port == 0 || (s.admin && s.admin->port == 0)) {
+    spdlog::info("bound ports: listen {}, admin {}", listen.port,
+                 s.admin ? std::to_string(admin.port()) : "off");
+  }
   if (s.tls) {
     const tls::CertificateInfo& cert = s.tls->context->certificate();
     spdlog::info("TLS certificate {} (sha256), minimum version {}{}; subject '{}', valid until {}",

@@ -30,6 +30,10 @@ class Server {
   int run();
 
   proxy::Shared& shared() noexcept { return shared_; }
+  // A file run() writes once every listener is bound: one `NAME PORT` line each (`listen`,
+  // and `admin` when there is one), so a config may name port 0 and its user still find the
+  // ports. Written atomically (rename); left in place at exit. Empty: none.
+  void setPortsFile(std::string path) { ports_file_ = std::move(path); }
 
  private:
   void reload();
@@ -39,6 +43,7 @@ class Server {
   [[noreturn]] void exitNow(int sig);
 
   std::string config_path_;
+  std::string ports_file_;
   proxy::Shared shared_;
   std::vector<std::unique_ptr<Worker>> workers_;
   event_base* main_base_ = nullptr;

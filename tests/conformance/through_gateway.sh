@@ -59,12 +59,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Prints a TCP port that was free on 127.0.0.1 a moment ago.
-free_port() {
-  node -e 'const s = require("node:net").createServer();
-    s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
-}
-
 # Starts fixture $1 (tests/fixtures/$1.mjs) with its output in $2; sets upstream_pid and
 # upstream_port.
 start_upstream() {
@@ -85,30 +79,17 @@ start_upstream() {
 }
 
 # Writes a gateway config to $1/gateway.yaml (verify_body $2) in front of upstream_port, starts
-# the gateway and waits until it answers on its endpoint; sets gateway_pid and gateway_url.
-# Retries on a fresh port when the gateway exits first (the free port was taken meanwhile).
+# the gateway on a port it chooses (listen port 0, read back from its --ports-file) and waits
+# until it answers on its endpoint; sets gateway_pid and gateway_url. Exits 2 when the gateway
+# exits or does not answer within 10 s.
 start_gateway() {
-  local attempt
-  for attempt in 1 2 3; do
-    if try_gateway "$@"; then
-      return 0
-    fi
-    echo "through_gateway.sh: gateway attempt ${attempt} did not come up" >&2
-    cat "$1/gateway.stderr" >&2
-  done
-  exit 2
-}
-
-# One start_gateway attempt; returns 1 when the gateway exits or stays silent for 10 s.
-try_gateway() {
-  local dir="$1" verify="$2" route_kind="${3:-plain}" port route_line
-  port="$(free_port)"
+  local dir="$1" verify="$2" route_kind="${3:-plain}" port="" route_line
   route_line="upstream: fixture"
   if [[ "${route_kind}" == "federated" ]]; then
     route_line="upstreams: [fixture]"
   fi
   cat > "${dir}/gateway.yaml" <<EOF
-listen: 127.0.0.1:${port}
+listen: 127.0.0.1:0
 endpoint: /mcp
 workers: 1
 mcp:
@@ -126,27 +107,33 @@ access_log:
 log_level: info
 drain_timeout: 1s
 EOF
-  "${gw_binary}" run -c "${dir}/gateway.yaml" > "${dir}/gateway.stdout" \
-    2> "${dir}/gateway.stderr" &
+  rm -f "${dir}/gateway.ports"
+  "${gw_binary}" run -c "${dir}/gateway.yaml" --ports-file "${dir}/gateway.ports" \
+    > "${dir}/gateway.stdout" 2> "${dir}/gateway.stderr" &
   gateway_pid=$!
   children+=("${gateway_pid}")
-  gateway_url="http://127.0.0.1:${port}/mcp"
   local code
   for _ in $(seq 1 100); do
     if ! kill -0 "${gateway_pid}" 2> /dev/null; then
       break
     fi
-    # Any HTTP answer (a 400 for this bare POST) means the listener is up.
-    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST "${gateway_url}" \
-      || true)"
-    if [[ -n "${code}" && "${code}" != "000" ]]; then
-      return 0
+    if [[ -z "${port}" ]]; then
+      port="$(sed -n 's/^listen \([0-9][0-9]*\)$/\1/p' "${dir}/gateway.ports" 2> /dev/null || true)"
+    fi
+    if [[ -n "${port}" ]]; then
+      gateway_url="http://127.0.0.1:${port}/mcp"
+      # Any HTTP answer (a 400 for this bare POST) means the gateway serves.
+      code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST "${gateway_url}" \
+        || true)"
+      if [[ -n "${code}" && "${code}" != "000" ]]; then
+        return 0
+      fi
     fi
     sleep 0.1
   done
-  stop_child "${gateway_pid}"
-  unset 'children[-1]'
-  return 1
+  echo "through_gateway.sh: the gateway did not come up" >&2
+  cat "${dir}/gateway.stderr" >&2
+  exit 2
 }
 
 # Stops every child started so far (the current setup's upstream and gateway).

@@ -11,6 +11,9 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${FUZZ_SECONDS:-30}"
 
+# Through ccache as scripts/build.sh does (paths relative to the checkout's parent).
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd "$root/.." && pwd)}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DGW_FUZZ=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 

@@ -62,9 +62,8 @@ std::string configYaml(const std::string& admin, const std::string& token_file,
 struct AuthGateway {
   explicit AuthGateway(const std::string& admin_host = "127.0.0.1")
       : token(writeToken(dir, randomToken())),
-        admin(freePort()),
-        gw(configYaml(admin_host + ":" + std::to_string(admin), dir.file("admin.token"),
-                      up.address())) {}
+        gw(configYaml(admin_host + ":0", dir.file("admin.token"), up.address())),
+        admin(gw.adminPort()) {}
   static std::string writeToken(const TempDir& d, const std::string& t) {
     writeFile(d.file("admin.token"), t + "\n");
     return t;
@@ -72,8 +71,8 @@ struct AuthGateway {
   TempDir dir;
   RawUpstream up{RawUpstream::respond(200, kOkBody)};
   std::string token;
-  uint16_t admin;
   Gateway gw;
+  uint16_t admin;  // the port the gateway chose
 };
 
 // One admin request; `auth` is the whole Authorization line(s) ("" for none).
@@ -123,7 +122,7 @@ void checkRefused(const Response& r, const char* challenge) {
 TEST_CASE("admin_auth: every admin path but /healthz and /readyz needs the Bearer token",
           "[admin][admin_auth]") {
   AuthGateway fixture;
-  auto& [dir, up, token, admin, gw] = fixture;
+  auto& [dir, up, token, gw, admin] = fixture;
   const std::string same_length(token.size(), token[0] == 'a' ? 'b' : 'a');
   for (const Target& t : kProtected) {
     INFO(t.method << " " << t.target);
@@ -177,7 +176,7 @@ TEST_CASE("admin_auth: every admin path but /healthz and /readyz needs the Beare
 TEST_CASE("admin_auth: a new token applies to the next request, a broken one is not taken",
           "[admin][admin_auth][reload]") {
   AuthGateway fixture;
-  auto& [dir, up, token, admin, gw] = fixture;
+  auto& [dir, up, token, gw, admin] = fixture;
   REQUIRE(adminRequest(admin, "GET", "/metrics", bearer(token)).status == 200);
   const std::string old_token = token;
   const std::string new_token = randomToken(32);  // another length too

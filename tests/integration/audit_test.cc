@@ -149,7 +149,7 @@ std::string gatewayConfig(uint16_t admin, uint16_t upstream, const std::string& 
 TEST_CASE(
     "audit: an audit rule and an audit limit let everything through and say what they "
     "would have done",
-    "[audit][policy]") {
+    "[audit][policy][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -157,8 +157,8 @@ TEST_CASE(
   Server server(dir, "tools", "get_status,delete_user");
   const std::string policy = dir.file("policy.yaml");
   REQUIRE(writeFile(policy, policyYaml("audit")));
-  const uint16_t admin = freePort();
-  Gateway gw(gatewayConfig(admin, server.port(), policy));
+  Gateway gw(gatewayConfig(0, server.port(), policy));
+  const uint16_t admin = gw.adminPort();
 
   // Three SDK sessions, each listing the tools and calling one: every call goes through.
   const std::vector<std::string> tools{"get_status", "delete_user", "get_status"};
@@ -236,7 +236,7 @@ TEST_CASE(
 }
 
 TEST_CASE("audit: the same policy enforced refuses exactly what audit mode reported",
-          "[audit][policy]") {
+          "[audit][policy][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -250,8 +250,8 @@ TEST_CASE("audit: the same policy enforced refuses exactly what audit mode repor
                     "    match: { method: tools/call }\n"
                     "    key: [method]\n"
                     "    rate: 1/h\n"));
-  const uint16_t admin = freePort();
-  Gateway gw(gatewayConfig(admin, server.port(), policy));
+  Gateway gw(gatewayConfig(0, server.port(), policy));
+  const uint16_t admin = gw.adminPort();
   Ran first = sdkCall(dir, gw.port(), "get_status", 1);
   INFO(first.out << first.err);
   REQUIRE(first.rc == 0);
@@ -267,8 +267,8 @@ TEST_CASE("audit: the same policy enforced refuses exactly what audit mode repor
 
   // The deny rule enforced: the SDK's call is refused with 403 and the rule's name is logged.
   REQUIRE(writeFile(policy, policyYaml("enforce")));
-  const uint16_t admin2 = freePort();
-  Gateway gw2(gatewayConfig(admin2, server.port(), policy));
+  Gateway gw2(gatewayConfig(0, server.port(), policy));
+  const uint16_t admin2 = gw2.adminPort();
   Ran denied = sdkCall(dir, gw2.port(), "get_status", 3);
   INFO(denied.out << denied.err);
   REQUIRE(denied.rc == 0);

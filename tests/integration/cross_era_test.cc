@@ -510,7 +510,7 @@ std::string serverStderr(std::vector<std::unique_ptr<Backend>>& backends) {
 TEST_CASE(
     "cross-era: every SDK client mode and Inspector era gets the same decisions from the "
     "dual-era SDK server",
-    "[cross-era]") {
+    "[cross-era][slow]") {
   requireFixtures();
   TempDir dir;
   std::vector<Combo> combos = {
@@ -554,7 +554,7 @@ TEST_CASE(
 // ------------------------------------------------------
 
 TEST_CASE("cross-era: SDK client and Inspector CLI get the same decisions from server-everything",
-          "[cross-era]") {
+          "[cross-era][slow]") {
   requireFixtures();
   TempDir dir;
   // Against a 2025-only server `auto` falls back to the 2025 handshake: both eras' clients end
@@ -726,7 +726,7 @@ void checkSessionsSurvive(std::vector<std::unique_ptr<Backend>>& servers,
 TEST_CASE(
     "cross-era: 2025 sessions on the dual-era SDK server survive a second replica and a "
     "gateway restart",
-    "[cross-era]") {
+    "[cross-era][slow]") {
   requireFixtures();
   TempDir dir;
   std::vector<std::unique_ptr<Backend>> servers;
@@ -738,7 +738,7 @@ TEST_CASE(
 TEST_CASE(
     "cross-era: 2025 sessions on server-everything survive a second replica and a gateway "
     "restart",
-    "[cross-era]") {
+    "[cross-era][slow]") {
   requireFixtures();
   TempDir dir;
   std::vector<std::unique_ptr<Backend>> servers;

@@ -119,8 +119,8 @@ TEST_CASE("edge-verify: header-level rules answer 415/400 in header and verify m
   for (bool verify : {false, true}) {
     DYNAMIC_SECTION("verify_body " << verify) {
       RawUpstream up{RawUpstream::respond(200, kOkBody)};
-      uint16_t admin = freePort();
-      Gateway gw(configYaml(up.address(), admin, verify));
+      Gateway gw(configYaml(up.address(), 0, verify));
+      uint16_t admin = gw.adminPort();
       const std::string list = rpc("tools/list", "11");
       std::vector<Reject> cases = {
           {"charset latin1", post("tools/list", list, "", "application/json; charset=iso-8859-1"),
@@ -212,8 +212,7 @@ TEST_CASE("edge-verify: header-level rules answer 415/400 in header and verify m
 TEST_CASE("edge-verify: JSON-RPC message rules answer 400/-32600 with the id echoed",
           "[edge][edge-verify]") {
   RawUpstream up{RawUpstream::respond(200, kOkBody)};
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), admin, true));
+  Gateway gw(configYaml(up.address(), 0, true));
   const std::string tail = std::string(R"("method":"tools/list","params":{)") + kMeta + "}}";
   std::vector<Reject> cases = {
       {"id null", post("tools/list", R"({"jsonrpc":"2.0","id":null,)" + tail), 400, "-32600",
@@ -247,7 +246,7 @@ TEST_CASE("edge-verify: JSON-RPC message rules answer 400/-32600 with the id ech
 
   SECTION("header mode reads a body without Mcp-Method and applies the same rules") {
     RawUpstream up2{RawUpstream::respond(200, kOkBody)};
-    Gateway gw2(configYaml(up2.address(), freePort(), false));
+    Gateway gw2(configYaml(up2.address(), 0, false));
     std::vector<Reject> header_mode = {
         {"tools/call as a notification",
          post("", R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete_all"}})"), 400,
@@ -269,8 +268,7 @@ TEST_CASE("edge-verify: integer Mcp-Param equivalence holds for every JSON numbe
       R"("inputSchema":{"type":"object","properties":{"count":{"type":"integer",)"
       R"("x-mcp-header":"Count"}}}}]}})";
   RawUpstream up{RawUpstream::respond(200, tools_list)};
-  uint16_t admin = freePort();
-  Gateway gw(configYaml(up.address(), admin, true));
+  Gateway gw(configYaml(up.address(), 0, true));
   Response learned = fetch(gw.port(), post("tools/list", rpc("tools/list", "1")));
   REQUIRE(learned.status == 200);
   REQUIRE(up.requestCount() == 1);

@@ -53,7 +53,7 @@ UpstreamScript acknowledging(bool hold) {
 }  // namespace
 
 TEST_CASE("federation: an upstream listen stream that acks then ends is reopened with backoff",
-          "[federation]") {
+          "[federation][slow]") {
   RawUpstream flaky(acknowledging(false));
   RawUpstream steady(acknowledging(true));
   Gateway gw(kYaml, {{"A", flaky.address()}, {"B", steady.address()}});

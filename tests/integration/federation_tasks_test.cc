@@ -53,12 +53,13 @@ TEST_CASE("federation: tasks/* go to the upstream that returned the taskId, and 
           "[federation]") {
   RawUpstream a(server("a"));
   RawUpstream b(server("b"));
-  const uint16_t admin = freePort();
-  Gateway gw("listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:" + std::to_string(admin) +
-             "\"\nworkers: 1\nupstreams:\n  - name: a\n    endpoints: [\"" + a.address() +
-             "\"]\n  - name: b\n    endpoints: [\"" + b.address() +
-             "\"]\nroutes:\n  - name: default\n    upstreams: [a, b]\naccess_log: { path: "
-             "\"${ACCESS_LOG}\" }\n");
+  Gateway gw(
+      "listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:0\"\nworkers: 1\nupstreams:\n  - name: "
+      "a\n    endpoints: [\"" +
+      a.address() + "\"]\n  - name: b\n    endpoints: [\"" + b.address() +
+      "\"]\nroutes:\n  - name: default\n    upstreams: [a, b]\naccess_log: { path: "
+      "\"${ACCESS_LOG}\" }\n");
+  const uint16_t admin = gw.adminPort();
   const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"})";
 
   // Before any call, the id is nobody's: the first upstream.

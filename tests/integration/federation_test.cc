@@ -138,13 +138,13 @@ struct Federation {
         files(dir, {"files", "read_file,shared_tool", "files_prompt", "file:///etc/motd", "", 0,
                     o.cache}),
         search(dir, {"search", "query,slow", "", "", "", o.search_list_delay_ms, o.cache}),
-        admin(freePort()),
-        gw(kFederationYaml, {{"ADMIN", std::to_string(admin)},
+        gw(kFederationYaml, {{"ADMIN", "0"},
                              {"A", std::to_string(weather.port())},
                              {"B", std::to_string(files.port())},
                              {"C", std::to_string(search.port())},
                              {"NAMES", o.names},
-                             {"LIST_TIMEOUT", o.list_timeout}}) {}
+                             {"LIST_TIMEOUT", o.list_timeout}}),
+        admin(gw.adminPort()) {}
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(gw.port()) + "/mcp"; }
   std::string logs() {
@@ -159,8 +159,8 @@ struct Federation {
   FedServer weather;
   FedServer files;
   FedServer search;
-  uint16_t admin;
   Gateway gw;
+  uint16_t admin;  // the port the gateway chose
 };
 
 // ---- the client fixture -----------------------------------------------------------------
@@ -363,7 +363,7 @@ constexpr char kCheckUpstreams[] =
 // ---- names: keep --------------------------------------------------------------------------
 
 TEST_CASE("federation: names keep lists every server's items once and routes each to its owner",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f;
 
@@ -425,7 +425,7 @@ TEST_CASE("federation: names keep lists every server's items once and routes eac
 // ---- names: prefix ------------------------------------------------------------------------
 
 TEST_CASE("federation: names prefix lists upstream__name and calls reach the name the server knows",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f({"prefix", "5s", 0});
 
@@ -469,7 +469,8 @@ TEST_CASE("federation: names prefix lists upstream__name and calls reach the nam
 
 // ---- server/discover ----------------------------------------------------------------------
 
-TEST_CASE("federation: server/discover is merged and identifies the gateway", "[federation]") {
+TEST_CASE("federation: server/discover is merged and identifies the gateway",
+          "[federation][slow]") {
   requireFixtures();
   Federation f;
 
@@ -504,7 +505,7 @@ TEST_CASE("federation: server/discover is merged and identifies the gateway", "[
 // ---- a slow server ------------------------------------------------------------------------
 
 TEST_CASE("federation: a server slower than list_timeout is left out and named in log and metrics",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f({"keep", "1s", 3000});
 
@@ -555,7 +556,7 @@ TEST_CASE("federation: a server slower than list_timeout is left out and named i
 // ---- a server that is gone ----------------------------------------------------------------
 
 TEST_CASE("federation: with one server stopped the lists still answer and its tools get 502",
-          "[federation]") {
+          "[federation][slow]") {
   requireFixtures();
   Federation f;
   Response before = toolsList(f);
@@ -590,7 +591,7 @@ TEST_CASE("federation: with one server stopped the lists still answer and its to
 TEST_CASE(
     "federation: subscriptions/listen is merged, list_changed of one server reaches the client "
     "and makes the gateway refetch, and closing it closes the upstream streams",
-    "[federation]") {
+    "[federation][slow]") {
   requireFixtures();
   // Every server's lists are public for 10 minutes: the merged tools/list is served from the
   // gateway's cache, so only the list_changed notification can make the gateway fetch again.

@@ -579,47 +579,56 @@ bool Gateway::standIn() {
 }
 
 Gateway::Gateway(const GatewayConfig& cfg) {
-  port_ = freePort();
   access_log_ = dir_.file("access.log");
   if (standIn()) {
+    port_ = freePort();  // nginx cannot report a port it chose
     config_text_ = nginxConf(cfg, dir_.path(), port_, access_log_);
     std::string file = dir_.file("nginx.conf");
     writeFile(file, config_text_);
     start({"nginx", "-c", file, "-p", dir_.path(), "-e", dir_.file("nginx-error.log")});
     return;
   }
-  config_text_ =
-      expand(gatewayYaml(cfg), {{"PORT", std::to_string(port_)}, {"ACCESS_LOG", access_log_}});
+  config_text_ = expand(gatewayYaml(cfg), {{"PORT", "0"}, {"ACCESS_LOG", access_log_}});
   std::string file = dir_.file("gateway.yaml");
   writeFile(file, config_text_);
-  start({gatewayBinary(), "run", "-c", file});
+  start({gatewayBinary(), "run", "-c", file, "--ports-file", dir_.file("ports")});
 }
 
 Gateway::Gateway(std::string yaml_template, const std::map<std::string, std::string>& vars,
                  std::vector<std::string> env) {
-  port_ = freePort();
   access_log_ = dir_.file("access.log");
-  config_text_ = expand(expand(std::move(yaml_template),
-                               {{"PORT", std::to_string(port_)}, {"ACCESS_LOG", access_log_}}),
-                        vars);
+  config_text_ =
+      expand(expand(std::move(yaml_template), {{"PORT", "0"}, {"ACCESS_LOG", access_log_}}), vars);
   std::string file = dir_.file("gateway.yaml");
   writeFile(file, config_text_);
-  start({gatewayBinary(), "run", "-c", file}, std::move(env));
+  start({gatewayBinary(), "run", "-c", file, "--ports-file", dir_.file("ports")}, std::move(env));
+}
+
+bool Gateway::readPorts() {
+  std::istringstream in(readFile(dir_.file("ports")));
+  std::string name;
+  unsigned long value = 0;
+  while (in >> name >> value) {
+    if (name == "listen") {
+      port_ = static_cast<uint16_t>(value);
+    } else if (name == "admin") {
+      admin_port_ = static_cast<uint16_t>(value);
+    }
+  }
+  return port_ != 0;
 }
 
 void Gateway::start(const std::vector<std::string>& argv, std::vector<std::string> env) {
   process_ = std::make_unique<Process>(argv, dir_.path(), "gateway", std::move(env));
-  auto deadline = Clock::now() + Ms(5000);
-  while (Clock::now() < deadline) {
-    if (canConnect(port_)) {
-      return;
-    }
-    if (!process_->running()) {
-      break;
-    }
-    std::this_thread::sleep_for(Ms(20));
+  // The gateway writes its ports file once it listens (nginx listens on the port chosen
+  // beforehand).
+  const bool ready =
+      waitFor([&] { return (standIn() ? canConnect(port_) : readPorts()) || !process_->running(); },
+              Ms(5000));
+  if (ready && process_->running()) {
+    return;
   }
-  std::string why = "proxy did not accept on port " + std::to_string(port_) + " (" + argv[0] +
+  std::string why = "proxy did not listen (port " + std::to_string(port_) + ", " + argv[0] +
                     "); stderr:\n" + process_->stderrText() + "\nstdout:\n" +
                     process_->stdoutText() + "\nconfig:\n" + config_text_;
   if (standIn()) {
@@ -1383,6 +1392,12 @@ double sample(const std::string& text, const std::string& series) {
     pos += series.size();
   }
   return -1;
+}
+
+bool forwardMarker(uint16_t port, const RawUpstream& up, const std::string& request, Ms timeout) {
+  const size_t before = up.requestCount();
+  fetch(port, request.empty() ? mcpPost(toolsCallBody("echo", 9999)) : request, timeout);
+  return up.waitForRequests(before + 1, timeout);
 }
 
 Response fetch(uint16_t port, const std::string& request, Ms timeout) {

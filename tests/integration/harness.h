@@ -158,8 +158,10 @@ struct GatewayConfig {
 // Renders cfg as gateway YAML; ${PORT} and ${ACCESS_LOG} remain placeholders.
 std::string gatewayYaml(const GatewayConfig& cfg);
 
-// The proxy under test: writes its config into a temp dir, starts `GW_BINARY run -c FILE`
-// (or nginx in stand-in mode), and waits until the listen port accepts connections (≤ 5 s).
+// The proxy under test: writes its config into a temp dir with ${PORT} as 0, starts
+// `GW_BINARY run -c FILE --ports-file F` and reads the ports it bound from F (≤ 5 s); in
+// stand-in mode starts nginx on a port chosen beforehand and waits until it accepts. A config
+// may name `admin: 127.0.0.1:0` too: adminPort() is the port the gateway chose.
 // Throws std::runtime_error with the child's stderr when it does not come up. Stops it on
 // destruction.
 class Gateway {
@@ -175,6 +177,8 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   uint16_t port() const { return port_; }
+  // The admin port from the ports file (0 when the config has no admin listener).
+  uint16_t adminPort() const { return admin_port_; }
   pid_t pid() const { return process_->pid(); }
   Process& process() { return *process_; }
   const std::string& accessLogPath() const { return access_log_; }
@@ -185,9 +189,12 @@ class Gateway {
 
  private:
   void start(const std::vector<std::string>& argv, std::vector<std::string> env = {});
+  // Reads the ports file into port_ and admin_port_; whether it named the listen port.
+  bool readPorts();
 
   TempDir dir_;
   uint16_t port_ = 0;
+  uint16_t admin_port_ = 0;
   std::string access_log_;
   std::string config_text_;
   std::unique_ptr<Process> process_;
@@ -380,6 +387,16 @@ std::vector<std::string> fileLines(const std::string& path);
 // The first access-log line of `gw` containing `needle` (waits up to 3 s), or "" when none
 // appears.
 std::string waitLogLine(const Gateway& gw, std::string_view needle);
+
+// The barrier behind "nothing was forwarded" checks, instead of a sleep: sends one request
+// (default: a tools/call of `echo`) that the gateway on `port` forwards to `up` (a new client
+// connection; `request` must be one the gateway's config lets through) and waits
+// until `up` has recorded it. A request the gateway had decided to forward before is then
+// already at `up`: the gateway contacts upstreams in the order it decides to, and one accepted
+// before the marker's connection is counted first. True when the marker arrived (whatever
+// the upstream then answered).
+bool forwardMarker(uint16_t port, const RawUpstream& up, const std::string& request = "",
+                   Ms timeout = Ms(5000));
 
 // Request builders.
 // A POST /mcp with MCP 2026-07-28 headers for tools/call of `tool`, the given extra header

@@ -45,12 +45,13 @@ constexpr char kToolsList[] =
     R"({"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},)"
     R"("query":{"type":"string"}}}}]}})";
 
-// The config: one upstream `main`, a default route, the policy file, an admin listener.
-std::string config(const std::string& upstream, const std::string& policy_path, uint16_t admin_port,
+// The config: one upstream `main`, a default route, the policy file, an admin listener when
+// `admin` (on a port the gateway chooses: Gateway::adminPort).
+std::string config(const std::string& upstream, const std::string& policy_path, bool admin,
                    const std::string& mcp = "") {
   std::string y = "listen: 127.0.0.1:${PORT}\nworkers: 1\n";
-  if (admin_port != 0) {
-    y += "admin: 127.0.0.1:" + std::to_string(admin_port) + "\n";
+  if (admin) {
+    y += "admin: 127.0.0.1:0\n";
   }
   y += "access_log:\n  path: ${ACCESS_LOG}\n";
   if (!mcp.empty()) {
@@ -156,7 +157,7 @@ class LegacySdkServer {
 TEST_CASE("legacy: a deny rule stops a legacy tools/call exactly as a modern one", "[legacy]") {
   TempDir dir;
   RawUpstream up(RawUpstream::respond(200, kOk));
-  Gateway gw(config(up.address(), policyFile(dir), 0));
+  Gateway gw(config(up.address(), policyFile(dir), false));
   LogReader log(gw);
 
   Response modern = fetch(gw.port(), modernCall("delete_all", 5));
@@ -221,7 +222,7 @@ TEST_CASE("legacy: a 2/min limit admits exactly 2 calls, legacy and modern share
           "[legacy]") {
   TempDir dir;
   RawUpstream up(RawUpstream::respond(200, kOk));
-  Gateway gw(config(up.address(), policyFile(dir), 0));
+  Gateway gw(config(up.address(), policyFile(dir), false));
   std::vector<int> statuses;
   for (int i = 0; i < 4; ++i) {
     statuses.push_back(fetch(gw.port(), legacyPost(callBody("limited", "{}", i))).status);
@@ -241,7 +242,7 @@ TEST_CASE("legacy: a 2/min limit admits exactly 2 calls, legacy and modern share
   // Expect: 100-continue does not let a legacy call skip its limit (it waits for the body).
   TempDir dir2;
   RawUpstream up2(RawUpstream::respond(200, kOk));
-  Gateway gw2(config(up2.address(), policyFile(dir2), 0));
+  Gateway gw2(config(up2.address(), policyFile(dir2), false));
   std::vector<int> expect;
   for (int i = 0; i < 3; ++i) {
     const std::string body = callBody("limited", "{}", i);
@@ -272,7 +273,7 @@ TEST_CASE("legacy: a params rule applies through annotations learned from a lega
       sse ? RawUpstream::respond(200, std::string("event: message\ndata: ") + kToolsList + "\n\n",
                                  "text/event-stream")
           : RawUpstream::respond(200, kToolsList));
-  Gateway gw(config(up.address(), policyFile(dir), 0));
+  Gateway gw(config(up.address(), policyFile(dir), false));
   const std::string us = callBody("execute_sql", R"({"region":"us-east1","query":"q"})", 3);
   // Nothing learned yet: no Region param, the rule cannot apply (as a modern call without it).
   CHECK(fetch(gw.port(), legacyPost(us)).status == 200);
@@ -299,7 +300,7 @@ TEST_CASE("legacy: a params rule applies through annotations learned from a lega
 TEST_CASE("legacy: batches are checked element by element and refused whole", "[legacy]") {
   TempDir dir;
   RawUpstream up(RawUpstream::respond(200, kOk));
-  Gateway gw(config(up.address(), policyFile(dir), 0));
+  Gateway gw(config(up.address(), policyFile(dir), false));
   LogReader log(gw);
   const std::string bad = "[" + callBody("echo", "{}", 1) + "," +
                           R"({"jsonrpc":"2.0","method":"notifications/progress"},)" +
@@ -340,7 +341,7 @@ TEST_CASE("legacy: batches are checked element by element and refused whole", "[
 TEST_CASE("legacy: an unparseable body gets 400 -32700 and the upstream sees nothing", "[legacy]") {
   TempDir dir;
   RawUpstream up(RawUpstream::respond(200, kOk));
-  Gateway gw(config(up.address(), policyFile(dir), 0));
+  Gateway gw(config(up.address(), policyFile(dir), false));
   LogReader log(gw);
   struct Case {
     std::string body;
@@ -375,7 +376,7 @@ TEST_CASE("legacy: an unparseable body gets 400 -32700 and the upstream sees not
   // Nothing in the config looks at the view: the body goes on unchanged (the server answers).
   TempDir dir2;
   RawUpstream up2(RawUpstream::respond(200, kOk));
-  Gateway plain(config(up2.address(), "", 0));
+  Gateway plain(config(up2.address(), "", false));
   LogReader log2(plain);
   CHECK(fetch(plain.port(), legacyPost("not json")).status == 200);
   REQUIRE(up2.waitForRequests(1, Ms(2000)));
@@ -388,7 +389,7 @@ TEST_CASE("legacy: an unparseable body gets 400 -32700 and the upstream sees not
 TEST_CASE("legacy: GET and DELETE keep passthrough, legacy: reject still refuses", "[legacy]") {
   TempDir dir;
   RawUpstream up(RawUpstream::respond(200, kOk));
-  Gateway gw(config(up.address(), policyFile(dir), 0));
+  Gateway gw(config(up.address(), policyFile(dir), false));
   LogReader log(gw);
   const std::string sid = gatewaySessionToken("main", up.address()) + ".s-1";
   Response g = fetch(gw.port(),
@@ -408,7 +409,7 @@ TEST_CASE("legacy: GET and DELETE keep passthrough, legacy: reject still refuses
 
   TempDir dir2;
   RawUpstream up2(RawUpstream::respond(200, kOk));
-  Gateway strict(config(up2.address(), policyFile(dir2), 0, "  legacy: reject\n"));
+  Gateway strict(config(up2.address(), policyFile(dir2), false, "  legacy: reject\n"));
   Response r = fetch(strict.port(), legacyPost(callBody("echo")));
   CHECK(r.status == 400);
   CHECK(token(r, "code") == "-32020");
@@ -418,8 +419,8 @@ TEST_CASE("legacy: GET and DELETE keep passthrough, legacy: reject still refuses
 TEST_CASE("legacy: metrics label legacy calls by method and tool", "[legacy]") {
   TempDir dir;
   RawUpstream up(RawUpstream::respond(200, kOk));
-  const uint16_t admin = freePort();
-  Gateway gw(config(up.address(), policyFile(dir), admin));
+  Gateway gw(config(up.address(), policyFile(dir), true));
+  const uint16_t admin = gw.adminPort();
   REQUIRE(fetch(gw.port(), legacyPost(callBody("get_weather"))).status == 200);
   REQUIRE(fetch(gw.port(), legacyPost(callBody("delete_all"))).status == 403);
   const std::string ok =

@@ -675,7 +675,7 @@ TEST_CASE("mcp: verify mode in front of the SDK server passes valid traffic and 
 // ---- 8. the SDK v2 client end to end ------------------------------------------------------------
 
 TEST_CASE("mcp: the SDK v2 client completes through the gateway in header and verify mode",
-          "[mcp][sdk]") {
+          "[mcp][sdk][slow]") {
   requireFixtures();
   TempDir dir;
   NodeServer server(dir, "mcp-server.mjs");

@@ -72,7 +72,7 @@ GatewayConfig configFor(uint16_t upstream_port) {
 
 }  // namespace
 
-TEST_CASE("sdk: the v2 client's basic scenario works through the gateway", "[sdk]") {
+TEST_CASE("sdk: the v2 client's basic scenario works through the gateway", "[sdk][slow]") {
   requireFixtures();
   TempDir dir;
   SdkServer server(dir);
@@ -113,7 +113,7 @@ TEST_CASE("sdk: a notification POST without Mcp-Method gets 202 through the gate
   CHECK(r->body.empty());
 }
 
-TEST_CASE("sdk: a client abort through the gateway cancels the tool on the server", "[sdk]") {
+TEST_CASE("sdk: a client abort through the gateway cancels the tool on the server", "[sdk][slow]") {
   requireFixtures();
   TempDir dir;
   SdkServer server(dir);

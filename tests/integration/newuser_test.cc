@@ -78,16 +78,16 @@ TEST_CASE(
     INFO(c.what);
     RawUpstream up(RawUpstream::respond(200, kOkBody));
     TempDir dir;
-    uint16_t admin = freePort();
     GatewayConfig cfg;
     cfg.upstream_endpoints = {up.address()};
-    cfg.extra_yaml = "admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+    cfg.extra_yaml = "admin: 127.0.0.1:0\n";
     if (c.policy_file) {
       std::string pol = dir.file("policy.yaml");
       REQUIRE(writeFile(pol, "default: allow\n"));
       cfg.extra_yaml += "policies: [" + pol + "]\n";
     }
     Gateway gw(cfg);
+    const uint16_t admin = gw.adminPort();
     REQUIRE(waitFor([&] { return canConnect(admin); }, Ms(3000)));
 
     // What really happens.

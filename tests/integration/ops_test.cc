@@ -303,7 +303,7 @@ TEST_CASE("ops: 20 SIGHUP reloads under continuous load fail no request", "[ops]
 }
 
 TEST_CASE("ops: an SSE stream open across a reload completes on its old config",
-          "[ops][reload][sse]") {
+          "[ops][reload][sse][slow]") {
   constexpr int kEvents = 10;
   RawUpstream up_a(sseScript(kEvents, Ms(120)));
   RawUpstream up_b(RawUpstream::respond(200, kBodyB));
@@ -444,7 +444,7 @@ TEST_CASE("ops: an invalid config on SIGHUP is logged with file:line:col and not
 }
 
 TEST_CASE("ops: SIGTERM drains an open SSE stream to its end, refuses new work, exits 0",
-          "[ops][drain][sse]") {
+          "[ops][drain][sse][slow]") {
   constexpr int kEvents = 8;
   RawUpstream up(sseScript(kEvents, Ms(150)));
   OpsConfig cfg{

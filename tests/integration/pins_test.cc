@@ -161,7 +161,7 @@ std::string rawCall(const std::string& tool) {
 TEST_CASE(
     "pins: a changed tool is reported in log mode, blocked in block mode, released by "
     "pins approve",
-    "[pins]") {
+    "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -171,8 +171,8 @@ TEST_CASE(
   REQUIRE(writeFile(policy, policyYaml("log")));
   auto server = std::make_unique<Server>(dir, 0, "get_status,delete_user", "");
   const uint16_t up_port = server->port();
-  const uint16_t admin = freePort();
-  auto gw = std::make_unique<Gateway>(config(admin, up_port, policy));
+  auto gw = std::make_unique<Gateway>(config(0, up_port, policy));
+  uint16_t admin = gw->adminPort();  // the port the gateway chose (again after its restart)
 
   // First sight: the pins are recorded and written.
   CHECK(sdkCall(dir, gw->port(), "get_status") == "tools:get_status:{}\n");
@@ -242,7 +242,8 @@ TEST_CASE(
 
   // Pins survive a restart: still blocked.
   gw.reset();
-  gw = std::make_unique<Gateway>(config(admin, up_port, policy));
+  gw = std::make_unique<Gateway>(config(0, up_port, policy));
+  admin = gw->adminPort();
   CHECK(fetch(gw->port(), rawCall("get_status")).status == 403);
 
   // Approving one tool releases it in the running gateway (the store is a watched file).
@@ -265,7 +266,8 @@ TEST_CASE(
   CHECK(readFile(store).find("\"pending\"") == std::string::npos);
 }
 
-TEST_CASE("pins: new_tools: block holds back a tool first seen after the store existed", "[pins]") {
+TEST_CASE("pins: new_tools: block holds back a tool first seen after the store existed",
+          "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -274,8 +276,8 @@ TEST_CASE("pins: new_tools: block holds back a tool first seen after the store e
   REQUIRE(writeFile(policy, policyYaml("block", "block")));
   auto server = std::make_unique<Server>(dir, 0, "get_status", "");
   const uint16_t up_port = server->port();
-  const uint16_t admin = freePort();
-  Gateway gw(config(admin, up_port, policy));
+  Gateway gw(config(0, up_port, policy));
+  const uint16_t admin = gw.adminPort();
   // No store yet: the first listing pins everything it sees.
   CHECK(sdkCall(dir, gw.port(), "get_status") == "tools:get_status:{}\n");
   REQUIRE(waitForPins(admin, R"("get_status":{"state":"pinned")"));
@@ -340,7 +342,7 @@ TEST_CASE("pins: a corrupt store is a load error, never a silent reset", "[pins]
   CHECK(off.err.find("tool_pinning is off") != std::string::npos);
 }
 
-TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "[pins]") {
+TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -350,18 +352,19 @@ TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "
   auto a = std::make_unique<Server>(dir, 0, "get_status", "", "alpha");
   Server b(dir, 0, "get_status", "", "beta");
   const uint16_t a_port = a->port();
-  const uint16_t admin = freePort();
   for (const std::string names : {"prefix", "keep"}) {
     INFO("names: " << names);
     std::filesystem::remove(dir.file("pins.json"));
     a.reset();
     a = std::make_unique<Server>(dir, a_port, "get_status", "", "alpha");
-    Gateway gw("listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:" + std::to_string(admin) +
-               "\"\nworkers: 1\nupstreams:\n  - name: alpha\n    endpoints: [\"127.0.0.1:" +
-               std::to_string(a_port) +
-               "\"]\n  - name: beta\n    endpoints: [\"127.0.0.1:" + std::to_string(b.port()) +
-               "\"]\nroutes:\n  - name: default\n    upstreams: [alpha, beta]\n    names: " +
-               names + "\npolicies: [" + policy + "]\naccess_log: { path: \"${ACCESS_LOG}\" }\n");
+    Gateway gw(
+        "listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:0\"\nworkers: 1\nupstreams:\n  - name: "
+        "alpha\n    endpoints: [\"127.0.0.1:" +
+        std::to_string(a_port) +
+        "\"]\n  - name: beta\n    endpoints: [\"127.0.0.1:" + std::to_string(b.port()) +
+        "\"]\nroutes:\n  - name: default\n    upstreams: [alpha, beta]\n    names: " + names +
+        "\npolicies: [" + policy + "]\naccess_log: { path: \"${ACCESS_LOG}\" }\n");
+    const uint16_t admin = gw.adminPort();
     const std::string alpha_tool = names == "prefix" ? "alpha__get_status" : "get_status";
     const std::string beta_tool = names == "prefix" ? "beta__beta_add_tool" : "beta_add_tool";
     CHECK(sdkTools(dir, gw.port()).find(alpha_tool) != std::string::npos);
@@ -390,7 +393,7 @@ TEST_CASE("pins: block mode on a federated route hides and refuses per owner", "
 }
 
 TEST_CASE("pins: new_tools: block on a federated route pins every upstream's first listing",
-          "[pins]") {
+          "[pins][slow]") {
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
@@ -400,14 +403,15 @@ TEST_CASE("pins: new_tools: block on a federated route pins every upstream's fir
   Server a(dir, 0, "get_status", "", "alpha");
   auto b = std::make_unique<Server>(dir, 0, "run_query", "", "beta");
   const uint16_t b_port = b->port();
-  const uint16_t admin = freePort();
-  Gateway gw("listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:" + std::to_string(admin) +
-             "\"\nworkers: 1\nupstreams:\n  - name: alpha\n    endpoints: [\"127.0.0.1:" +
-             std::to_string(a.port()) +
-             "\"]\n  - name: beta\n    endpoints: [\"127.0.0.1:" + std::to_string(b_port) +
-             "\"]\nroutes:\n  - name: default\n    upstreams: [alpha, beta]\n    names: prefix\n"
-             "policies: [" +
-             policy + "]\naccess_log: { path: \"${ACCESS_LOG}\" }\n");
+  Gateway gw(
+      "listen: \"127.0.0.1:${PORT}\"\nadmin: \"127.0.0.1:0\"\nworkers: 1\nupstreams:\n  - name: "
+      "alpha\n    endpoints: [\"127.0.0.1:" +
+      std::to_string(a.port()) +
+      "\"]\n  - name: beta\n    endpoints: [\"127.0.0.1:" + std::to_string(b_port) +
+      "\"]\nroutes:\n  - name: default\n    upstreams: [alpha, beta]\n    names: prefix\n"
+      "policies: [" +
+      policy + "]\naccess_log: { path: \"${ACCESS_LOG}\" }\n");
+  const uint16_t admin = gw.adminPort();
 
   // No store yet: one fan-out lists both upstreams, and both are pinned whole — beta's first
   // listing is not "new" because alpha's was saved a moment before.

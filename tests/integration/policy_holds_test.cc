@@ -137,7 +137,6 @@ TEST_CASE("policy holds: a legacy client on a names: prefix route meets the rout
   RawUpstream ts(toolServer({tool("echo"), tool("delete_everything")}));
   RawUpstream other(toolServer({tool("other_tool")}));
   TempDir dir;
-  const uint16_t admin = freePort();
   REQUIRE(writeFile(dir.file("policy.yaml"), R"(rules:
   - name: no-delete
     match: { method: tools/call, name: ts__delete_everything }
@@ -165,8 +164,9 @@ access_log: { path: "${ACCESS_LOG}" }
 )",
              {{"TS", ts.address()},
               {"OTHER", other.address()},
-              {"ADMIN", std::to_string(admin)},
+              {"ADMIN", "0"},
               {"POLICY", dir.file("policy.yaml")}});
+  const uint16_t admin = gw.adminPort();
 
   // The legacy list is the first upstream's, by the names the route lists, filtered.
   Response list = fetch(gw.port(), request(true, "tools/list", ""));
@@ -304,7 +304,7 @@ std::vector<Hostile> hostileLists() {
 }  // namespace
 
 TEST_CASE("policy holds: a list the gateway cannot read is refused, not relayed unfiltered",
-          "[policy_holds][visibility][pins]") {
+          "[policy_holds][visibility][pins][slow]") {
   // Visibility (a rule that can deny), and tool pinning alone (it observes every list).
   const std::string policy =
       GENERATE(std::string("rules:\n  - name: no-secret\n    match: { method: tools/call, name: "
@@ -317,7 +317,6 @@ TEST_CASE("policy holds: a list the gateway cannot read is refused, not relayed 
     }));
     TempDir dir;
     REQUIRE(writeFile(dir.file("policy.yaml"), policy));
-    const uint16_t admin = freePort();
     Gateway gw(R"(listen: "127.0.0.1:${PORT}"
 admin: "127.0.0.1:${ADMIN}"
 workers: 1
@@ -330,9 +329,8 @@ routes:
 policies: [${POLICY}]
 access_log: { path: "${ACCESS_LOG}" }
 )",
-               {{"UP", up.address()},
-                {"ADMIN", std::to_string(admin)},
-                {"POLICY", dir.file("policy.yaml")}});
+               {{"UP", up.address()}, {"ADMIN", "0"}, {"POLICY", dir.file("policy.yaml")}});
+    const uint16_t admin = gw.adminPort();
     Response r = fetch(gw.port(), request(false, "tools/list", "", "\"req-5\""));
     INFO(r.head << r.body);
     CHECK(r.status == 502);
@@ -401,7 +399,6 @@ TEST_CASE("policy holds: items no client can take are dropped, per upstream, and
   listed.insert(listed.end(), bad.begin(), bad.end());
   RawUpstream hostile(toolServer(listed));
   RawUpstream fine(toolServer({tool("fine")}));
-  const uint16_t admin = freePort();
   TempDir dir;
   REQUIRE(writeFile(dir.file("policy.yaml"),
                     "rules:\n  - name: r\n    match: { name: \"zzz*\" }\n    action: deny\n"));
@@ -424,8 +421,9 @@ policies: [${POLICY}]
 )",
              {{"HOSTILE", hostile.address()},
               {"FINE", fine.address()},
-              {"ADMIN", std::to_string(admin)},
+              {"ADMIN", "0"},
               {"POLICY", dir.file("policy.yaml")}});
+  const uint16_t admin = gw.adminPort();
   std::string fed = request(false, "tools/list", "");
   fed.insert(fed.find("\r\n") + 2, "X-Route: fed\r\n");
   Response merged = fetch(gw.port(), fed);
@@ -475,7 +473,6 @@ TEST_CASE("policy holds: answers read whole share one budget (max_buffered_answe
   }));
   TempDir dir;
   REQUIRE(writeFile(dir.file("policy.yaml"), "tool_pinning:\n  mode: log\n  store: pins.json\n"));
-  const uint16_t admin = freePort();
   Gateway gw(R"(listen: "127.0.0.1:${PORT}"
 admin: "127.0.0.1:${ADMIN}"
 workers: 1
@@ -497,8 +494,9 @@ access_log: { path: "${ACCESS_LOG}" }
 )",
              {{"UP", up.address()},
               {"UP2", up2.address()},
-              {"ADMIN", std::to_string(admin)},
+              {"ADMIN", "0"},
               {"POLICY", dir.file("policy.yaml")}});
+  const uint16_t admin = gw.adminPort();
   Response r = fetch(gw.port(), request(false, "tools/list", "", "77"));
   INFO(r.head << r.body);
   CHECK(r.status == 503);
@@ -611,7 +609,7 @@ routes:
 }
 
 TEST_CASE("policy holds: memory taken by large filtered lists goes back when idle",
-          "[policy_holds][visibility]") {
+          "[policy_holds][visibility][slow]") {
   // Few tools with long descriptions: what the gateway keeps of a list (the learned schemas,
   // one entry a tool) stays small, so what is measured is the answer's buffers.
   std::string tools;
@@ -756,7 +754,7 @@ TEST_CASE("policy holds: a tool listed in a form that cannot be pinned is hidden
 }
 
 TEST_CASE("policy holds: a fan-out the client leaves gives its answer budget back",
-          "[policy_holds][federation]") {
+          "[policy_holds][federation][slow]") {
   std::string half(20 * 1024, ' ');
   // An upstream that sends 20 KB of a 40 KB answer, then stalls.
   RawUpstream stalling([&](UpstreamConn& c) {

@@ -62,7 +62,8 @@ void expectStream(Client& c, const std::string& events) {
 
 }  // namespace
 
-TEST_CASE("sse: events are relayed as they arrive, chunked, with X-Accel-Buffering once", "[sse]") {
+TEST_CASE("sse: events are relayed as they arrive, chunked, with X-Accel-Buffering once",
+          "[sse][slow]") {
   bool upstream_sends_xab = GENERATE(false, true);
   INFO("upstream sends X-Accel-Buffering: " << upstream_sends_xab);
   const std::string e1 = "event: message\ndata: {\"n\":1}\n\n";
@@ -148,7 +149,7 @@ TEST_CASE("sse: no keep-alive comment is injected inside a half-sent event", "[s
 }
 
 TEST_CASE("sse: a client that stops reading does not make the gateway buffer the stream",
-          "[sse][backpressure]") {
+          "[sse][backpressure][slow]") {
   constexpr size_t kTotal = 200u << 20;
   std::atomic<size_t> sent{0};
   RawUpstream up([&](UpstreamConn& c) {
@@ -238,7 +239,7 @@ TEST_CASE("sse: stream_idle_timeout ends a silent stream", "[sse][timeout]") {
   CHECK(up.peerCloses().size() == 1);
 }
 
-TEST_CASE("sse: max_duration ends a stream that keeps sending", "[sse][timeout]") {
+TEST_CASE("sse: max_duration ends a stream that keeps sending", "[sse][timeout][slow]") {
   RawUpstream up([](UpstreamConn& c) {
     if (!c.readRequest()) {
       return;

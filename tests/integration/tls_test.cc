@@ -302,12 +302,11 @@ std::string pairLines(const Pki& pki, const std::string& name = "gw") {
 
 }  // namespace
 
-TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "[tls]") {
+TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "[tls][slow]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
-  Gateway gw(
-      tlsConfig(up.address(), pairLines(pki), "admin: 127.0.0.1:" + std::to_string(admin) + "\n"));
+  Gateway gw(tlsConfig(up.address(), pairLines(pki), "admin: 127.0.0.1:0\n"));
+  const uint16_t admin = gw.adminPort();
   TlsOptions verified;
   verified.ca = pki.file("ca.pem");
 
@@ -402,9 +401,9 @@ TEST_CASE("tls: HTTPS to a plain upstream, TLS 1.3 and 1.2, ALPN, resumption", "
 TEST_CASE("tls: min_version 1.3 refuses TLS 1.2", "[tls]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
-  Gateway gw(tlsConfig(up.address(), pairLines(pki) + "  min_version: \"1.3\"\n",
-                       "admin: 127.0.0.1:" + std::to_string(admin) + "\n"));
+  Gateway gw(
+      tlsConfig(up.address(), pairLines(pki) + "  min_version: \"1.3\"\n", "admin: 127.0.0.1:0\n"));
+  const uint16_t admin = gw.adminPort();
   TlsOptions o;
   o.max_version = TLS1_2_VERSION;
   TlsConn old(gw.port(), o);
@@ -425,13 +424,12 @@ TEST_CASE("tls: min_version 1.3 refuses TLS 1.2", "[tls]") {
       Ms(2000)));
 }
 
-TEST_CASE("tls: plain HTTP gets a 400 and a close, garbage and silence are closed", "[tls]") {
+TEST_CASE("tls: plain HTTP gets a 400 and a close, garbage and silence are closed", "[tls][slow]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
-  Gateway gw(tlsConfig(
-      up.address(), pairLines(pki),
-      "admin: 127.0.0.1:" + std::to_string(admin) + "\nlimits:\n  header_timeout: 600ms\n"));
+  Gateway gw(tlsConfig(up.address(), pairLines(pki),
+                       "admin: 127.0.0.1:0\nlimits:\n  header_timeout: 600ms\n"));
+  const uint16_t admin = gw.adminPort();
 
   SECTION("plain HTTP") {
     Client c(gw.port());
@@ -495,7 +493,6 @@ TEST_CASE("tls: plain HTTP gets a 400 and a close, garbage and silence are close
 TEST_CASE("tls: client certificates are required and name the caller", "[tls][mtls]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
   const std::string key = "tls-test-api-key";
   std::string policy = pki.file("policy.yaml");
   REQUIRE(writeFile(policy,
@@ -511,9 +508,9 @@ TEST_CASE("tls: client certificates are required and name the caller", "[tls][mt
                         "    match: { subject: bob }\n"
                         "    action: deny\n"
                         "default: allow\n"));
-  Gateway gw(
-      tlsConfig(up.address(), pairLines(pki) + "  client_ca: " + pki.file("ca.pem") + "\n",
-                "admin: 127.0.0.1:" + std::to_string(admin) + "\npolicies: [" + policy + "]\n"));
+  Gateway gw(tlsConfig(up.address(), pairLines(pki) + "  client_ca: " + pki.file("ca.pem") + "\n",
+                       "admin: 127.0.0.1:0\npolicies: [" + policy + "]\n"));
+  const uint16_t admin = gw.adminPort();
 
   auto as = [&](const std::string& who) {
     TlsOptions o;
@@ -606,12 +603,12 @@ TEST_CASE("tls: a new certificate on SIGHUP, open connections keep theirs, no re
           "[tls][reload]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
   // Served from copies, which the test rewrites.
   REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("gw.pem"))));
   REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("gw.key"))));
-  Gateway gw(tlsConfig(up.address(), pairLines(pki, "live"),
-                       "admin: 127.0.0.1:" + std::to_string(admin) + "\nwatch_files: false\n"));
+  Gateway gw(
+      tlsConfig(up.address(), pairLines(pki, "live"), "admin: 127.0.0.1:0\nwatch_files: false\n"));
+  const uint16_t admin = gw.adminPort();
   TlsOptions verified;
   verified.ca = pki.file("ca.pem");
 
@@ -686,11 +683,11 @@ TEST_CASE("tls: a reload refuses an expired or not yet valid certificate, the ru
           "[tls][reload]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
   REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("gw.pem"))));
   REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("gw.key"))));
-  Gateway gw(tlsConfig(up.address(), pairLines(pki, "live"),
-                       "admin: 127.0.0.1:" + std::to_string(admin) + "\nwatch_files: false\n"));
+  Gateway gw(
+      tlsConfig(up.address(), pairLines(pki, "live"), "admin: 127.0.0.1:0\nwatch_files: false\n"));
+  const uint16_t admin = gw.adminPort();
   TlsOptions verified;
   verified.ca = pki.file("ca.pem");
   const auto servedFingerprint = [&] {
@@ -777,13 +774,13 @@ TEST_CASE("tls: the file watcher reloads a renewed certificate", "[tls][reload]"
 TEST_CASE("tls: /config, /metrics and the log describe the served certificate", "[tls][admin]") {
   Pki pki;
   RawUpstream up(RawUpstream::respond(200, kOkBody));
-  const uint16_t admin = freePort();
   REQUIRE(writeFile(pki.file("live.pem"), readFile(pki.file("gw.pem"))));
   REQUIRE(writeFile(pki.file("live.key"), readFile(pki.file("gw.key"))));
   Gateway gw(tlsConfig(
       up.address(),
       pairLines(pki, "live") + "  client_ca: " + pki.file("ca.pem") + "\n  min_version: \"1.3\"\n",
-      "admin: 127.0.0.1:" + std::to_string(admin) + "\nwatch_files: false\n"));
+      "admin: 127.0.0.1:0\nwatch_files: false\n"));
+  const uint16_t admin = gw.adminPort();
   TlsOptions o;
   o.ca = pki.file("ca.pem");
   o.cert = pki.file("alice.pem");
@@ -836,7 +833,8 @@ TEST_CASE("tls: /config, /metrics and the log describe the served certificate", 
   CHECK(adminGet(admin, "/config").body.find(fp) == std::string::npos);
 }
 
-TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway", "[tls][sdk]") {
+TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway",
+          "[tls][sdk][slow]") {
   const std::string fixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
   if (!std::filesystem::exists(fixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");

@@ -95,11 +95,9 @@ TEST_CASE("upstream headers: set on every request to that upstream, and only the
   const std::string token = randomToken();
   RawUpstream remote{RawUpstream::respond(200, kListBody)};
   RawUpstream other{RawUpstream::respond(200, kListBody)};
-  const uint16_t admin = freePort();
-  Gateway gw(
-      kYaml,
-      {{"ADMIN", std::to_string(admin)}, {"REMOTE", remote.address()}, {"OTHER", other.address()}},
-      {"GW_ITEST_REMOTE_TOKEN=" + token, "GW_ITEST_TENANT=eu"});
+  Gateway gw(kYaml, {{"ADMIN", "0"}, {"REMOTE", remote.address()}, {"OTHER", other.address()}},
+             {"GW_ITEST_REMOTE_TOKEN=" + token, "GW_ITEST_TENANT=eu"});
+  const uint16_t admin = gw.adminPort();
 
   // A plain route to each upstream.
   REQUIRE(fetch(gw.port(), mcpPost(toolsCallBody("echo"), kClientFields, "echo")).status == 200);

@@ -350,7 +350,7 @@ std::string withUpstreamLine(const GatewayConfig& cfg, const std::string& line) 
 }  // namespace
 
 TEST_CASE("writepath: a 5 MiB answer to a client that reads slowly, then fully: every byte",
-          "[writepath]") {
+          "[writepath][slow]") {
   const std::string big = pattern(kFiveMiB, 1);
   SECTION("Content-Length, read in small steps, then at full speed") {
     RawUpstream up([&](UpstreamConn& c) {
@@ -536,7 +536,7 @@ TEST_CASE("writepath: 50 pipelined requests in one write are answered in order",
 }
 
 TEST_CASE("writepath: a pipelined request behind a large answer the client is slow to read",
-          "[writepath]") {
+          "[writepath][slow]") {
   const std::string big = pattern(3 * 1024 * 1024, 7);
   RawUpstream up([&](UpstreamConn& c) {
     for (int n = 0;; ++n) {

@@ -213,7 +213,8 @@ class Ticker {
   event::EventPtr ev_;
 };
 
-TEST_CASE("RedisLimiter: two replicas share one limit in a real Redis", "[ratelimit][redis]") {
+TEST_CASE("RedisLimiter: two replicas share one limit in a real Redis",
+          "[ratelimit][redis][slow]") {
   RedisServer server;
   startOrFail(server);
   event::BasePtr base(event_base_new());
@@ -470,12 +471,12 @@ void runFaultScenario(Fault fault) {
 }
 
 TEST_CASE("RedisLimiter: on_error outcomes within timeout + 50 ms when Redis stalls",
-          "[ratelimit][redis]") {
+          "[ratelimit][redis][slow]") {
   runFaultScenario(Fault::kStall);
 }
 
 TEST_CASE("RedisLimiter: on_error outcomes arrive at once when Redis is killed mid-run",
-          "[ratelimit][redis]") {
+          "[ratelimit][redis][slow]") {
   runFaultScenario(Fault::kKill);
 }
 
