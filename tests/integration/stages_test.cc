@@ -105,7 +105,7 @@ TEST_CASE("stages: a limit waiting on its store resumes by on_error when the sto
 }
 
 TEST_CASE("stages: a client that leaves while a limit waits ends the request as 499",
-          "[stages][ratelimit][redis]") {
+          "[stages][ratelimit][redis][slow]") {
   TempDir dir;
   RawUpstream store = silentStore();
   RawUpstream up(RawUpstream::respond(200, kOkBody));
