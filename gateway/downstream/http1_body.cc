@@ -96,7 +96,7 @@ bool Http1Connection::moveChunkedBody(evbuffer* in) {
           close_after_ = true;
           x_->localReply(503, mcp::code::kOverloaded,
                          "Service Unavailable: the gateway holds too many request bodies; retry",
-                         Outcome::kBodyBufferFull, "Retry-After: 1\r\n");
+                         Outcome::kBodyBufferFull, 1);
           return false;
         }
         evbuffer_remove_buffer(in, body, step.length);

@@ -36,15 +36,18 @@ void Http1Connection::encodeLocalReply(const mcp::LocalReply& r) {
                         close_after_                                 ? "Connection: close\r\n"
                         : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
                                                                      : "");
+  std::string& fields = w_.scratch;
+  fields.clear();
+  http::appendFields(fields, r.extra_fields);
+  fields += "\r\n";
   evbuffer* out = down_.output();
   evbuffer_add(out, head, static_cast<size_t>(n));
-  event::addString(out, r.extra_headers);
-  event::addString(out, "\r\n");
+  event::addString(out, fields);
   // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
   // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
   const size_t content = x_->head.method == "HEAD" ? 0 : body.size();
   evbuffer_add(out, body.data(), content);
-  x_->bytes_out += static_cast<size_t>(n) + r.extra_headers.size() + 2 + content;
+  x_->bytes_out += static_cast<size_t>(n) + fields.size() + content;
   finishRequest(!close_after_);
 }
 
@@ -53,7 +56,7 @@ void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
   h.clear();
   http::appendStatusLine(h, r.status, r.reason);
   http::appendFields(h, *r.fields);
-  h.append(r.extra_lines);
+  http::appendFields(h, r.extra);
   chunked_out_ = false;
   switch (r.framing) {
     case http::BodyFraming::kNone:

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,7 +34,7 @@ struct ResponseHeaders {
   uint64_t content_length = 0;  // kContentLength
   // kNone on a HEAD answer or a 304: the length the body would have had (the upstream's).
   std::string_view length_field;
-  std::string_view extra_lines;  // RateLimit fields (full lines, each ending in CRLF)
+  std::span<const http::OwnedField> extra;  // RateLimit fields the gateway adds
 };
 
 // How the exchange wants the request body.

@@ -95,7 +95,7 @@ void setRateLimitedReply(RequestContext& ctx, const LimitCheck& check,
   mcp::appendJsonEscaped(data, check.spec->name);
   data += "\"}";
   ctx.reply.data_json = std::move(data);
-  ctx.reply.extra_headers = ratelimit::headerLines(check.spec->name, check.rate, d, true);
+  ratelimit::headerFields(check.spec->name, check.rate, d, true, ctx.reply.extra_fields);
 }
 
 }  // namespace gw::filters

@@ -37,16 +37,17 @@ FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& 
   if (ctx.head->method == "OPTIONS") {
     // A browser-based client's CORS preflight (SDKs send MCP-Protocol-Version with it).
     ctx.reply.status = 200;
-    ctx.reply.extra_headers =
-        "Allow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: *\r\n"
-        "Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\n"
-        "Access-Control-Allow-Headers: *\r\nAccess-Control-Max-Age: 86400\r\n";
+    ctx.reply.addField("Allow", "GET, HEAD, OPTIONS");
+    ctx.reply.addField("Access-Control-Allow-Origin", "*");
+    ctx.reply.addField("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS");
+    ctx.reply.addField("Access-Control-Allow-Headers", "*");
+    ctx.reply.addField("Access-Control-Max-Age", "86400");
     return FilterStatus::kLocalReply;
   }
   if (ctx.head->method != "GET" && ctx.head->method != "HEAD") {
     ctx.reply.status = 405;
     ctx.reply.text = "method not allowed\n";
-    ctx.reply.extra_headers = "Allow: GET, HEAD, OPTIONS\r\n";
+    ctx.reply.addField("Allow", "GET, HEAD, OPTIONS");
     ctx.reply.reason = "method_not_allowed";
     return FilterStatus::kLocalReply;
   }
@@ -54,13 +55,13 @@ FilterStatus metadataReply(RequestContext& ctx, const policy::ResourceMetadata& 
   ctx.reply.text = m.document;
   ctx.reply.content_type = "application/json";
   // Public metadata a browser-based client reads across origins (RFC 9728 §3).
-  ctx.reply.extra_headers = "Access-Control-Allow-Origin: *\r\n";
+  ctx.reply.addField("Access-Control-Allow-Origin", "*");
   return FilterStatus::kLocalReply;
 }
 
 std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
                             const std::vector<std::string>& scopes) {
-  std::string h = "WWW-Authenticate: Bearer ";
+  std::string h = "Bearer ";
   const policy::ResourceMetadata* m = pol.resourceMetadata();
   const size_t start = h.size();
   auto param = [&](std::string_view name, std::string_view value) {
@@ -87,7 +88,6 @@ std::string bearerChallenge(const policy::PolicySet& pol, const char* error,
   if (m != nullptr) {
     param("resource_metadata", m->url);
   }
-  h += "\r\n";
   return h;
 }
 
@@ -104,16 +104,17 @@ FilterStatus refuse(RequestContext& ctx, const policy::PolicySet& pol, policy::A
   if (auth == policy::AuthResult::kMalformed) {
     setReply(ctx, 400, mcp::code::kUnauthorized, std::string("Bad Request: ") + why,
              "auth_invalid");
-    ctx.reply.extra_headers = bearerChallenge(pol, "invalid_request", kNone);
+    ctx.reply.addField("WWW-Authenticate", bearerChallenge(pol, "invalid_request", kNone));
     return FilterStatus::kLocalReply;
   }
   const policy::ResourceMetadata* m = pol.resourceMetadata();
   setReply(ctx, 401, mcp::code::kUnauthorized,
            std::string("Unauthorized: ") + (*why ? why : "credentials required"),
            auth == policy::AuthResult::kMissing ? "auth_missing" : "auth_invalid");
-  ctx.reply.extra_headers =
+  ctx.reply.addField(
+      "WWW-Authenticate",
       bearerChallenge(pol, auth == policy::AuthResult::kInvalid ? "invalid_token" : nullptr,
-                      m != nullptr ? m->scopes_supported : kNone);
+                      m != nullptr ? m->scopes_supported : kNone));
   return FilterStatus::kLocalReply;
 }
 

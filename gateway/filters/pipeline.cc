@@ -136,7 +136,7 @@ FilterStatus methodNotAllowed(RequestContext& ctx) {
   setReply(ctx, 405, mcp::code::kMethodNotAllowed, "Method not allowed.", "method_not_allowed",
            false);
   ctx.reply.id = mcp::RequestId::null();
-  ctx.reply.extra_headers = "Allow: POST\r\n";
+  ctx.reply.addField("Allow", "POST");
   return FilterStatus::kLocalReply;
 }
 
@@ -212,7 +212,7 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
       if (head.method != "POST" && head.method != "GET" && head.method != "DELETE" &&
           head.method != "HEAD" && head.method != "OPTIONS") {
         FilterStatus st = methodNotAllowed(ctx);
-        ctx.reply.extra_headers = "Allow: POST, GET, DELETE\r\n";
+        ctx.reply.addField("Allow", "POST, GET, DELETE");
         return st;
       }
       ctx.legacy = true;  // headers not trusted for any decision
@@ -279,7 +279,7 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     setReply(ctx, 415, mcp::code::kUnsupportedMediaType,
              "Unsupported Media Type: Content-Encoding is not accepted on requests",
              "content_encoding_unsupported");
-    ctx.reply.extra_headers = "Accept-Encoding: identity\r\n";
+    ctx.reply.addField("Accept-Encoding", "identity");
     return FilterStatus::kLocalReply;
   }
   if (!ctx.mcp.has_method) {
@@ -422,8 +422,9 @@ FilterStatus policyCheck(RequestContext& ctx, const policy::RequestView& view) n
              anonymous ? "Unauthorized: this call needs a token with the required scopes"
                        : "Forbidden: the token lacks a scope this call requires",
              anonymous ? "auth_missing" : "insufficient_scope");
-    ctx.reply.extra_headers =
-        bearerChallenge(p, anonymous ? nullptr : "insufficient_scope", *d.missing_scopes);
+    ctx.reply.addField(
+        "WWW-Authenticate",
+        bearerChallenge(p, anonymous ? nullptr : "insufficient_scope", *d.missing_scopes));
     std::string data = "{\"rule\":\"";
     mcp::appendJsonEscaped(data, d.rule);
     data += "\",\"scopes\":[";

@@ -87,6 +87,12 @@ void appendFields(std::string& out, std::span<const Field> fields) {
   }
 }
 
+void appendFields(std::string& out, std::span<const OwnedField> fields) {
+  for (const OwnedField& f : fields) {
+    appendField(out, f.name, f.value);
+  }
+}
+
 void appendFieldsSetting(std::string& out, std::span<const Field> fields,
                          std::span<const std::pair<std::string, std::string>> set) {
   for (const Field& f : fields) {

@@ -17,6 +17,14 @@ struct Field {
   std::string_view value;
 };
 
+// A field that owns its name and value: one the gateway adds to an answer it makes or
+// relays (RateLimit, Retry-After, Allow, WWW-Authenticate…). Codecs serialise these
+// themselves; no layer above them writes header lines.
+struct OwnedField {
+  std::string name;
+  std::string value;
+};
+
 // The reason phrase of a status the gateway sends itself ("Error" for one it never does).
 const char* reasonPhrase(int status) noexcept;
 
@@ -27,6 +35,7 @@ void appendRequestLine(std::string& out, std::string_view method, std::string_vi
 void appendStatusLine(std::string& out, int status, std::string_view reason);
 // "name: value\r\n" for each field.
 void appendFields(std::string& out, std::span<const Field> fields);
+void appendFields(std::string& out, std::span<const OwnedField> fields);
 // "name: value\r\n" for each field whose name is not one of `set`'s (ASCII case-insensitive),
 // then for each of `set` (upstreams[].headers: set, not added).
 void appendFieldsSetting(std::string& out, std::span<const Field> fields,

@@ -4,7 +4,10 @@
 // downstream codec (downstream/stream.h) renders it. Pure data, no I/O.
 
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "gateway/http/serialize.h"
 #include "gateway/mcp/jsonrpc.h"
 
 namespace gw::mcp {
@@ -17,14 +20,18 @@ struct LocalReply {
   bool json_rpc = true;
   int code = 0;
   std::string message;
-  std::string data_json;               // optional JSON value for error.data
-  bool echo_id = false;                // read the body to echo the request id
-  bool omit_id = false;                // no "id" member at all (403 Origin)
-  RequestId id;                        // when already known (verify mode)
-  std::string text;                    // plain-text body when !json_rpc
-  const char* content_type = nullptr;  // when !json_rpc: instead of text/plain
-  std::string extra_headers;           // full header lines, each ending in CRLF
-  const char* reason = "";             // short machine name for logs/metrics ("header_mismatch")
+  std::string data_json;                       // optional JSON value for error.data
+  bool echo_id = false;                        // read the body to echo the request id
+  bool omit_id = false;                        // no "id" member at all (403 Origin)
+  RequestId id;                                // when already known (verify mode)
+  std::string text;                            // plain-text body when !json_rpc
+  const char* content_type = nullptr;          // when !json_rpc: instead of text/plain
+  std::vector<http::OwnedField> extra_fields;  // Allow, Retry-After, WWW-Authenticate…
+  const char* reason = "";  // short machine name for logs/metrics ("header_mismatch")
+
+  void addField(std::string_view name, std::string_view value) {
+    extra_fields.push_back(http::OwnedField{std::string(name), std::string(value)});
+  }
 };
 
 // The final body of a LocalReply (id from `id`, or absent/null rules).

@@ -241,7 +241,7 @@ void Exchange::beginBodyRead() {
     filters::setReply(ctx_, 503, mcp::code::kOverloaded,
                       "Service Unavailable: the gateway holds too many request bodies; retry",
                       "body_buffer_full");
-    ctx_.reply.extra_headers = "Retry-After: 1\r\n";
+    ctx_.reply.addField("Retry-After", "1");
     replyBeforeBody();
     return;
   }
@@ -269,18 +269,19 @@ void Exchange::onBodyComplete() {
 
 // ---- local replies and the end ----------------------------------------------------------
 
-void Exchange::localReply(int st, int code, const char* message, Outcome why,
-                          const char* extra_headers) {
+void Exchange::localReply(int st, int code, const char* message, Outcome why, int retry_after_s) {
   stopStages();
   releaseUpstream();
   filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
-  ctx_.reply.extra_headers = extra_headers;
+  if (retry_after_s > 0) {
+    ctx_.reply.addField("Retry-After", std::to_string(retry_after_s));
+  }
   sendLocalReply();
 }
 
 void Exchange::startResponse(downstream::ResponseHeaders& h) {
   GW_ASSERT(life_ == Life::kRunning);
-  h.extra_lines = limits_.headerLines();
+  h.extra = limits_.headerFields();
   life_ = Life::kAnswering;
   status = h.status;
   stream_->encodeHeaders(h);

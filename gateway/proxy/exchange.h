@@ -71,7 +71,7 @@ class Exchange final : public downstream::StreamCallbacks,
   void resume(filters::FilterStatus verdict) override;
   // An answer the client side decided on (417, 413, 503, 408): the exchange renders it.
   void localReply(int status, int code, const char* message, Outcome outcome,
-                  const char* extra_headers = "");
+                  int retry_after_s = 0);  // Retry-After seconds (0: none)
   // The request ends: metrics and the access-log line (once), the body reservation and the
   // upstream request released.
   void finish();
@@ -168,7 +168,7 @@ class Exchange final : public downstream::StreamCallbacks,
   static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
   void wrapSession(std::string_view server_id);
   void upstreamFailed(int status, int code, const char* message, Outcome outcome,
-                      const char* extra_headers = "");
+                      int retry_after_s = 0);  // Retry-After seconds (0: none)
   // `record`: the attempt's duration metric (not when the connection is torn down under it).
   void releaseUpstream(bool record = true);
   bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;

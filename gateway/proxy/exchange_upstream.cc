@@ -285,7 +285,7 @@ void Exchange::releaseUpstream(bool record) {
 }
 
 void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why,
-                              const char* extra_headers) {
+                              int retry_after_s) {
   outcome = why;
   releaseUpstream();
   if (responseStarted()) {
@@ -293,7 +293,9 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
     return;
   }
   filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
-  ctx_.reply.extra_headers = extra_headers;
+  if (retry_after_s > 0) {
+    ctx_.reply.addField("Retry-After", std::to_string(retry_after_s));
+  }
   ctx_.reply.id = sent_id_;
   sendLocalReply();
 }

@@ -28,7 +28,7 @@ filters::FilterStatus LimitStage::run(filters::RequestContext& ctx, WorkerContex
   runner_ = &runner;
   checks_.clear();
   index_ = 0;
-  lines_.clear();
+  fields_.clear();
   best_remaining_ = UINT64_MAX;
   filters::collectLimits(ctx, checks_);
   state_ = State::kChecking;
@@ -86,7 +86,7 @@ bool LimitStage::decide(const ratelimit::Decision& d) {
       filters::setReply(ctx, 503, mcp::code::kOverloaded,
                         "Service Unavailable: the rate-limit store is unavailable; retry",
                         "ratelimit_unavailable");
-      ctx.reply.extra_headers = "Retry-After: 1\r\n";
+      ctx.reply.addField("Retry-After", "1");
     } else {
       filters::setRateLimitedReply(ctx, c, d);
     }
@@ -96,7 +96,7 @@ bool LimitStage::decide(const ratelimit::Decision& d) {
   }
   if (ctx.snapshot->settings->rate_limit_headers && d.remaining <= best_remaining_) {
     best_remaining_ = d.remaining;  // the most constrained limit speaks for the answer
-    lines_ = ratelimit::headerLines(c.spec->name, c.rate, d, false);
+    ratelimit::headerFields(c.spec->name, c.rate, d, false, fields_);
   }
   ++index_;
   return true;
@@ -127,14 +127,11 @@ void LimitStage::reset() noexcept {
   state_ = State::kIdle;
   checks_.clear();
   index_ = 0;
-  lines_.clear();
+  fields_.clear();
 }
 
 void LimitStage::trim() noexcept {
   reset();
-  if (lines_.capacity() > 16 * 1024) {
-    std::string().swap(lines_);
-  }
 }
 
 }  // namespace gw::proxy

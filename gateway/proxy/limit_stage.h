@@ -9,6 +9,7 @@
 // thing. The most constrained admitting limit gives the answer its RateLimit fields.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,8 +44,8 @@ class LimitStage {
   void reset() noexcept;
   // What every local limit took is given back (the request was refused after the limits).
   void refund(WorkerContext& w) { refundFirst(w, checks_.size()); }
-  // The RateLimit fields of the answer (full lines; empty without rate_limit_headers).
-  std::string_view headerLines() const noexcept { return lines_; }
+  // The RateLimit fields of the answer (none without rate_limit_headers).
+  std::span<const http::OwnedField> headerFields() const noexcept { return fields_; }
   bool admitted() const noexcept { return state_ == State::kAdmitted; }
   void trim() noexcept;
 
@@ -64,7 +65,7 @@ class LimitStage {
   size_t index_ = 0;
   uint64_t redis_handle_ = 0;                       // a pending Redis decision (cancel())
   ratelimit::RedisLimiter* redis_owner_ = nullptr;  // the limiter that holds it
-  std::string lines_;
+  std::vector<http::OwnedField> fields_;
   uint64_t best_remaining_ = 0;
 };
 

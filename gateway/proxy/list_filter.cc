@@ -173,7 +173,7 @@ void Exchange::refuseList(int st, std::string_view reason, const char* message, 
                ctx_.mcp.method, reason, cause);
   dropListAnswer();
   upstreamFailed(st, st == 503 ? mcp::code::kOverloaded : mcp::code::kUpstreamUnavailable, message,
-                 why, st == 503 ? "Retry-After: 1\r\n" : "");
+                 why, st == 503 ? 1 : 0);
 }
 
 void Exchange::dropListAnswer() noexcept {

@@ -153,31 +153,32 @@ Decision gcra(int64_t& tat_ns, int64_t now_ns, const Rate& r) noexcept {
   return d;
 }
 
-std::string headerLines(std::string_view policy_name, const Rate& r, const Decision& d,
-                        bool with_retry_after) {
-  std::string out;
-  out.reserve(96 + 2 * policy_name.size());
-  out.append("RateLimit-Policy: ");
-  appendSfString(out, policy_name);
-  out.append(";q=");
-  appendNumber(out, r.quota);
-  out.append(";w=");
+void headerFields(std::string_view policy_name, const Rate& r, const Decision& d,
+                  bool with_retry_after, std::vector<http::OwnedField>& out) {
+  out.resize(with_retry_after ? 3 : 2);
+  std::string& policy = out[0].value;
+  out[0].name = "RateLimit-Policy";
+  policy.clear();
+  appendSfString(policy, policy_name);
+  policy.append(";q=");
+  appendNumber(policy, r.quota);
+  policy.append(";w=");
   uint64_t w = ceilSeconds(static_cast<int64_t>(r.window_ms));
-  appendNumber(out, w == 0 ? 1 : w);
-  out.append("\r\nRateLimit: ");
-  appendSfString(out, policy_name);
-  out.append(";r=");
-  appendNumber(out, d.remaining);
-  out.append(";t=");
-  appendNumber(out, ceilSeconds(d.reset.count()));
-  out.append("\r\n");
+  appendNumber(policy, w == 0 ? 1 : w);
+  std::string& current = out[1].value;
+  out[1].name = "RateLimit";
+  current.clear();
+  appendSfString(current, policy_name);
+  current.append(";r=");
+  appendNumber(current, d.remaining);
+  current.append(";t=");
+  appendNumber(current, ceilSeconds(d.reset.count()));
   if (with_retry_after) {
     uint64_t s = ceilSeconds(d.retry_after.count());
-    out.append("Retry-After: ");
-    appendNumber(out, s == 0 ? 1 : s);
-    out.append("\r\n");
+    out[2].name = "Retry-After";
+    out[2].value.clear();
+    appendNumber(out[2].value, s == 0 ? 1 : s);
   }
-  return out;
 }
 
 }  // namespace gw::ratelimit

@@ -13,6 +13,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "gateway/http/serialize.h"
 
 namespace gw::ratelimit {
 
@@ -47,14 +50,14 @@ struct Decision {
 // Deterministic.
 Decision gcra(int64_t& tat_ns, int64_t now_ns, const Rate& r) noexcept;
 
-// The header lines of a limited (or, when the caller wants them, an admitted) answer, each
-// ending in CRLF:
+// The fields of a limited (or, when the caller wants them, an admitted) answer, replacing
+// what `out` held:
 //   RateLimit-Policy: "<name>";q=<quota>;w=<window s>
 //   RateLimit: "<name>";r=<remaining>;t=<reset s>
 //   Retry-After: <s>                      (only with_retry_after; ceil, at least 1)
 // Seconds are rounded up; w is at least 1. The name is a structured-field String: `"` and
 // `\` are escaped, bytes outside 0x20..0x7E become '?'.
-std::string headerLines(std::string_view policy_name, const Rate& r, const Decision& d,
-                        bool with_retry_after);
+void headerFields(std::string_view policy_name, const Rate& r, const Decision& d,
+                  bool with_retry_after, std::vector<http::OwnedField>& out);
 
 }  // namespace gw::ratelimit

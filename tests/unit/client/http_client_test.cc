@@ -288,7 +288,7 @@ TEST_CASE("client: errors", "[client]") {
   }
 }
 
-TEST_CASE("client: keep-alive reuses one connection; close does not", "[client]") {
+TEST_CASE("client: keep-alive reuses one connection, close does not", "[client]") {
   Rig rig;
   FakeServer srv(rig.base.get());
   Request req = get(srv.url("/"));

@@ -43,6 +43,13 @@ constexpr FilterStatus kContinue = FilterStatus::kContinue;
 constexpr FilterStatus kNeedBody = FilterStatus::kNeedBody;
 constexpr FilterStatus kReply = FilterStatus::kLocalReply;
 
+// The reply's extra fields as HTTP/1 header lines ("Name: value\r\n" each).
+std::string extraText(const gw::mcp::LocalReply& r) {
+  std::string out;
+  gw::http::appendFields(out, r.extra_fields);
+  return out;
+}
+
 const char* statusName(FilterStatus s) {
   switch (s) {
     case FilterStatus::kContinue:
@@ -150,7 +157,7 @@ struct Want {
   int status = 0;                    // ctx.reply.status (0: no reply)
   int code = 0;                      // JSON-RPC error code (0: a plain-text reply)
   std::string_view reason;           // ctx.reply.reason (outcome in logs and metrics)
-  std::string_view header;           // part of ctx.reply.extra_headers
+  std::string_view header;           // part of ctx.reply.extra_fields, as header lines
   std::string data;                  // part of ctx.reply.data_json
   Id id = Id::kUnchecked;
   const char* route = nullptr;      // nullptr: unchecked; "": no route; else its name
@@ -276,7 +283,7 @@ void runRow(const Row& row, const Config& config) {
 
   const gw::filters::LocalReply& r = ctx.reply;
   const std::string rendered = gw::filters::renderReplyBody(r);
-  INFO("reply: " << r.status << " " << r.reason << " " << rendered << " [" << r.extra_headers
+  INFO("reply: " << r.status << " " << r.reason << " " << rendered << " [" << extraText(r)
                  << "] data " << r.data_json);
   if (final_st == kReply) {
     CHECK(r.status == want.status);
@@ -295,15 +302,15 @@ void runRow(const Row& row, const Config& config) {
     CHECK(r.status == 0);
     CHECK(std::string(r.reason).empty());
     CHECK(r.message.empty());
-    CHECK(r.extra_headers.empty());
+    CHECK(extraText(r).empty());
     CHECK(r.data_json.empty());
     REQUIRE(want.route != nullptr);
     REQUIRE(want.flags != nullptr);
   }
   if (!want.header.empty()) {
-    CHECK(has(r.extra_headers, want.header));
+    CHECK(has(extraText(r), want.header));
   } else if (final_st == kReply) {
-    CHECK(r.extra_headers.empty());
+    CHECK(extraText(r).empty());
   }
   if (!want.data.empty()) {
     CHECK(has(r.data_json, want.data));
@@ -2234,8 +2241,8 @@ TEST_CASE("stages: rate limits - the 429 a refused limit answers", "[stages]") {
         CHECK(std::string(r.reason) == "rate_limited");
         CHECK(r.echo_id);
         CHECK(has(r.data_json, R"({"retryAfter":30,"limit":"per-tool"})"));
-        CHECK(has(r.extra_headers, "Retry-After: 30\r\n"));
-        CHECK(has(r.extra_headers, "RateLimit-Policy:"));
+        CHECK(has(extraText(r), "Retry-After: 30\r\n"));
+        CHECK(has(extraText(r), "RateLimit-Policy:"));
       }
     }
   }

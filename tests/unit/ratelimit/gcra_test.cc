@@ -17,6 +17,16 @@ int64_t ms(int64_t v) {
   return v * 1'000'000;
 }
 
+// headerFields rendered as the HTTP/1 lines a codec writes.
+std::string headerLines(std::string_view name, const Rate& r, const Decision& d,
+                        bool with_retry_after) {
+  std::vector<http::OwnedField> fields;
+  headerFields(name, r, d, with_retry_after, fields);
+  std::string out;
+  http::appendFields(out, fields);
+  return out;
+}
+
 TEST_CASE("GCRA admits the burst at once, then exactly the steady rate", "[ratelimit]") {
   core::FakeClock clock;
   const Rate r = Rate::make(10, std::chrono::seconds(1), 5);  // 100 ms interval, burst 5
@@ -170,7 +180,7 @@ TEST_CASE("Rate::parse reads N/period", "[ratelimit]") {
   CHECK(m->intervalNs() == ms(60));
 }
 
-TEST_CASE("headerLines formats RateLimit-Policy, RateLimit and Retry-After", "[ratelimit]") {
+TEST_CASE("headerFields makes RateLimit-Policy, RateLimit and Retry-After", "[ratelimit]") {
   const Rate r = Rate::make(600, std::chrono::minutes(1), 20);
   Decision denied;
   denied.allowed = false;
