@@ -279,6 +279,17 @@ void Exchange::startResponse(downstream::ResponseHeaders& h) {
   stream_->encodeHeaders(h);
 }
 
+void Exchange::startSseResponse(downstream::ResponseHeaders& h) {
+  resp_sse_ = true;
+  countSse(true);
+  startResponse(h);
+}
+
+void Exchange::setLegacyPrefix(std::string_view upstream, std::string_view separator) {
+  legacy_prefix_ = upstream;
+  legacy_prefix_ += separator;
+}
+
 void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
   downstream::ResponseHeaders h;
   h.status = st;

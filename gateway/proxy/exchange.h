@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,9 +114,30 @@ class Exchange final : public downstream::StreamCallbacks,
 
  private:
   friend class ExchangePool;
-  // The federated target reaches the request through its exchange (federated_target.h says
-  // which members).
+  // A target answers through the methods below marked for it, and through respond,
+  // startResponse, sendLocalReply, upstreamFailed, connectUpstream, buildUpstreamHead,
+  // armKeepalive, now and the list filter's cutsLists/filterForCaller/observePins.
   friend class FederatedTarget;
+
+  // ---- what a target (federated_target.h) reaches of the request ---------------------
+  filters::RequestContext& ctx() noexcept { return ctx_; }
+  const filters::RequestContext& ctx() const noexcept { return ctx_; }
+  const std::shared_ptr<const filters::Snapshot>& snapshot() const noexcept { return snap_; }
+  const settings::Settings& settings() const noexcept { return *s_; }
+  WorkerContext& worker() const noexcept { return *w_; }
+  downstream::Stream* stream() const noexcept { return stream_; }  // null between requests
+  // The body's padded copy (verify / classify only; shorter than the padding when unread).
+  const std::string& verifyBuffer() const noexcept { return verify_buf_; }
+  // The request goes to Settings::upstreams[index] (connectUpstream then sends it there).
+  void useUpstream(size_t index) noexcept { up_index_ = index; }
+  // The forwarded request fields buildUpstreamHead made (they view head_buf and xff_).
+  std::span<const http::Field> upstreamFields() const noexcept { return up_head_.fields; }
+  void noteForwarded() noexcept { forwarded_ = true; }  // upstreams were asked (metrics)
+  std::vector<http::Field>& responseFields() noexcept { return resp_fields_; }
+  // A legacy client's tools and prompts are shown as "<upstream><separator><name>".
+  void setLegacyPrefix(std::string_view upstream, std::string_view separator);
+  // startResponse for an SSE answer the gateway makes itself (counted in the SSE streams).
+  void startSseResponse(downstream::ResponseHeaders& h);
 
   // The stages, in order. run() goes through them from step_; a stage that stops (kStop)
   // is resumed through resume(), kNeedBody reads the body (onBodyComplete runs on), and

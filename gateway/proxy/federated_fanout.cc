@@ -60,7 +60,7 @@ filters::FilterStatus FederatedTarget::waitForRefresh(federation::ListKind kind)
   const federation::ListKind fetch =
       kind == federation::ListKind::kTemplates ? federation::ListKind::kResources : kind;
   FederationRefresh* found = nullptr;
-  for (auto& r : x_.w_->fed_refreshes) {
+  for (auto& r : x_.worker().fed_refreshes) {
     if (r->catalog.get() == catalog_ && r->kind == fetch) {
       found = r.get();
       break;
@@ -68,29 +68,29 @@ filters::FilterStatus FederatedTarget::waitForRefresh(federation::ListKind kind)
   }
   if (found == nullptr) {
     // Refreshes of catalogs no snapshot uses any more are dropped (idle ones only).
-    std::erase_if(x_.w_->fed_refreshes, [](const std::unique_ptr<FederationRefresh>& r) {
+    std::erase_if(x_.worker().fed_refreshes, [](const std::unique_ptr<FederationRefresh>& r) {
       return !r->fan.running() && r->catalog.use_count() == 1;
     });
     auto r = std::make_unique<FederationRefresh>();
-    r->catalog = *x_.snap_->catalogFor(*x_.ctx_.route);
+    r->catalog = *x_.snapshot()->catalogFor(*x_.ctx().route);
     r->kind = fetch;
     found = r.get();
-    x_.w_->fed_refreshes.push_back(std::move(r));
+    x_.worker().fed_refreshes.push_back(std::move(r));
   }
   found->waiters.push_back(this);
   waiting_ = found;
   if (found->fan.running()) {
     return filters::FilterStatus::kStop;  // joins the refresh in flight
   }
-  found->snap = x_.snap_;
-  found->w = x_.w_;
-  found->version.assign(x_.ctx_.mcp.has_version
-                            ? x_.ctx_.mcp.version
-                            : std::string_view(x_.s_->mcp.protocol_versions[0]));
+  found->snap = x_.snapshot();
+  found->w = &x_.worker();
+  found->version.assign(x_.ctx().mcp.has_version
+                            ? x_.ctx().mcp.version
+                            : std::string_view(x_.settings().mcp.protocol_versions[0]));
   x_.buildUpstreamHead();  // the forwarded fields (the fan-out copies them)
   const std::string request = refreshBody(fetch, found->version);
-  if (!found->fan.start(*x_.w_, x_.snap_->settings, *x_.ctx_.route, FanOut::Mode::kList, fetch,
-                        federation::methodOf(fetch), request, x_.up_head_.fields, x_.now(),
+  if (!found->fan.start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, FanOut::Mode::kList,
+                        fetch, federation::methodOf(fetch), request, x_.upstreamFields(), x_.now(),
                         found)) {
     leaveRefresh();
     return unknownName(kind);
@@ -171,10 +171,11 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
     b = std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)), len);
   }
   // The client's Mcp-Method, or none when it sent none (a notification may omit it).
-  const std::string_view method = x_.ctx_.mcp.has_method ? x_.ctx_.mcp.method : std::string_view{};
-  x_.forwarded_ = true;
-  if (!fanout_->start(*x_.w_, x_.snap_->settings, *x_.ctx_.route, mode, kind, method, b,
-                      x_.up_head_.fields, x_.now(), this)) {
+  const std::string_view method =
+      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
+  x_.noteForwarded();
+  if (!fanout_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, mode, kind, method, b,
+                      x_.upstreamFields(), x_.now(), this)) {
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: the federation fan-out could not be started",
                       core::Outcome::kConnectFailed);
@@ -193,13 +194,13 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
       if (!fed_log_.empty()) {
         fed_log_ += ',';
       }
-      fed_log_ += x_.ctx_.route->upstreams[i];
+      fed_log_ += x_.ctx().route->upstreams[i];
       fed_log_ += ':';
       fed_log_ += parts[i].outcome;
     }
   }
   recordFetches(f);
-  if (isNotification(x_.ctx_)) {
+  if (isNotification(x_.ctx())) {
     bool accepted = false;
     for (const auto& p : parts) {
       accepted = accepted || p.ok;
@@ -208,27 +209,27 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
       return;
     }
     if (!accepted) {
-      filters::setReply(x_.ctx_, 502, mcp::code::kUpstreamUnavailable,
+      filters::setReply(x_.ctx(), 502, mcp::code::kUpstreamUnavailable,
                         "Bad Gateway: no upstream accepted the notification",
                         "notification_refused", false);
-      x_.ctx_.reply.id = mcp::RequestId::null();
+      x_.ctx().reply.id = mcp::RequestId::null();
       x_.outcome = core::Outcome::kNotificationRefused;
       x_.sendLocalReply();
       return;
     }
-    x_.resp_fields_.clear();
+    x_.responseFields().clear();
     x_.respond(202, "Accepted", {});
     return;
   }
   learnFederatedTools(f);
   federation::RouteCatalog::Answer answer;
   std::vector<std::string> conflicts;
-  const bool ok =
-      catalog_->record(f.kind(), f.report(), namesOf(*x_.ctx_.route), x_.s_->federation.separator,
-                       x_.s_->mcp.protocol_versions, x_.now(), unixMs(), answer, conflicts);
+  const bool ok = catalog_->record(
+      f.kind(), f.report(), namesOf(*x_.ctx().route), x_.settings().federation.separator,
+      x_.settings().mcp.protocol_versions, x_.now(), unixMs(), answer, conflicts);
   for (const std::string& c : conflicts) {
-    spdlog::warn("federation: route '{}': {}", x_.ctx_.route->name, c);
-    x_.w_->metrics->federation_conflicts.at({x_.ctx_.route->name}).add(1);
+    spdlog::warn("federation: route '{}': {}", x_.ctx().route->name, c);
+    x_.worker().metrics->federation_conflicts.at({x_.ctx().route->name}).add(1);
   }
   if (!ok && answer.error.empty() && relayRefusal(f)) {
     return;
@@ -241,12 +242,12 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
     if (!fed_log_.empty()) {
       message += " (" + fed_log_ + ")";
     }
-    filters::setReply(x_.ctx_, 502, mcp::code::kUpstreamUnavailable, std::move(message),
+    filters::setReply(x_.ctx(), 502, mcp::code::kUpstreamUnavailable, std::move(message),
                       "federation_failed", false);
-    x_.ctx_.reply.id = mcp::RequestId{};
+    x_.ctx().reply.id = mcp::RequestId{};
     std::string id = requestIdJson();
-    x_.ctx_.reply.id = id == "null" ? mcp::RequestId::null()
-                                    : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+    x_.ctx().reply.id = id == "null" ? mcp::RequestId::null()
+                                     : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
     x_.outcome = core::Outcome::kFederationFailed;
     x_.sendLocalReply();
     return;
@@ -264,10 +265,10 @@ bool FederatedTarget::relayRefusal(FanOut& f) {
       continue;
     }
     fed_body_ = p.body;
-    x_.resp_fields_.clear();
-    x_.resp_fields_.push_back(http::Field{"Content-Type", p.content_type.empty()
-                                                              ? std::string_view("application/json")
-                                                              : std::string_view(p.content_type)});
+    x_.responseFields().clear();
+    x_.responseFields().push_back(
+        http::Field{"Content-Type", p.content_type.empty() ? std::string_view("application/json")
+                                                           : std::string_view(p.content_type)});
     x_.respond(p.status, http::reasonPhrase(p.status), fed_body_);
     return true;
   }
@@ -279,18 +280,19 @@ void FederatedTarget::recordFetches(const FanOut& f) {
   const auto& parts = const_cast<FanOut&>(f).report().parts;
   const std::string_view method = federation::methodOf(f.kind());
   for (size_t i = 0; i < parts.size(); ++i) {
-    const std::string_view up = x_.ctx_.route->upstreams[i];
+    const std::string_view up = x_.ctx().route->upstreams[i];
     const std::string_view what =
-        isNotification(x_.ctx_) ? std::string_view("notification") : method;
-    x_.w_->metrics->federation_fetches
-        .at({x_.ctx_.route->name, up, what,
+        isNotification(x_.ctx()) ? std::string_view("notification") : method;
+    x_.worker()
+        .metrics->federation_fetches
+        .at({x_.ctx().route->name, up, what,
              parts[i].ok ? std::string_view("ok") : parts[i].outcome})
         .add(1);
     if (!parts[i].ok) {
       spdlog::warn("federation: route '{}': upstream '{}' left out of {}: {} ({})",
-                   x_.ctx_.route->name, up, what, parts[i].outcome, parts[i].detail);
+                   x_.ctx().route->name, up, what, parts[i].outcome, parts[i].detail);
     } else {
-      reportDroppedItems(*x_.w_, up, f.kind(), parts[i].page.dropped);
+      reportDroppedItems(x_.worker(), up, f.kind(), parts[i].page.dropped);
     }
   }
 }
@@ -305,7 +307,7 @@ void FederatedTarget::learnFederatedTools(const FanOut& f) {
     if (!parts[i].ok) {
       continue;
     }
-    x_.observePins(x_.ctx_.route->upstreams[i], parts[i].page.items);  // tool_pinning (pinning.cc)
+    x_.observePins(x_.ctx().route->upstreams[i], parts[i].page.items);  // tool_pinning (pinning.cc)
     std::string json = "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"tools\":[";
     for (size_t k = 0; k < parts[i].page.items.size(); ++k) {
       if (k > 0) {
@@ -317,8 +319,9 @@ void FederatedTarget::learnFederatedTools(const FanOut& f) {
     std::vector<mcp::ToolSchema> tools;
     uint64_t ttl = 0;
     if (mcp::parseToolsList(json, tools, ttl)) {
-      const settings::Upstream& up = x_.s_->upstreams[x_.ctx_.route->upstream_indexes[i]];
-      x_.snap_->schemas->learn(up.name, std::move(tools), ttl, std::chrono::steady_clock::now());
+      const settings::Upstream& up = x_.settings().upstreams[x_.ctx().route->upstream_indexes[i]];
+      x_.snapshot()->schemas->learn(up.name, std::move(tools), ttl,
+                                    std::chrono::steady_clock::now());
     }
   }
 }
@@ -328,9 +331,9 @@ void FederatedTarget::serveMerged(std::string_view members, uint64_t ttl_ms, boo
   const bool sse = acceptsOnlySse(x_.head);
   std::string json;
   federation::appendResponse(json, requestIdJson(), members, ttl_ms, public_scope);
-  if (x_.cutsLists() && x_.ctx_.mcp.has_method) {
+  if (x_.cutsLists() && x_.ctx().mcp.has_method) {
     // visibility: filter — the merged (maybe cached, shared) answer cut for this caller.
-    const auto kind = federation::listKindOf(x_.ctx_.mcp.method);
+    const auto kind = federation::listKindOf(x_.ctx().mcp.method);
     std::string filtered;
     if (kind && *kind != federation::ListKind::kDiscover &&
         *kind != federation::ListKind::kTemplates && x_.filterForCaller(*kind, json, filtered)) {
@@ -346,12 +349,12 @@ void FederatedTarget::serveMerged(std::string_view members, uint64_t ttl_ms, boo
     fed_body_ = std::move(json);
   }
   x_.releaseBody();
-  x_.resp_fields_.clear();
-  x_.resp_fields_.push_back(
+  x_.responseFields().clear();
+  x_.responseFields().push_back(
       http::Field{"Content-Type", sse ? "text/event-stream" : "application/json"});
   if (sse) {
-    x_.resp_fields_.push_back(http::Field{"Cache-Control", "no-cache"});
-    x_.resp_fields_.push_back(http::Field{"X-Accel-Buffering", "no"});
+    x_.responseFields().push_back(http::Field{"Cache-Control", "no-cache"});
+    x_.responseFields().push_back(http::Field{"X-Accel-Buffering", "no"});
   }
   x_.respond(200, "OK", fed_body_);
 }
@@ -368,8 +371,9 @@ void FederatedTarget::startListen() {
     const size_t len = evbuffer_get_length(x_.body.get());
     b = std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)), len);
   }
-  x_.forwarded_ = true;
-  if (!listen_->start(*x_.w_, x_.snap_->settings, *x_.ctx_.route, b, x_.up_head_.fields, this)) {
+  x_.noteForwarded();
+  if (!listen_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, b, x_.upstreamFields(),
+                      this)) {
     listen_->close();
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: the subscription could not be started",
@@ -381,29 +385,27 @@ void FederatedTarget::onListenReady(std::string_view notifications) {
   x_.releaseBody();
   if (notifications.empty()) {
     listen_->close();
-    filters::setReply(x_.ctx_, 502, mcp::code::kUpstreamUnavailable,
+    filters::setReply(x_.ctx(), 502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: no upstream of the federated route accepted the subscription",
                       "federation_failed", false);
     std::string id = requestIdJson();
-    x_.ctx_.reply.id = id == "null" ? mcp::RequestId::null()
-                                    : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+    x_.ctx().reply.id = id == "null" ? mcp::RequestId::null()
+                                     : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
     x_.outcome = core::Outcome::kFederationFailed;
     x_.sendLocalReply();
     return;
   }
-  x_.resp_fields_.clear();
-  x_.resp_fields_.push_back(http::Field{"Content-Type", "text/event-stream"});
-  x_.resp_fields_.push_back(http::Field{"Cache-Control", "no-cache"});
-  x_.resp_fields_.push_back(http::Field{"X-Accel-Buffering", "no"});
+  x_.responseFields().clear();
+  x_.responseFields().push_back(http::Field{"Content-Type", "text/event-stream"});
+  x_.responseFields().push_back(http::Field{"Cache-Control", "no-cache"});
+  x_.responseFields().push_back(http::Field{"X-Accel-Buffering", "no"});
   downstream::ResponseHeaders h;
   h.status = 200;
   h.reason = "OK";
-  h.fields = &x_.resp_fields_;
+  h.fields = &x_.responseFields();
   h.framing = http::BodyFraming::kChunked;
-  x_.resp_sse_ = true;
   listen_open_ = true;
-  x_.countSse(true);
-  x_.startResponse(h);
+  x_.startSseResponse(h);
   fed_body_ = "event: message\ndata: ";
   fed_body_ += federation::ackMessage(notifications, requestIdJson());
   fed_body_ += "\n\n";
@@ -417,7 +419,7 @@ void FederatedTarget::onListenEvent(std::string_view bytes) {
   }
   event::EvBufferPtr b = event::makeBuffer();
   evbuffer_add(b.get(), bytes.data(), bytes.size());
-  x_.stream_->encodeData(b.get(), bytes.size());
+  x_.stream()->encodeData(b.get(), bytes.size());
   x_.armKeepalive();
 }
 
@@ -432,7 +434,8 @@ void FederatedTarget::onListChanged(federation::ListKind kind) {
 }
 
 bool FederatedTarget::listenBackedUp() const noexcept {
-  return x_.stream_ != nullptr && x_.stream_->bufferedBytes() > downstream::Stream::kHighWatermark;
+  return x_.stream() != nullptr &&
+         x_.stream()->bufferedBytes() > downstream::Stream::kHighWatermark;
 }
 
 }  // namespace gw::proxy

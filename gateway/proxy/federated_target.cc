@@ -60,19 +60,20 @@ bool FederatedTarget::isNotification(const filters::RequestContext& ctx) {
 }
 
 filters::FilterStatus FederatedTarget::ownerStep() {
-  const settings::Route* r = x_.ctx_.route;
+  const settings::Route* r = x_.ctx().route;
   if (r == nullptr || !r->federated()) {
     return filters::FilterStatus::kContinue;
   }
-  if (x_.ctx_.legacy) {
+  if (x_.ctx().legacy) {
     return r->prefixesNames() ? legacyPrefixed() : filters::FilterStatus::kContinue;
   }
-  const std::string_view method = x_.ctx_.mcp.has_method ? x_.ctx_.mcp.method : std::string_view{};
+  const std::string_view method =
+      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
   const std::optional<federation::ListKind> kind = namedCallKind(method);
-  if (!kind || isNotification(x_.ctx_)) {
+  if (!kind || isNotification(x_.ctx())) {
     return filters::FilterStatus::kContinue;
   }
-  catalog_ = x_.snap_->catalogOf(*r);
+  catalog_ = x_.snapshot()->catalogOf(*r);
   if (catalog_ == nullptr) {
     return filters::FilterStatus::kContinue;  // federate() sends it to the first upstream
   }
@@ -80,13 +81,14 @@ filters::FilterStatus FederatedTarget::ownerStep() {
 }
 
 void FederatedTarget::federate() {
-  catalog_ = x_.snap_->catalogOf(*x_.ctx_.route);
+  catalog_ = x_.snapshot()->catalogOf(*x_.ctx().route);
   if (catalog_ == nullptr) {
     proceedTo(0);
     return;
   }
-  const std::string_view method = x_.ctx_.mcp.has_method ? x_.ctx_.mcp.method : std::string_view{};
-  if (isNotification(x_.ctx_)) {
+  const std::string_view method =
+      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
+  if (isNotification(x_.ctx())) {
     fanOut(FanOut::Mode::kNotify, federation::ListKind::kTools);
     return;
   }
@@ -106,7 +108,7 @@ void FederatedTarget::federate() {
   }
   if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
     const int owner =
-        x_.ctx_.mcp.has_name ? catalog_->taskOwner(x_.ctx_.mcp.name.value, x_.now()) : -1;
+        x_.ctx().mcp.has_name ? catalog_->taskOwner(x_.ctx().mcp.name.value, x_.now()) : -1;
     proceedTo(owner >= 0 ? static_cast<size_t>(owner) : 0);
   } else {
     proceedTo(0);  // any other method: the route's first upstream
@@ -116,16 +118,16 @@ void FederatedTarget::federate() {
 // The owner of the call's Mcp-Name (decoded; for resources/read the URI). With
 // `names: prefix` tools and prompts are owned by the upstream their prefix names.
 filters::FilterStatus FederatedTarget::routeByName(federation::ListKind kind) {
-  if (!x_.ctx_.mcp.has_name) {
+  if (!x_.ctx().mcp.has_name) {
     return chooseOwner(0);  // (the pipeline already refused a call without Mcp-Name)
   }
-  const std::string_view name = x_.ctx_.mcp.name.value;
-  const settings::Route& r = *x_.ctx_.route;
+  const std::string_view name = x_.ctx().mcp.name.value;
+  const settings::Route& r = *x_.ctx().route;
   if (r.names == settings::FederationNames::kPrefix && kind != federation::ListKind::kResources) {
     std::vector<std::string_view> names(r.upstreams.begin(), r.upstreams.end());
     size_t owner = 0;
     std::string_view inner;
-    if (!federation::splitPrefixed(name, names, x_.s_->federation.separator, owner, inner)) {
+    if (!federation::splitPrefixed(name, names, x_.settings().federation.separator, owner, inner)) {
       return rejectUnknownName(kind);
     }
     fed_name_.assign(inner);
@@ -160,17 +162,17 @@ filters::FilterStatus FederatedTarget::unknownName(federation::ListKind kind) {
   if (kind != federation::ListKind::kTools && kind != federation::ListKind::kPrompts) {
     return chooseOwner(0);
   }
-  if (x_.body_read && x_.body && x_.verify_buf_.size() >= mcp::bodyPadding()) {
+  if (x_.body_read && x_.body && x_.verifyBuffer().size() >= mcp::bodyPadding()) {
     const size_t len = evbuffer_get_length(x_.body.get());
     mcp::VerifyOptions opts;
     opts.check_headers = true;
-    mcp::VerifyResult vr =
-        mcp::verifyBody(std::string_view(x_.verify_buf_.data(), len), x_.ctx_.mcp, nullptr, opts);
+    mcp::VerifyResult vr = mcp::verifyBody(std::string_view(x_.verifyBuffer().data(), len),
+                                           x_.ctx().mcp, nullptr, opts);
     if (!vr.ok) {
-      filters::setReply(x_.ctx_, 400, vr.code, std::move(vr.message), vr.reason, false);
-      x_.ctx_.reply.id = std::move(vr.id);
-      if (x_.ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
-        x_.ctx_.reply.id = mcp::RequestId::null();
+      filters::setReply(x_.ctx(), 400, vr.code, std::move(vr.message), vr.reason, false);
+      x_.ctx().reply.id = std::move(vr.id);
+      if (x_.ctx().reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+        x_.ctx().reply.id = mcp::RequestId::null();
       }
       return filters::FilterStatus::kLocalReply;
     }
@@ -186,7 +188,7 @@ filters::FilterStatus FederatedTarget::unknownName(federation::ListKind kind) {
 filters::FilterStatus FederatedTarget::rejectUnknownName(federation::ListKind kind) {
   std::string message;
   const int code = -32602;
-  const std::string_view name = x_.ctx_.mcp.name.value.substr(0, 256);
+  const std::string_view name = x_.ctx().mcp.name.value.substr(0, 256);
   if (kind == federation::ListKind::kTools) {
     message = "Tool " + std::string(name) + " not found";
   } else if (kind == federation::ListKind::kPrompts) {
@@ -194,21 +196,21 @@ filters::FilterStatus FederatedTarget::rejectUnknownName(federation::ListKind ki
   } else {
     message = "Resource " + std::string(name) + " not found";
   }
-  filters::setReply(x_.ctx_, 200, code, std::move(message), "unknown_name", false);
+  filters::setReply(x_.ctx(), 200, code, std::move(message), "unknown_name", false);
   if (kind != federation::ListKind::kTools && kind != federation::ListKind::kPrompts) {
     std::string data = "{\"uri\":";
     federation::appendJsonString(data, name);
     data += '}';
-    x_.ctx_.reply.data_json = std::move(data);
+    x_.ctx().reply.data_json = std::move(data);
   }
-  x_.ctx_.reply.id = mcp::RequestId::absent();
+  x_.ctx().reply.id = mcp::RequestId::absent();
   if (x_.body_read && x_.body) {
-    x_.ctx_.reply.id = mcp::extractId(
+    x_.ctx().reply.id = mcp::extractId(
         std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)),
                          evbuffer_get_length(x_.body.get())));
   }
-  if (x_.ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
-    x_.ctx_.reply.id = mcp::RequestId::null();
+  if (x_.ctx().reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+    x_.ctx().reply.id = mcp::RequestId::null();
   }
   x_.outcome = core::Outcome::kUnknownName;
   return filters::FilterStatus::kLocalReply;
@@ -222,19 +224,19 @@ filters::FilterStatus FederatedTarget::rejectUnknownName(federation::ListKind ki
 // logs see one name in both eras (issue #24). kLocalReply: -32602, the name is not one the
 // route lists for this client (or its body names another).
 filters::FilterStatus FederatedTarget::legacyPrefixed() {
-  const settings::Route& r = *x_.ctx_.route;
-  x_.legacy_prefix_ = r.upstream;
-  x_.legacy_prefix_ += x_.s_->federation.separator;
-  const std::string_view method = x_.ctx_.mcp.has_method ? x_.ctx_.mcp.method : std::string_view{};
+  const settings::Route& r = *x_.ctx().route;
+  x_.setLegacyPrefix(r.upstream, x_.settings().federation.separator);
+  const std::string_view method =
+      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
   const bool tool = method == "tools/call";
-  if ((!tool && method != "prompts/get") || !x_.ctx_.mcp.has_name) {
+  if ((!tool && method != "prompts/get") || !x_.ctx().mcp.has_name) {
     return filters::FilterStatus::kContinue;
   }
   const std::string_view first[] = {r.upstream};
   size_t index = 0;
   std::string_view inner;
-  if (!federation::splitPrefixed(x_.ctx_.mcp.name.value, first, x_.s_->federation.separator, index,
-                                 inner)) {
+  if (!federation::splitPrefixed(x_.ctx().mcp.name.value, first, x_.settings().federation.separator,
+                                 index, inner)) {
     return rejectUnknownName(tool ? federation::ListKind::kTools : federation::ListKind::kPrompts);
   }
   fed_name_.assign(inner);
@@ -246,12 +248,13 @@ filters::FilterStatus FederatedTarget::legacyPrefixed() {
 filters::FilterStatus FederatedTarget::chooseOwner(size_t owner) {
   fed_routed_ = true;
   fed_owner_ = owner;
-  const settings::Route& r = *x_.ctx_.route;
-  x_.up_index_ = owner < r.upstream_indexes.size() ? r.upstream_indexes[owner] : r.upstream_index;
+  const settings::Route& r = *x_.ctx().route;
+  x_.useUpstream(owner < r.upstream_indexes.size() ? r.upstream_indexes[owner] : r.upstream_index);
   if (!fed_name_.empty() && !rewriteForOwner()) {
     return filters::FilterStatus::kLocalReply;
   }
-  const std::string_view method = x_.ctx_.mcp.has_method ? x_.ctx_.mcp.method : std::string_view{};
+  const std::string_view method =
+      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
   capture_task_ = method == "tools/call";
   return filters::FilterStatus::kContinue;
 }
@@ -276,13 +279,13 @@ bool FederatedTarget::rewriteForOwner() {
   const auto* p = reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1));
   std::string out;
   if (p == nullptr || !federation::rewriteParamsName(std::string_view(p, len), fed_name_, out)) {
-    filters::setReply(x_.ctx_, 400, -32602,
+    filters::setReply(x_.ctx(), 400, -32602,
                       "Invalid params: params.name must be one string naming the tool or prompt",
                       "body_invalid", false);
-    x_.ctx_.reply.id =
+    x_.ctx().reply.id =
         mcp::extractId(std::string_view(p != nullptr ? p : "", p != nullptr ? len : 0));
-    if (x_.ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent) {
-      x_.ctx_.reply.id = mcp::RequestId::null();
+    if (x_.ctx().reply.id.kind == mcp::RequestId::Kind::kAbsent) {
+      x_.ctx().reply.id = mcp::RequestId::null();
     }
     return false;
   }
@@ -328,7 +331,7 @@ void FederatedTarget::appendLogFields(std::string& line) const {
   }
   // Federated route: the owner a call went to, the upstreams a list left out (and why),
   // or that the merged answer came from the cache.
-  const settings::Route* route = x_.ctx_.route;
+  const settings::Route* route = x_.ctx().route;
   line += ",\"federation\":{\"owner\":";
   if (fed_routed_ && route != nullptr && fed_owner_ < route->upstreams.size()) {
     line += '"';

@@ -10,8 +10,10 @@
 // ExchangePool; reset() per request) and reaches the request lifetime through it: the
 // request's context, snapshot and body, the response start (respond, startResponse,
 // sendLocalReply, upstreamFailed), and connectUpstream once it has chosen one upstream.
-// Exchange names it a friend for that: it reads ctx_, snap_, s_, w_, stream_, verify_buf_
-// and up_head_, and sets up_index_, forwarded_, resp_fields_, resp_sse_ and legacy_prefix_.
+// Exchange names it a friend for that, since those are private to the connection's side:
+// the target calls Exchange's methods (exchange.h lists them) and touches none of its
+// private fields; of the request's public state it reads head, body, body_read and
+// body_mode, and sets outcome.
 //
 // federated_target.cc: the choice of owner and the request's own bookkeeping;
 // federated_fanout.cc: the shared refresh, the fan-out and its merged answer, the merged
