@@ -58,11 +58,7 @@ void Exchange::prepare() {
   hidden_ = 0;
   pin_observed_ = false;
   pin_log_.clear();
-  catalog_ = nullptr;
-  fed_routed_ = fed_refreshed_ = capture_task_ = fed_unknown_ = false;
-  fed_owner_ = 0;
-  fed_name_.clear();
-  fed_log_.clear();
+  fed_.reset();
 }
 
 void Exchange::resetContext() {
@@ -133,7 +129,7 @@ filters::FilterStatus Exchange::runStep() {
       return body_mode == BodyMode::kBuffer && !body_read ? filters::FilterStatus::kNeedBody
                                                           : filters::FilterStatus::kContinue;
     case Step::kOwner:
-      return ownerStep();
+      return fed_.ownerStep();
     case Step::kTarget:
     case Step::kDone:
       break;
@@ -158,7 +154,7 @@ void Exchange::resume(filters::FilterStatus verdict) {
 void Exchange::stopStages() noexcept {
   keys_.cancel();
   limits_.cancel();
-  leaveRefresh();
+  fed_.leaveRefresh();
 }
 
 // The pipeline's head stages, then how the body is read. A token whose key a JWKS fetch is
@@ -287,6 +283,17 @@ void Exchange::startResponse(downstream::ResponseHeaders& h) {
   stream_->encodeHeaders(h);
 }
 
+void Exchange::startSseResponse(downstream::ResponseHeaders& h) {
+  resp_sse_ = true;
+  countSse(true);
+  startResponse(h);
+}
+
+void Exchange::setLegacyPrefix(std::string_view upstream, std::string_view separator) {
+  legacy_prefix_ = upstream;
+  legacy_prefix_ += separator;
+}
+
 void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
   downstream::ResponseHeaders h;
   h.status = st;
@@ -322,14 +329,14 @@ void Exchange::finish() {
   }
   releaseBody();
   releaseUpstream();
-  stopFederation();
+  fed_.stopFederation();
 }
 
 void Exchange::cancel() {
   stopStages();
   releaseUpstream(false);  // closed, never pooled
   releaseBody();
-  stopFederation();
+  fed_.stopFederation();
 }
 
 void Exchange::onStreamReset(Outcome why) {
@@ -385,8 +392,7 @@ void ExchangePool::give(Exchange* x) noexcept {
   x->framer_.reset();
   x->up_.release(false);
   x->up_open_ = false;
-  x->stopFederation();
-  x->catalog_ = nullptr;
+  x->fed_.recycle(kKeepCapacity);
   x->head.clear();
   x->ctx_.reset();
   x->arena_.reset();
@@ -400,7 +406,6 @@ void ExchangePool::give(Exchange* x) noexcept {
   trim(x->head_buf);
   trim(x->verify_buf_);
   trim(x->capture_);
-  trim(x->fed_body_);
   x->dropListAnswer();
   x->filter_chain_.reset();  // a large answer's chunks go back now, not at the next list
   if (free_.size() >= kKeep) {

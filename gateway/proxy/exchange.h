@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,10 +30,9 @@
 #include "gateway/mcp/arena.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/answer_hold.h"
-#include "gateway/proxy/fanout.h"
+#include "gateway/proxy/federated_target.h"
 #include "gateway/proxy/keys_wait.h"
 #include "gateway/proxy/limit_stage.h"
-#include "gateway/proxy/merged_listen.h"
 #include "gateway/proxy/stage.h"
 #include "gateway/ratelimit/gcra.h"
 #include "gateway/sse/framer.h"
@@ -45,8 +45,6 @@ struct WorkerContext;
 class Exchange final : public downstream::StreamCallbacks,
                        public upstream::UpstreamCallbacks,
                        public sse::EventSink,
-                       public FanOutDone,
-                       public ListenOwner,
                        public StageRunner {
  public:
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
@@ -98,16 +96,6 @@ class Exchange final : public downstream::StreamCallbacks,
   // call's answer (task ids).
   void onEvent(std::string_view event, std::string_view data) noexcept override;
 
-  // FanOutDone: a federated list, discover or notification fan-out ended.
-  void onFanOutDone(FanOut& f) override;
-  // The ownership refresh this request waited for is recorded (exchange_federation.cc).
-  void onRefreshed();
-  // ListenOwner: the merged subscriptions/listen stream.
-  void onListenReady(std::string_view notifications) override;
-  void onListenEvent(std::string_view bytes) override;
-  void onListChanged(federation::ListKind kind) override;
-  bool listenBackedUp() const noexcept override;
-
   // The response head went to the client (startResponse, or a local reply).
   bool responseStarted() const noexcept { return life_ == Life::kAnswering; }
 
@@ -128,6 +116,30 @@ class Exchange final : public downstream::StreamCallbacks,
 
  private:
   friend class ExchangePool;
+  // A target answers through the methods below marked for it, and through respond,
+  // startResponse, sendLocalReply, upstreamFailed, connectUpstream, buildUpstreamHead,
+  // armKeepalive, now and the list filter's cutsLists/filterForCaller/observePins.
+  friend class FederatedTarget;
+
+  // ---- what a target (federated_target.h) reaches of the request ---------------------
+  filters::RequestContext& ctx() noexcept { return ctx_; }
+  const filters::RequestContext& ctx() const noexcept { return ctx_; }
+  const std::shared_ptr<const filters::Snapshot>& snapshot() const noexcept { return snap_; }
+  const settings::Settings& settings() const noexcept { return *s_; }
+  WorkerContext& worker() const noexcept { return *w_; }
+  downstream::Stream* stream() const noexcept { return stream_; }  // null between requests
+  // The body's padded copy (verify / classify only; shorter than the padding when unread).
+  const std::string& verifyBuffer() const noexcept { return verify_buf_; }
+  // The request goes to Settings::upstreams[index] (connectUpstream then sends it there).
+  void useUpstream(size_t index) noexcept { up_index_ = index; }
+  // The forwarded request fields buildUpstreamHead made (they view head_buf and xff_).
+  std::span<const http::Field> upstreamFields() const noexcept { return up_head_.fields; }
+  void noteForwarded() noexcept { forwarded_ = true; }  // upstreams were asked (metrics)
+  std::vector<http::Field>& responseFields() noexcept { return resp_fields_; }
+  // A legacy client's tools and prompts are shown as "<upstream><separator><name>".
+  void setLegacyPrefix(std::string_view upstream, std::string_view separator);
+  // startResponse for an SSE answer the gateway makes itself (counted in the SSE streams).
+  void startSseResponse(downstream::ResponseHeaders& h);
 
   // The stages, in order. run() goes through them from step_; a stage that stops (kStop)
   // is resumed through resume(), kNeedBody reads the body (onBodyComplete runs on), and
@@ -205,27 +217,6 @@ class Exchange final : public downstream::StreamCallbacks,
   bool pinCuts() const noexcept;
   bool pinHidden(std::string_view key) const;
   bool pinAdmits();
-  // federation (exchange_federation.cc)
-  void federate();
-  filters::FilterStatus ownerStep();
-  filters::FilterStatus routeByName(federation::ListKind kind);
-  filters::FilterStatus waitForRefresh(federation::ListKind kind);
-  void leaveRefresh() noexcept;
-  filters::FilterStatus unknownName(federation::ListKind kind);
-  filters::FilterStatus rejectUnknownName(federation::ListKind kind);
-  filters::FilterStatus chooseOwner(size_t owner);
-  void proceedTo(size_t owner);
-  filters::FilterStatus legacyPrefixed();
-  bool rewriteForOwner();
-  void fanOut(FanOut::Mode mode, federation::ListKind kind);
-  void startListen();
-  void stopFederation() noexcept;  // fan-out, merged stream and refresh wait, all ended
-  void serveMerged(std::string_view members, uint64_t ttl_ms, bool public_scope);
-  void recordFetches(const FanOut& f);
-  bool relayRefusal(FanOut& f);
-  void learnFederatedTools(const FanOut& f);
-  std::string requestIdJson();
-  void captureTask(std::string_view json) noexcept;
   // metrics and access log (request_log.cc)
   void endRequest();
   void recordAttempt(Outcome error_type, core::Nanos duration);
@@ -305,21 +296,8 @@ class Exchange final : public downstream::StreamCallbacks,
   bool pin_observed_ = false;
   std::string pin_log_;
 
-  // federation
-  federation::RouteCatalog* catalog_ = nullptr;  // the route's (snapshot-owned)
-  bool fed_routed_ = false;     // the owner is chosen (connectUpstream goes upstream)
-  bool fed_refreshed_ = false;  // one ownership refresh was waited for already
-  bool capture_task_ = false;   // a federated call's answer may carry a taskId
-  bool fed_unknown_ = false;    // no upstream lists the call's name (sent to the first)
-  size_t fed_owner_ = 0;        // the owner's index in the route's upstreams
-  FederationRefresh* waiting_ = nullptr;
-  std::unique_ptr<FanOut> fanout_;
-  std::unique_ptr<MergedListen> listen_;
-  bool listen_open_ = false;     // the merged stream is being relayed
-  std::string fed_name_;         // the name the owner knows (names: prefix)
-  std::string fed_name_header_;  // its Mcp-Name value (plain or sentinel)
-  std::string fed_log_;          // access-log "federation" field (upstreams left out of a list)
-  std::string fed_body_;         // a merged answer
+  // A federated route's target (federated_target.h); last, so it ends before the rest.
+  FederatedTarget fed_{*this};
 };
 
 // A worker's spare exchanges. take() hands out a spare one (or a new one); give() keeps at

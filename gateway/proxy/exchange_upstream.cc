@@ -7,7 +7,6 @@
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
-#include "gateway/mcp/sentinel.h"
 #include "gateway/mcp/session.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/worker_context.h"
@@ -23,10 +22,10 @@ namespace gw::proxy {
 // and its calls not routed by owner (README, Federation). On a `names: prefix` route it sees
 // that upstream's tools and prompts by the names the route lists (legacyPrefixed).
 void Exchange::connectUpstream() {
-  if (!fed_routed_) {
+  if (!fed_.routed()) {
     up_index_ = ctx_.route->upstream_index;
     if (ctx_.route->federated() && !ctx_.legacy) {
-      federate();  // comes back here once the upstream is chosen, or answers itself
+      fed_.federate();  // comes back here once the upstream is chosen, or answers itself
       return;
     }
   }
@@ -84,10 +83,9 @@ void Exchange::buildUpstreamHead() {
     if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
     }
-    if (!fed_name_.empty() && core::iequals(f.name, "mcp-name")) {
+    if (!fed_.ownerName().empty() && core::iequals(f.name, "mcp-name")) {
       // names: prefix — the owner's own name (a sentinel when it cannot be sent plain).
-      fed_name_header_ = mcp::needsSentinel(fed_name_) ? mcp::encodeSentinel(fed_name_) : fed_name_;
-      uh.fields.push_back(http::Field{f.name, fed_name_header_});
+      uh.fields.push_back(http::Field{f.name, fed_.ownerNameField()});
       continue;
     }
     if (http::forwardRequestField(f, conn)) {

@@ -145,7 +145,7 @@ class FanOut final : public upstream::UpstreamCallbacks {
   event::EventPtr flush_;
 };
 
-class Exchange;
+class FederatedTarget;
 
 // A refresh of one list method of one federated route that calls naming an unknown tool,
 // prompt or resource wait for (concurrent misses on a worker share it). Kept by the worker
@@ -157,7 +157,7 @@ struct FederationRefresh final : FanOutDone {
   WorkerContext* w = nullptr;
   std::string version;  // MCP-Protocol-Version of the refresh requests
   FanOut fan;
-  std::vector<Exchange*> waiters;
+  std::vector<FederatedTarget*> waiters;
   void onFanOutDone(FanOut& f) override;
 };
 

@@ -90,7 +90,7 @@ bool Exchange::pinHidden(std::string_view key) const {
     return key.starts_with(legacy_prefix_) &&
            book.blocked(s_->upstreams[up_index_].name, key.substr(legacy_prefix_.size()));
   }
-  if (catalog_ == nullptr || r == nullptr) {
+  if (fed_.catalog() == nullptr || r == nullptr) {
     return book.blocked(s_->upstreams[up_index_].name, key);
   }
   if (r->names == settings::FederationNames::kPrefix) {
@@ -100,7 +100,7 @@ bool Exchange::pinHidden(std::string_view key) const {
     return federation::splitPrefixed(key, names, s_->federation.separator, owner, inner) &&
            book.blocked(r->upstreams[owner], inner);
   }
-  const int owner = catalog_->owner(federation::ListKind::kTools, key);
+  const int owner = fed_.catalog()->owner(federation::ListKind::kTools, key);
   return owner >= 0 && book.blocked(r->upstreams[static_cast<size_t>(owner)], key);
 }
 
@@ -112,7 +112,7 @@ bool Exchange::pinAdmits() {
     return true;
   }
   const std::string_view upstream = s_->upstreams[up_index_].name;
-  const std::string_view tool = fed_name_.empty() ? ctx_.mcp.name.value : fed_name_;
+  const std::string_view tool = fed_.ownerName().empty() ? ctx_.mcp.name.value : fed_.ownerName();
   if (!book->blocked(upstream, tool)) {
     return true;
   }

@@ -179,25 +179,7 @@ void Exchange::logAccess() {
     line += ",\"list_hidden\":";
     line += std::to_string(hidden_);
   }
-  if (catalog_ != nullptr) {
-    // Federated route: the owner a call went to, the upstreams a list left out (and why),
-    // or that the merged answer came from the cache.
-    line += ",\"federation\":{\"owner\":";
-    if (fed_routed_ && ctx_.route != nullptr && fed_owner_ < ctx_.route->upstreams.size()) {
-      line += '"';
-      mcp::appendJsonEscaped(line, ctx_.route->upstreams[fed_owner_]);
-      line += '"';
-    } else {
-      line += "null";
-    }
-    line += ",\"unknown_name\":";
-    line += fed_unknown_ ? "true" : "false";
-    line += ",\"missed\":\"";
-    mcp::appendJsonEscaped(line, fed_log_ == "cached" ? std::string_view{} : fed_log_);
-    line += "\",\"cached\":";
-    line += fed_log_ == "cached" ? "true" : "false";
-    line += '}';
-  }
+  fed_.appendLogFields(line);
   line += ",\"trusted\":";
   line += ctx_.trusted ? "true" : "false";
   appendLegacyFields(line);

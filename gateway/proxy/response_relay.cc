@@ -70,7 +70,7 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
 
   response_relayed_ = false;
   framer_events_ = response_end_ = 0;
-  if ((ctx_.learn_tools || capture_task_) && resp.status == 200) {
+  if ((ctx_.learn_tools || fed_.capturesTask()) && resp.status == 200) {
     if (resp_sse_) {
       framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
@@ -87,7 +87,7 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
 // upstream did not send (chunked to the client, or close-delimited) — never into a
 // Content-Length body.
 bool Exchange::injectKeepalive() const noexcept {
-  if (listen_open_) {
+  if (fed_.listenOpen()) {
     return s_->mcp.sse_keepalive.count() > 0;  // the merged stream: whole events only
   }
   return resp_sse_ && framer_ && s_->mcp.sse_keepalive.count() > 0 &&
@@ -160,9 +160,7 @@ void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) 
 }
 
 void Exchange::onBelowLowWatermark() {
-  if (listen_open_) {
-    listen_->resume();
-  }
+  fed_.resumeListen();
   if (up_.paused()) {
     up_.resumeReading();  // relays what already waits in the upstream input
   }
@@ -179,7 +177,7 @@ void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
   if (!x->responseStarted() || !x->injectKeepalive()) {
     return;
   }
-  if (x->listen_open_ || x->framer_->atBoundary()) {
+  if (x->fed_.listenOpen() || x->framer_->atBoundary()) {
     static constexpr std::string_view kComment = ": keepalive\n\n";
     event::EvBufferPtr comment = event::makeBuffer();
     evbuffer_add(comment.get(), kComment.data(), kComment.size());
@@ -194,8 +192,8 @@ void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
     return;
   }
   if (capture_json_ && !capture_.empty()) {
-    if (capture_task_) {
-      captureTask(capture_);
+    if (fed_.capturesTask()) {
+      fed_.captureTask(capture_);
     } else {
       learnTools(capture_);
     }
@@ -210,7 +208,7 @@ void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
 void Exchange::endAborted(Outcome why) {
   stopStages();
   outcome = why;
-  stopFederation();
+  fed_.stopFederation();
   if (status == 0) {
     status = 499;
   }
@@ -254,8 +252,8 @@ core::Outcome Exchange::clientClosedOutcome() const noexcept {
 }
 
 void Exchange::onEvent(std::string_view, std::string_view data) noexcept {
-  if (capture_task_) {
-    captureTask(data);
+  if (fed_.capturesTask()) {
+    fed_.captureTask(data);
   } else {
     learnTools(data);
   }
