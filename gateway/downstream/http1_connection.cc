@@ -129,11 +129,7 @@ Http1Connection::Http1Connection(WorkerContext& w, evutil_socket_t fd, std::stri
   }
   upstream::setNoDelay(fd);
   timer_ = event::makeTimer<Http1Connection, &Http1Connection::onTimer>(w_.base, this);
-  if (!w_.flush) {
-    w_.flush.reset(evtimer_new(
-        w_.base,
-        [](evutil_socket_t, short, void* arg) { flushPending(*static_cast<WorkerContext*>(arg)); },
-        &w_));
+  if (!w_.reaper) {
     w_.reaper.reset(evtimer_new(
         w_.base,
         [](evutil_socket_t, short, void* arg) { reapClosed(*static_cast<WorkerContext*>(arg)); },
@@ -159,10 +155,7 @@ void Http1Connection::closeNow() {
     return;
   }
   closed_ = true;
-  if (flush_queued_) {
-    w_.pending_flush[flush_slot_] = nullptr;
-    flush_queued_ = false;
-  }
+  w_.flush_queue.remove(*this);
   evtimer_del(timer_.get());
   if (x_ != nullptr) {
     x_->cancel();
@@ -537,38 +530,15 @@ void Http1Connection::finishRequest(bool keep_alive) {
 // ---- the worker's flush -----------------------------------------------------------------
 
 void Http1Connection::scheduleFlush() {
-  if (flush_queued_ || closed_) {
-    return;
-  }
-  flush_queued_ = true;
-  flush_slot_ = w_.pending_flush.size();
-  w_.pending_flush.push_back(this);
-  if (flush_slot_ == 0) {
-    event_active(w_.flush.get(), EV_TIMEOUT, 0);
+  if (!closed_) {
+    w_.flush_queue.schedule(w_.base, *this);
   }
 }
 
-void Http1Connection::flushPending(WorkerContext& w) {
-  std::vector<Http1Connection*>& list = w.pending_flush;
-  // Upstream-bound bytes first, back to back; a connection queued by a callback below is
-  // handled whole by onResume.
-  const size_t queued = list.size();
-  for (size_t i = 0; i < queued; ++i) {
-    Http1Connection* c = list[i];
-    if (c != nullptr && c->x_ != nullptr) {
-      c->x_->flushUpstream();
-    }
+void Http1Connection::flushOutbound() noexcept {
+  if (x_ != nullptr) {
+    x_->flushUpstream();
   }
-  // Bounded: a connection re-queues itself only for new output or a pipelined request
-  // already in its input, as it would with any event.
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (Http1Connection* c = list[i]) {
-      c->flush_queued_ = false;
-      list[i] = nullptr;
-      c->onResume();
-    }
-  }
-  list.clear();
 }
 
 // From the loop, after the callback that queued output: write it, then do what the write

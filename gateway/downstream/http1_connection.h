@@ -22,6 +22,7 @@
 #include <string>
 
 #include "gateway/downstream/stream.h"
+#include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/event/socket.h"
 #include "gateway/proxy/exchange.h"
@@ -30,7 +31,7 @@
 
 namespace gw::downstream {
 
-class Http1Connection final : public Stream {
+class Http1Connection final : public Stream, public event::Flushable {
  public:
   // Takes ownership of fd. `peer` is the client's address text (no port); `ip` the same
   // address, whose slot in Shared::client_counts the caller took (given back on close).
@@ -47,9 +48,6 @@ class Http1Connection final : public Stream {
   // Deletes the connections closed since the last call (the worker's reaper event, and the
   // worker's shutdown).
   static void reapClosed(proxy::WorkerContext& w);
-  // The worker's flush event: writes the output every connection queued in this loop turn
-  // (WorkerContext::pending_flush), upstream-bound first, then client-bound.
-  static void flushPending(proxy::WorkerContext& w);
 
   // downstream::Stream
   void encodeHeaders(const ResponseHeaders& h) override;
@@ -62,6 +60,11 @@ class Http1Connection final : public Stream {
   bool skipBody(std::string* id_copy) override;
   void readDisable(bool disable) override;
   void scheduleFlush() override;
+
+  // event::Flushable (the worker's flush queue): the exchange's upstream-bound output first,
+  // then what the write callbacks would have done, then a pipelined request.
+  void flushOutbound() noexcept override;
+  void afterFlush() override { onResume(); }
 
  private:
   enum class State : uint8_t {
@@ -117,7 +120,6 @@ class Http1Connection final : public Stream {
   std::chrono::milliseconds send_timeout_{-1};  // as set on down_ (send_timeout)
   uint64_t body_remaining_ = 0;                 // Content-Length body bytes still to read
   http::ChunkedDecoder req_chunked_;
-  size_t flush_slot_ = 0;
   State state_ = State::kIdle;
   bool close_after_ = false;
   bool linger_ = false;     // the close after this answer is a lingering close (error answers)
@@ -125,10 +127,7 @@ class Http1Connection final : public Stream {
   bool streaming_ = false;  // a streamed body is being read (BodyRead::kStream)
   bool sent_continue_ = false;
   bool chunked_out_ = false;  // the answer's body goes to the client in chunks
-  // Queued in w_.pending_flush (at flush_slot_) until the worker's flush event writes the
-  // output straight to the sockets (flushPending, then onResume), then parses a pipelined
-  // request when parse_pending_.
-  bool flush_queued_ = false;
+  // The worker's flush (onResume) parses a pipelined request.
   bool parse_pending_ = false;
   bool closed_ = false;  // closeNow ran: the reaper deletes the object after this loop turn
 };

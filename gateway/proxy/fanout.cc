@@ -76,11 +76,8 @@ bool FanOut::start(WorkerContext& w, std::shared_ptr<const settings::Settings> s
   done_ = done;
   started_ = started;
   base_body_.assign(body);
-  if (!flush_) {
-    flush_.reset(event_new(w.base, -1, 0, &FanOut::onFlush, this));
-    if (!flush_) {
-      return false;
-    }
+  if (!w.flush_queue.ready(w.base)) {
+    return false;
   }
   if (fields.data() != fields_.fields().data()) {
     fields_.assign(fields, method);
@@ -188,26 +185,28 @@ void FanOut::startSlot(Slot& slot) {
 }
 
 void FanOut::scheduleFlush() {
-  if (flush_ && !event_pending(flush_.get(), EV_TIMEOUT, nullptr)) {
-    event_active(flush_.get(), EV_TIMEOUT, 0);
+  if (w_ != nullptr) {
+    w_->flush_queue.schedule(w_->base, *this);
   }
 }
 
-void FanOut::onFlush(evutil_socket_t, short, void* arg) {
-  auto* f = static_cast<FanOut*>(arg);
-  for (auto& slot : f->slots_) {
+void FanOut::flushOutbound() noexcept {
+  for (auto& slot : slots_) {
     if (!slot->done && slot->up.active() && !slot->up.writing() &&
         slot->up.sendNow() == event::Sent::kDrained) {
       slot->up.onFlushed();
     }
   }
+}
+
+void FanOut::afterFlush() {
   // SSE answers whose response event is in (onUpstreamData): their streams are closed.
-  for (auto& slot : f->slots_) {
+  for (auto& slot : slots_) {
     if (slot->finish_pending && !slot->done) {
       slot->finish_pending = false;
-      const bool last = f->pending_ == 1;  // then its end may end the fan-out and its owner
+      const bool last = pending_ == 1;  // then its end may end the fan-out and its owner
       slot->up.release(false);
-      f->pageDone(*slot);
+      pageDone(*slot);
       if (last) {
         return;
       }
@@ -467,8 +466,8 @@ void FanOut::cancel() noexcept {
     slot->hold.release();  // a client that left gives its share of the answer budget back
     slot->done = true;
   }
-  if (flush_) {
-    event_del(flush_.get());
+  if (w_ != nullptr) {
+    w_->flush_queue.remove(*this);
   }
   pending_ = 0;
 }

@@ -5,7 +5,8 @@
 // federation.list_timeout), or a client notification (only the status matters). The fan-out
 // owns one upstream::Http1Upstream per upstream and copies what it sends, so it may outlive
 // the request that started it (a shared ownership refresh). Its upstream output is written
-// once per loop turn by its own zero-delay event, not through a client connection's flush.
+// once per loop turn by the worker's flush queue (event/flush_queue.h), with the client
+// connections' upstream output.
 
 #include <memory>
 #include <span>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/federation/registry.h"
 #include "gateway/filters/snapshot.h"
@@ -60,7 +62,7 @@ class FanOutDone {
   ~FanOutDone() = default;
 };
 
-class FanOut final : public upstream::UpstreamCallbacks {
+class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable {
  public:
   enum class Mode : uint8_t { kList, kNotify };
 
@@ -117,7 +119,10 @@ class FanOut final : public upstream::UpstreamCallbacks {
   void finishSlot(Slot& slot, bool ok, std::string_view outcome, std::string detail);
   void pageDone(Slot& slot);
   void scheduleFlush();
-  static void onFlush(evutil_socket_t, short, void* arg);
+  // event::Flushable: every slot's request bytes go out, then the SSE pages whose response
+  // event is in are finished.
+  void flushOutbound() noexcept override;
+  void afterFlush() override;
   static void onTimer(evutil_socket_t, short, void* arg);
   Slot& slotOf(upstream::Http1Upstream& from) noexcept;
 
@@ -142,7 +147,6 @@ class FanOut final : public upstream::UpstreamCallbacks {
   federation::FetchReport report_;
   std::vector<int> statuses_;
   size_t pending_ = 0;
-  event::EventPtr flush_;
 };
 
 class FederatedTarget;

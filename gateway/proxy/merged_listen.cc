@@ -52,8 +52,7 @@ bool MergedListen::start(WorkerContext& w, std::shared_ptr<const settings::Setti
   held_bytes_ = 0;
   if (!ready_timer_) {
     ready_timer_.reset(evtimer_new(w.base, &MergedListen::onReadyTimer, this));
-    flush_.reset(event_new(w.base, -1, 0, &MergedListen::onFlush, this));
-    if (!ready_timer_ || !flush_) {
+    if (!ready_timer_ || !w.flush_queue.ready(w.base)) {
       return false;
     }
   }
@@ -106,14 +105,11 @@ void MergedListen::open(Slot& slot) {
 }
 
 void MergedListen::onUpstreamOutput(upstream::Http1Upstream&) {
-  if (flush_ && !event_pending(flush_.get(), EV_TIMEOUT, nullptr)) {
-    event_active(flush_.get(), EV_TIMEOUT, 0);
-  }
+  w_->flush_queue.schedule(w_->base, *this);
 }
 
-void MergedListen::onFlush(evutil_socket_t, short, void* arg) {
-  auto* m = static_cast<MergedListen*>(arg);
-  for (auto& slot : m->slots_) {
+void MergedListen::flushOutbound() noexcept {
+  for (auto& slot : slots_) {
     if (slot->up.active() && !slot->up.writing() && slot->up.sendNow() == event::Sent::kDrained) {
       slot->up.onFlushed();
     }
@@ -342,8 +338,8 @@ void MergedListen::close() noexcept {
   if (ready_timer_) {
     evtimer_del(ready_timer_.get());
   }
-  if (flush_) {
-    event_del(flush_.get());
+  if (w_ != nullptr) {
+    w_->flush_queue.remove(*this);
   }
   held_.clear();
   held_bytes_ = 0;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/federation/federation.h"
 #include "gateway/http/message.h"
@@ -44,7 +45,7 @@ class ListenOwner {
   ~ListenOwner() = default;
 };
 
-class MergedListen final : public upstream::UpstreamCallbacks {
+class MergedListen final : public upstream::UpstreamCallbacks, public event::Flushable {
  public:
   MergedListen() = default;
   MergedListen(const MergedListen&) = delete;
@@ -86,7 +87,9 @@ class MergedListen final : public upstream::UpstreamCallbacks {
   Slot& slotOf(upstream::Http1Upstream& from) noexcept;
   static void onReopen(evutil_socket_t, short, void* arg);
   static void onReadyTimer(evutil_socket_t, short, void* arg);
-  static void onFlush(evutil_socket_t, short, void* arg);
+  // event::Flushable: every slot's request bytes go out with the worker's flush.
+  void flushOutbound() noexcept override;
+  void afterFlush() override {}
 
   bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;
   void onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) override;
@@ -108,7 +111,6 @@ class MergedListen final : public upstream::UpstreamCallbacks {
   std::vector<std::string> held_;  // events that completed before ready (bounded)
   size_t held_bytes_ = 0;
   event::EventPtr ready_timer_;
-  event::EventPtr flush_;
   std::string scratch_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/line_budget.h"
+#include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/snapshot.h"
@@ -105,12 +106,10 @@ struct WorkerContext {
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
   std::string scratch;  // message heads are built here, then added to an output in one piece
-  // Connections with output queued in this loop turn, written by one event after the turn's
-  // callbacks: all upstream-bound output back to back, then all client-bound (an upstream
-  // woken by the first request then finds the rest waiting instead of sleeping between them).
-  // A closed connection leaves a null.
-  std::vector<downstream::Http1Connection*> pending_flush;
-  event::EventPtr flush;
+  // Connections, fan-outs and merged listen streams with output queued in this loop turn,
+  // written by one event after the turn's callbacks (event/flush_queue.h). Declared before
+  // the exchanges and refreshes whose fan-outs it may hold, so it outlives them.
+  event::FlushQueue flush_queue;
   // Closed connections, deleted by the reaper event at the end of the loop turn (deferred
   // deletion: no `delete this` with callers still on the stack).
   std::vector<downstream::Http1Connection*> closed;

@@ -137,7 +137,7 @@ class Worker {
     listener_.reset();
     retry_.reset();
     control_.reset();
-    ctx_.flush.reset();
+    ctx_.flush_queue.clear();
     ctx_.exchanges.clear();
     ctx_.pools.reset();
     ctx_.redis.reset();
