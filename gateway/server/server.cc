@@ -25,6 +25,7 @@
 #include "gateway/http/parser.h"
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/server/jwks_fetcher.h"
+#include "gateway/server/worker.h"
 #include "gateway/tls/server_context.h"
 #include "gateway/upstream/pool.h"
 
@@ -32,10 +33,6 @@ namespace gw::server {
 
 namespace {
 
-// Idle upstream connections are closed before common server keep-alive timeouts (Node's
-// http server: 5 s) so a reused connection is rarely one the upstream is closing.
-constexpr std::chrono::milliseconds kPoolIdleTimeout{4000};
-constexpr timeval kListenerRetry{0, 100 * 1000};
 // Changes to watched files are coalesced: one reload this long after the last one.
 constexpr std::chrono::milliseconds kWatchDebounce{150};
 // The same stop signal repeated sooner than this after the first is one request delivered
@@ -86,16 +83,6 @@ std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
   return log;
 }
 
-bool toSockaddr(const settings::Address& a, sockaddr_storage& ss, socklen_t& len) {
-  upstream::Endpoint ep;
-  if (!upstream::resolveEndpoint(a, ep)) {
-    return false;
-  }
-  ss = ep.addr;
-  len = ep.addr_len;
-  return true;
-}
-
 // Writes `text` to `path` atomically (a temp file beside it, renamed over it): a reader sees
 // no file or the whole of it. False with the reason in `error`.
 bool writePortsFile(const std::string& path, const std::string& text, std::string& error) {
@@ -114,200 +101,6 @@ bool writePortsFile(const std::string& path, const std::string& text, std::strin
 }
 
 }  // namespace
-
-// One worker thread: its event_base, its listener, its pools and connections.
-class Worker {
- public:
-  Worker(int id, proxy::Shared& shared) {
-    ctx_.id = id;
-    ctx_.shared = &shared;
-    ctx_.metrics = &shared.metrics.addWorker();
-  }
-  ~Worker() {
-    if (thread_.joinable()) {
-      thread_.join();
-    }
-    // Connections close themselves (and the reaper deletes them); the ones still open at exit
-    // are closed and deleted here.
-    while (!ctx_.connections.empty()) {
-      (*ctx_.connections.begin())->closeNow();
-    }
-    downstream::Http1Connection::reapClosed(ctx_);
-    ctx_.reaper.reset();
-    listener_.reset();
-    retry_.reset();
-    control_.reset();
-    ctx_.flush_queue.clear();
-    ctx_.exchanges.clear();
-    ctx_.pools.reset();
-    ctx_.redis.reset();
-    ctx_.retired_redis.clear();  // all before base_ goes
-    for (int fd : control_pipe_) {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-    }
-  }
-
-  bool bind(const settings::Address& a, std::string& error) {
-    // Only this worker's thread touches its base: no lock. Other threads reach it through
-    // the control pipe (requestDrain, requestStop).
-    std::unique_ptr<event_config, void (*)(event_config*)> cfg(event_config_new(),
-                                                               &event_config_free);
-    event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_NOLOCK);
-    base_.reset(event_base_new_with_config(cfg.get()));
-    if (!base_ || ::pipe2(control_pipe_, O_NONBLOCK | O_CLOEXEC) != 0) {
-      error = std::string("cannot create a worker event loop: ") + std::strerror(errno);
-      return false;
-    }
-    ctx_.base = base_.get();
-    ctx_.parser = http::makeHttp1Parser();
-    ctx_.pools = std::make_unique<upstream::Pools>(ctx_.base, kPoolIdleTimeout);
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (!toSockaddr(a, ss, len)) {
-      error = "cannot parse listen address " + a.text;
-      return false;
-    }
-    unsigned flags =
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC;
-    listener_.reset(evconnlistener_new_bind(ctx_.base, &Worker::onAccept, this, flags, 1024,
-                                            reinterpret_cast<sockaddr*>(&ss),
-                                            static_cast<int>(len)));
-    if (!listener_) {
-      error = "cannot listen on " + a.text + ": " + std::strerror(errno);
-      return false;
-    }
-    evconnlistener_set_error_cb(listener_.get(), &Worker::onAcceptError);
-    retry_.reset(evtimer_new(ctx_.base, &Worker::onRetry, this));
-    control_.reset(
-        event_new(ctx_.base, control_pipe_[0], EV_READ | EV_PERSIST, &Worker::onControl, this));
-    event_add(control_.get(), nullptr);
-    return true;
-  }
-
-  void start() {
-    thread_ = std::thread([this] { event_base_dispatch(ctx_.base); });
-  }
-
-  // The port bind() bound (the kernel's choice when the address names port 0); 0 if unknown.
-  uint16_t port() const {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    if (!listener_ || ::getsockname(evconnlistener_get_fd(listener_.get()),
-                                    reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-      return 0;
-    }
-    return ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
-                                    : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  }
-
-  // Thread-safe: asks the worker to stop accepting and close idle connections.
-  void requestDrain() { tell(kDrain); }
-  // Thread-safe: ends the worker's loop.
-  void requestStop() { tell(kStop); }
-
- private:
-  static void onAccept(evconnlistener*, evutil_socket_t fd, sockaddr* sa, int, void* arg) {
-    auto* w = static_cast<Worker*>(arg);
-    const settings::Settings& s = *w->ctx_.shared->snapshot.load()->settings;
-    if (w->ctx_.shared->connections.load(std::memory_order_relaxed) >=
-        static_cast<int64_t>(s.limits.max_connections)) {
-      // Full: refuse this one and stop accepting for a moment (no busy loop).
-      evutil_closesocket(fd);
-      w->ctx_.metrics->connections_refused.at({"max_connections"}).add(1);
-      w->pauseAccepting();
-      return;
-    }
-    char text[INET6_ADDRSTRLEN] = "?";
-    core::IpAddress ip;
-    if (sa->sa_family == AF_INET) {
-      const auto* in = reinterpret_cast<sockaddr_in*>(sa);
-      inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
-      std::memcpy(ip.bytes.data(), &in->sin_addr, 4);
-    } else if (sa->sa_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<sockaddr_in6*>(sa);
-      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
-      std::memcpy(ip.bytes.data(), &in6->sin6_addr, 16);
-      ip.v6 = true;
-    }
-    // One address may hold at most max_connections_per_client: beyond it the socket is closed
-    // at once (no answer: nothing was read), and counted.
-    if (!w->ctx_.shared->client_counts.tryAcquire(ip, s.limits.max_connections_per_client)) {
-      evutil_closesocket(fd);
-      w->ctx_.metrics->connections_refused.at({"per_client_limit"}).add(1);
-      return;
-    }
-    std::shared_ptr<const tls::ServerContext> tls;
-    if (w->ctx_.shared->tls_on) {
-      tls = w->ctx_.shared->tls.load(std::memory_order_acquire);
-    }
-    downstream::Http1Connection::start(w->ctx_, fd, text, ip, tls.get());
-  }
-
-  static void onAcceptError(evconnlistener*, void* arg) {
-    int err = EVUTIL_SOCKET_ERROR();
-    spdlog::warn("accept failed: {}; pausing accepts for 100ms",
-                 evutil_socket_error_to_string(err));
-    static_cast<Worker*>(arg)->pauseAccepting();
-  }
-
-  void pauseAccepting() {
-    evconnlistener_disable(listener_.get());
-    evtimer_add(retry_.get(), &kListenerRetry);
-  }
-
-  static void onRetry(evutil_socket_t, short, void* arg) {
-    auto* w = static_cast<Worker*>(arg);
-    if (w->listener_ && !w->ctx_.shared->draining.load()) {
-      evconnlistener_enable(w->listener_.get());
-    }
-  }
-
-  static constexpr char kDrain = 'd';
-  static constexpr char kStop = 's';
-
-  void tell(char what) {
-    // One byte into a pipe nobody else fills: it cannot block or fall short.
-    while (::write(control_pipe_[1], &what, 1) < 0 && errno == EINTR) {
-    }
-  }
-
-  static void onControl(evutil_socket_t fd, short, void* arg) {
-    auto* w = static_cast<Worker*>(arg);
-    char what[16];
-    ssize_t n = ::read(fd, what, sizeof(what));
-    for (ssize_t i = 0; i < n; ++i) {
-      if (what[i] == kStop) {
-        event_base_loopbreak(w->ctx_.base);
-        return;
-      }
-    }
-    if (n > 0) {
-      w->drain();
-    }
-  }
-
-  void drain() {
-    evtimer_del(retry_.get());
-    // Closed, not just disabled: new connections are refused at once instead of waiting in
-    // the backlog until the process exits.
-    listener_.reset();
-    ctx_.pools->closeIdle();
-    std::vector<downstream::Http1Connection*> all(ctx_.connections.begin(), ctx_.connections.end());
-    for (downstream::Http1Connection* c : all) {
-      c->closeIfIdle();
-    }
-  }
-
-  proxy::WorkerContext ctx_;
-  event::BasePtr base_;
-  event::ListenerPtr listener_;
-  event::EventPtr retry_;
-  event::EventPtr control_;
-  int control_pipe_[2] = {-1, -1};
-  std::thread thread_;
-};
 
 Server::Server(std::shared_ptr<const filters::Snapshot> snapshot, std::string config_path)
     : config_path_(std::move(config_path)) {
