@@ -1,6 +1,7 @@
-// One MCP request: the pipeline, the body, the rate limits, local replies, the end (see
-// exchange.h). The upstream side is in exchange_upstream.cc, the relay in response_relay.cc,
-// metrics and the access log in request_log.cc.
+// One MCP request: the pipeline, the body, the rate limits, the choice of target, local
+// replies, keep-alive comments, the end (see exchange.h). The upstream request and the relay
+// are the forwarding target's (forward_target.h), metrics and the access log in
+// request_log.cc.
 
 #include "gateway/proxy/exchange.h"
 
@@ -36,9 +37,8 @@ void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
   outcome = Outcome::kNone;
   garbage = false;
   logged_ = false;
-  endpoint_ = nullptr;
   started_ = now();
-  up_.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
+  fwd_.begin(w);
 }
 
 void Exchange::prepare() {
@@ -53,11 +53,7 @@ void Exchange::prepare() {
   body_read = false;
   sent_id_ = mcp::RequestId{};
   forwarded_ = false;
-  filtering_ = filtered_ = false;
-  legacy_prefix_.clear();
-  hidden_ = 0;
-  pin_observed_ = false;
-  pin_log_.clear();
+  fwd_.reset();
   fed_.reset();
 }
 
@@ -88,7 +84,7 @@ void Exchange::run() {
     GW_ASSERT(step_ != Step::kDone);
     if (step_ == Step::kTarget) {
       step_ = Step::kDone;
-      connectUpstream();
+      toTarget();
       return;
     }
     switch (runStep()) {
@@ -263,6 +259,124 @@ void Exchange::onBodyComplete() {
   run();
 }
 
+// ---- the target ---------------------------------------------------------------------------
+
+// Every stage and limit passed: the request goes to the route's upstream (a named call on a
+// federated route: to the owner the kOwner step chose). Untrusted (legacy passthrough)
+// traffic on a federated route is a plain request to the route's first upstream
+// (`upstream_index`): a 2025-era session lives on one server, so its lists are not merged,
+// and its calls not routed by owner (README, Federation). On a `names: prefix` route it sees
+// that upstream's tools and prompts by the names the route lists (legacyPrefixed).
+void Exchange::toTarget() {
+  if (!fed_.routed()) {
+    fwd_.useUpstream(ctx_.route->upstream_index);
+    if (ctx_.route->federated() && !ctx_.legacy) {
+      fed_.federate();  // hands a call to fwd_ once the upstream is chosen, or answers itself
+      return;
+    }
+  }
+  fwd_.connect();
+}
+
+void Exchange::rememberSentId() {
+  if (body_mode == BodyMode::kBuffer && body && sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
+    char prefix[mcp::kIdScanBytes];
+    ev_ssize_t n = evbuffer_copyout(body.get(), prefix, sizeof(prefix));
+    sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
+    const size_t len = evbuffer_get_length(body.get());
+    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent && len > sizeof(prefix)) {
+      // "id" after the first KiB (a client that writes params first): the whole buffered
+      // body, made contiguous once, is read for it.
+      const auto* p = evbuffer_pullup(body.get(), -1);
+      if (p != nullptr) {
+        sent_id_ = mcp::extractId(std::string_view(reinterpret_cast<const char*>(p), len));
+      }
+    }
+  }
+}
+
+// The upstream request ends (complete, failed, or cut from this side): the keep-alive timer
+// stops, then the forwarding target's counters, attempt metric and connection.
+void Exchange::releaseUpstream(bool record) {
+  if (keepalive_timer) {
+    evtimer_del(keepalive_timer.get());
+  }
+  fwd_.release(record);
+}
+
+void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why,
+                              int retry_after_s) {
+  outcome = why;
+  releaseUpstream();
+  if (responseStarted()) {
+    abortExchange(why);
+    return;
+  }
+  filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
+  if (retry_after_s > 0) {
+    ctx_.reply.addField("Retry-After", std::to_string(retry_after_s));
+  }
+  ctx_.reply.id = sent_id_;
+  sendLocalReply();
+}
+
+// Keep-alive comments go only into SSE answers whose framing has room for bytes the
+// upstream did not send (chunked to the client, or close-delimited) — never into a
+// Content-Length body.
+bool Exchange::injectKeepalive() const noexcept {
+  if (fed_.listenOpen()) {
+    return s_->mcp.sse_keepalive.count() > 0;  // the merged stream: whole events only
+  }
+  return fwd_.relaysSseEvents() && s_->mcp.sse_keepalive.count() > 0;
+}
+
+void Exchange::armKeepalive() {
+  if (injectKeepalive()) {
+    timeval tv = event::toTimeval(s_->mcp.sse_keepalive);
+    evtimer_add(keepalive_timer.get(), &tv);
+  }
+}
+
+void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
+  auto* x = static_cast<Exchange*>(arg);
+  if (x->fwd_.filtering()) {
+    x->fwd_.sendListWhenReady();
+    return;
+  }
+  if (!x->responseStarted() || !x->injectKeepalive()) {
+    return;
+  }
+  if (x->fed_.listenOpen() || x->fwd_.atEventBoundary()) {
+    static constexpr std::string_view kComment = ": keepalive\n\n";
+    event::EvBufferPtr comment = event::makeBuffer();
+    evbuffer_add(comment.get(), kComment.data(), kComment.size());
+    x->stream_->encodeData(comment.get(), kComment.size());
+  }
+  x->armKeepalive();
+}
+
+// The exchange cannot finish: the upstream is closed at once (never pooled) and the request
+// is logged; the caller closes the client.
+void Exchange::endAborted(Outcome why) {
+  stopStages();
+  outcome = why;
+  fed_.stopFederation();
+  if (status == 0) {
+    status = 499;
+  }
+  releaseUpstream();
+  if (!logged_) {
+    endRequest();
+  }
+}
+
+// The answer is cut (no last chunk, or short of its length), but what was already queued for
+// the client still goes out before its connection is closed.
+void Exchange::abortExchange(Outcome why) {
+  endAborted(why);
+  stream_->resetStream();
+}
+
 // ---- local replies and the end ----------------------------------------------------------
 
 void Exchange::localReply(int st, int code, const char* message, Outcome why, int retry_after_s) {
@@ -284,14 +398,13 @@ void Exchange::startResponse(downstream::ResponseHeaders& h) {
 }
 
 void Exchange::startSseResponse(downstream::ResponseHeaders& h) {
-  resp_sse_ = true;
   countSse(true);
   startResponse(h);
 }
 
-void Exchange::setLegacyPrefix(std::string_view upstream, std::string_view separator) {
-  legacy_prefix_ = upstream;
-  legacy_prefix_ += separator;
+void Exchange::refuseBeforeBody() {
+  limits_.refund(*w_);  // a refused request consumes no quota
+  replyBeforeBody();
 }
 
 void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
@@ -342,7 +455,24 @@ void Exchange::cancel() {
 void Exchange::onStreamReset(Outcome why) {
   // The client is gone (the protocol's cancellation) or stopped reading: the upstream
   // connection is closed at once and never pooled.
-  endAborted(why == Outcome::kClientClosed ? clientClosedOutcome() : why);
+  endAborted(why == Outcome::kClientClosed ? fwd_.clientClosedOutcome() : why);
+}
+
+void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
+  fwd_.onBodyData(src, n, end);
+}
+
+void Exchange::onBelowLowWatermark() {
+  fed_.resumeListen();
+  fwd_.resumeReading();
+}
+
+void Exchange::flushUpstream() {
+  fwd_.flushUpstream();
+}
+
+void Exchange::resumeUpstream() {
+  fwd_.resumeUpstream();
 }
 
 // ---- the worker's spare exchanges -------------------------------------------------------
@@ -389,15 +519,12 @@ void ExchangePool::give(Exchange* x) noexcept {
   x->life_ = Exchange::Life::kIdle;
   x->stopStages();
   evtimer_del(x->keepalive_timer.get());
-  x->framer_.reset();
-  x->up_.release(false);
-  x->up_open_ = false;
+  x->fwd_.recycle(kKeepCapacity);
   x->fed_.recycle(kKeepCapacity);
   x->head.clear();
   x->ctx_.reset();
   x->arena_.reset();
   x->limits_.trim();
-  x->session_server_id_ = {};
   x->stream_ = nullptr;
   x->snap_.reset();
   if (x->body) {
@@ -405,9 +532,6 @@ void ExchangePool::give(Exchange* x) noexcept {
   }
   trim(x->head_buf);
   trim(x->verify_buf_);
-  trim(x->capture_);
-  x->dropListAnswer();
-  x->filter_chain_.reset();  // a large answer's chunks go back now, not at the next list
   if (free_.size() >= kKeep) {
     delete x;
     return;

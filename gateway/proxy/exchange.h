@@ -1,10 +1,12 @@
 #pragma once
 // proxy/: one MCP request from its first byte to its end — the snapshot it started on, the
 // pipeline stages (the asynchronous rate-limit stage stops and resumes it), the body mode,
-// the choice of upstream and the upstream request(s) it owns, the response relay (JSON/SSE,
-// keep-alive comments at event boundaries, tools/list capture), the outcome and the
-// access-log line. It talks to its client only through downstream::Stream and hears from it
-// through downstream::StreamCallbacks; it never sees HTTP/1 framing.
+// the response start (startResponse / respond / local replies), SSE keep-alive comments, the
+// outcome, the metrics and the access-log line. The answer comes from a target chosen once
+// after routing: ForwardTarget (one upstream request, the relay, list filtering, pin
+// observation; forward_target.h) or FederatedTarget (federated_target.h). It talks to its
+// client only through downstream::Stream and hears from it through
+// downstream::StreamCallbacks; it never sees HTTP/1 framing.
 //
 // A connection takes an exchange from its worker's ExchangePool when a request's first byte
 // arrives and gives it back when the request ends, so an idle keep-alive connection holds
@@ -13,7 +15,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,23 +30,18 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/arena.h"
 #include "gateway/mcp/id_scan.h"
-#include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/federated_target.h"
+#include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/keys_wait.h"
 #include "gateway/proxy/limit_stage.h"
 #include "gateway/proxy/stage.h"
 #include "gateway/ratelimit/gcra.h"
-#include "gateway/sse/framer.h"
-#include "gateway/upstream/http1_upstream.h"
 
 namespace gw::proxy {
 
 struct WorkerContext;
 
-class Exchange final : public downstream::StreamCallbacks,
-                       public upstream::UpstreamCallbacks,
-                       public sse::EventSink,
-                       public StageRunner {
+class Exchange final : public downstream::StreamCallbacks, public StageRunner {
  public:
   enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
   using Outcome = core::Outcome;
@@ -53,7 +49,7 @@ class Exchange final : public downstream::StreamCallbacks,
   Exchange() = default;
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
-  ~Exchange() override = default;
+  ~Exchange() = default;
 
   // A new request on `stream` (its first byte arrived): the snapshot it runs on, the peer
   // address text, the identity of its verified TLS client certificate ("" without one; both
@@ -92,10 +88,6 @@ class Exchange final : public downstream::StreamCallbacks,
   void onBelowLowWatermark() override;
   void onStreamReset(Outcome why) override;
 
-  // sse::EventSink: events of a tools/list SSE answer (schema learning), or of a federated
-  // call's answer (task ids).
-  void onEvent(std::string_view event, std::string_view data) noexcept override;
-
   // The response head went to the client (startResponse, or a local reply).
   bool responseStarted() const noexcept { return life_ == Life::kAnswering; }
 
@@ -117,11 +109,12 @@ class Exchange final : public downstream::StreamCallbacks,
  private:
   friend class ExchangePool;
   // A target answers through the methods below marked for it, and through respond,
-  // startResponse, sendLocalReply, upstreamFailed, connectUpstream, buildUpstreamHead,
-  // armKeepalive, now and the list filter's cutsLists/filterForCaller/observePins.
+  // startResponse, sendLocalReply, upstreamFailed, abortExchange, armKeepalive, countSse,
+  // recordAttempt and now.
   friend class FederatedTarget;
+  friend class ForwardTarget;
 
-  // ---- what a target (federated_target.h) reaches of the request ---------------------
+  // ---- what a target (federated_target.h, forward_target.h) reaches of the request ----
   filters::RequestContext& ctx() noexcept { return ctx_; }
   const filters::RequestContext& ctx() const noexcept { return ctx_; }
   const std::shared_ptr<const filters::Snapshot>& snapshot() const noexcept { return snap_; }
@@ -130,16 +123,21 @@ class Exchange final : public downstream::StreamCallbacks,
   downstream::Stream* stream() const noexcept { return stream_; }  // null between requests
   // The body's padded copy (verify / classify only; shorter than the padding when unread).
   const std::string& verifyBuffer() const noexcept { return verify_buf_; }
-  // The request goes to Settings::upstreams[index] (connectUpstream then sends it there).
-  void useUpstream(size_t index) noexcept { up_index_ = index; }
-  // The forwarded request fields buildUpstreamHead made (they view head_buf and xff_).
-  std::span<const http::Field> upstreamFields() const noexcept { return up_head_.fields; }
+  std::string_view peer() const noexcept { return peer_; }  // the peer address text
+  core::Nanos startedAt() const noexcept { return started_; }
+  // The forwarding target: one upstream request (a federated call's owner goes through it).
+  ForwardTarget& forward() noexcept { return fwd_; }
+  FederatedTarget& federated() noexcept { return fed_; }
   void noteForwarded() noexcept { forwarded_ = true; }  // upstreams were asked (metrics)
+  // The response head for the client (respond sends it; a target fills it first).
   std::vector<http::Field>& responseFields() noexcept { return resp_fields_; }
-  // A legacy client's tools and prompts are shown as "<upstream><separator><name>".
-  void setLegacyPrefix(std::string_view upstream, std::string_view separator);
   // startResponse for an SSE answer the gateway makes itself (counted in the SSE streams).
   void startSseResponse(downstream::ResponseHeaders& h);
+  // A target refuses the request before anything went upstream: the limits' charge is
+  // refunded (a refused request consumes no quota) and ctx().reply is sent (replyBeforeBody).
+  void refuseBeforeBody();
+  // The id of a buffered body that leaves for the upstream (502/504 echo it).
+  void rememberSentId();
 
   // The stages, in order. run() goes through them from step_; a stage that stops (kStop)
   // is resumed through resume(), kNeedBody reads the body (onBodyComplete runs on), and
@@ -150,7 +148,7 @@ class Exchange final : public downstream::StreamCallbacks,
     kLimits,     // the rate limits (LimitStage; Redis-backed ones wait)
     kBody,       // a buffered body not read yet
     kOwner,      // the owner of a named call on a federated route (may wait for a refresh)
-    kTarget,     // the upstream, the fan-out or a merged answer
+    kTarget,     // the target: the upstream, the fan-out or a merged answer
     kDone,       // answered, or handed to the target
   };
   void run();
@@ -168,55 +166,22 @@ class Exchange final : public downstream::StreamCallbacks,
   // A whole answer with resp_fields_ as its head and `answer` as its Content-Length body; the
   // exchange is over (kComplete).
   void respond(int status, std::string_view reason, std::string_view answer);
-  // upstream (one request today: `up_`; the callbacks say which request reports, so a
-  // fan-out exchange can own several)
-  void connectUpstream();
-  void upstreamError(upstream::UpstreamError e);
-  void buildUpstreamHead();
-  void writeRequest();
-  void rememberSentId();
-  bool pinSession();
-  void sessionNotFound(const char* message, Outcome outcome);
-  static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
-  void wrapSession(std::string_view server_id);
+  // The target chosen once after routing: the forwarding target (one upstream), or the
+  // federated one, which may hand a call to the forwarding target once it chose the owner.
+  void toTarget();
+  // An answer the upstream side could not give (502, 504, 404 for a session): the exchange
+  // renders it, or cuts an answer already started.
   void upstreamFailed(int status, int code, const char* message, Outcome outcome,
                       int retry_after_s = 0);  // Retry-After seconds (0: none)
+  // The keep-alive timer stopped and the upstream request released (ForwardTarget::release).
   // `record`: the attempt's duration metric (not when the connection is torn down under it).
   void releaseUpstream(bool record = true);
-  bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;
-  void onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) override;
-  void onUpstreamComplete(upstream::Http1Upstream& from) override;
-  void onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) override;
-  void onUpstreamWritable(upstream::Http1Upstream& from) override;
-  void onUpstreamOutput(upstream::Http1Upstream& from) override;
-  void onUpstreamRetry(upstream::Http1Upstream& from, core::Nanos attempt_duration) override;
-  // response relay
+  // SSE keep-alive comments (the timer's turns)
   bool injectKeepalive() const noexcept;
   void armKeepalive();
   static void onKeepaliveTimer(evutil_socket_t, short, void* arg);
-  void noteResponseEvent() noexcept;  // after SSE bytes went to the client
-  Outcome clientClosedOutcome() const noexcept;
   void abortExchange(Outcome outcome);  // endAborted, then the stream is reset
   void endAborted(Outcome outcome);
-  void learnTools(std::string_view json) noexcept;
-  // visibility: filter on a plain route (list_filter.cc)
-  enum class ListRead : uint8_t { kUnchanged, kRewritten, kUnreadable };
-  bool beginListFilter(const http::ResponseHead& resp);
-  bool collectListAnswer(evbuffer* in, size_t n);
-  bool listAnswerReady() const noexcept;
-  void sendFilteredList();
-  ListRead readListResponse(std::string_view json, std::string& out, std::string& why);
-  void refuseList(int status, std::string_view reason, const char* message, Outcome why,
-                  std::string_view cause);
-  void dropListAnswer() noexcept;
-  bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
-  bool cutsLists() const noexcept;         // visibility filter or pinning block with a tool pending
-  bool readsAnswerWhole() const noexcept;  // this request's 2xx answer goes through the filter
-  // tool_pinning (pinning.cc)
-  void observePins(std::string_view upstream, std::span<const std::string> items);
-  bool pinCuts() const noexcept;
-  bool pinHidden(std::string_view key) const;
-  bool pinAdmits();
   // metrics and access log (request_log.cc)
   void endRequest();
   void recordAttempt(Outcome error_type, core::Nanos duration);
@@ -249,54 +214,14 @@ class Exchange final : public downstream::StreamCallbacks,
   KeysWait keys_;      // a JWT waiting for its JWKS fetch (kHead)
   LimitStage limits_;  // the rate limits; its RateLimit fields go on the answer
 
-  // upstream
-  size_t up_index_ = 0;                           // Settings::upstreams index of the target
-  upstream::Http1Upstream up_;                    // the request to the route's upstream
-  upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
-  std::string xff_;                               // the X-Forwarded-For value up_head_ views
-  const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
-  core::Nanos started_{};
-  bool up_open_ = false;     // up_ was started and has not ended (counted in streams)
-  bool forwarded_ = false;   // this request got an upstream connection (metrics: tools)
-  bool up_drained_ = false;  // flushUpstream wrote the upstream output whole
-  // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
-  // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
-  int session_endpoint_ = -1;
-  std::string_view session_server_id_;
-
-  // response relay
+  core::Nanos started_{};   // the request's first byte (its duration; the upstream attempt's)
+  bool forwarded_ = false;  // this request got an upstream connection (metrics: tools)
   std::vector<http::Field> resp_fields_;  // the response head for the client
-  std::string wrapped_session_;           // Mcp-Session-Id the client gets (resp_fields_ views)
-  bool resp_sse_ = false;
-  bool sse_counted_ = false;  // counted in the worker's active SSE streams
-  bool capture_json_ = false;
-  // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
-  // byte stream at bytes_out == response_end_ (noteResponseEvent; reset with framer_).
-  bool response_relayed_ = false;
-  std::unique_ptr<sse::Framer> framer_;
-  uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
-  uint64_t response_end_ = 0;
-  std::string capture_;  // tools/list JSON answer (schema learning only)
+  bool sse_counted_ = false;              // counted in the worker's active SSE streams
 
-  // visibility: filter — a list answer read whole, then filtered for this caller
-  enum class FilterStop : uint8_t { kNone, kTooLarge, kBudget };
-  bool filtering_ = false;
-  FilterStop filter_stop_ = FilterStop::kNone;  // the answer cannot be kept: refused
-  SseResponse filter_answer_;                   // an SSE list answer: done at its response event
-  federation::ListKind filter_kind_ = federation::ListKind::kTools;
-  int filter_status_ = 0;
-  event::EvBufferPtr filter_chain_;  // the answer, in the upstream's own chunks
-  AnswerHold answer_hold_;           // its bytes against limits.max_buffered_answer_bytes
-  // A legacy client on a `names: prefix` route sees its first upstream's tools and prompts
-  // as "<upstream><separator><name>" (issue #24): that prefix, else empty.
-  std::string legacy_prefix_;
-  size_t hidden_ = 0;  // items taken out of this caller's list (access log)
-  bool filtered_ = false;
-  // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)
-  bool pin_observed_ = false;
-  std::string pin_log_;
-
-  // A federated route's target (federated_target.h); last, so it ends before the rest.
+  // The targets, last, so they end before the rest: one upstream (forward_target.h), and a
+  // federated route's (federated_target.h).
+  ForwardTarget fwd_{*this};
   FederatedTarget fed_{*this};
 };
 

@@ -87,11 +87,11 @@ filters::FilterStatus FederatedTarget::waitForRefresh(federation::ListKind kind)
   found->version.assign(x_.ctx().mcp.has_version
                             ? x_.ctx().mcp.version
                             : std::string_view(x_.settings().mcp.protocol_versions[0]));
-  x_.buildUpstreamHead();  // the forwarded fields (the fan-out copies them)
+  x_.forward().buildUpstreamHead();  // the forwarded fields (the fan-out copies them)
   const std::string request = refreshBody(fetch, found->version);
   if (!found->fan.start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, FanOut::Mode::kList,
-                        fetch, federation::methodOf(fetch), request, x_.upstreamFields(), x_.now(),
-                        found)) {
+                        fetch, federation::methodOf(fetch), request, x_.forward().upstreamFields(),
+                        x_.now(), found)) {
     leaveRefresh();
     return unknownName(kind);
   }
@@ -163,7 +163,7 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
   if (!fanout_) {
     fanout_ = std::make_unique<FanOut>();
   }
-  x_.buildUpstreamHead();
+  x_.forward().buildUpstreamHead();
   std::string_view b;
   std::string copy;
   if (x_.body && evbuffer_get_length(x_.body.get()) > 0) {
@@ -175,7 +175,7 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
       x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
   x_.noteForwarded();
   if (!fanout_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, mode, kind, method, b,
-                      x_.upstreamFields(), x_.now(), this)) {
+                      x_.forward().upstreamFields(), x_.now(), this)) {
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: the federation fan-out could not be started",
                       core::Outcome::kConnectFailed);
@@ -307,7 +307,8 @@ void FederatedTarget::learnFederatedTools(const FanOut& f) {
     if (!parts[i].ok) {
       continue;
     }
-    x_.observePins(x_.ctx().route->upstreams[i], parts[i].page.items);  // tool_pinning (pinning.cc)
+    x_.forward().observePins(x_.ctx().route->upstreams[i],
+                             parts[i].page.items);  // tool_pinning (forward_pins.cc)
     std::string json = "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"tools\":[";
     for (size_t k = 0; k < parts[i].page.items.size(); ++k) {
       if (k > 0) {
@@ -330,12 +331,13 @@ void FederatedTarget::serveMerged(std::string_view members, uint64_t ttl_ms, boo
   const bool sse = acceptsOnlySse(x_.head);
   std::string json;
   federation::appendResponse(json, requestIdJson(), members, ttl_ms, public_scope);
-  if (x_.cutsLists() && x_.ctx().mcp.has_method) {
+  if (x_.forward().cutsLists() && x_.ctx().mcp.has_method) {
     // visibility: filter — the merged (maybe cached, shared) answer cut for this caller.
     const auto kind = federation::listKindOf(x_.ctx().mcp.method);
     std::string filtered;
     if (kind && *kind != federation::ListKind::kDiscover &&
-        *kind != federation::ListKind::kTemplates && x_.filterForCaller(*kind, json, filtered)) {
+        *kind != federation::ListKind::kTemplates &&
+        x_.forward().filterForCaller(*kind, json, filtered)) {
       json = std::move(filtered);
     }
   }
@@ -364,15 +366,15 @@ void FederatedTarget::startListen() {
   if (!listen_) {
     listen_ = std::make_unique<MergedListen>();
   }
-  x_.buildUpstreamHead();
+  x_.forward().buildUpstreamHead();
   std::string_view b;
   if (x_.body && evbuffer_get_length(x_.body.get()) > 0) {
     const size_t len = evbuffer_get_length(x_.body.get());
     b = std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)), len);
   }
   x_.noteForwarded();
-  if (!listen_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, b, x_.upstreamFields(),
-                      this)) {
+  if (!listen_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, b,
+                      x_.forward().upstreamFields(), this)) {
     listen_->close();
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: the subscription could not be started",

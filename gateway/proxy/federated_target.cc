@@ -219,13 +219,13 @@ filters::FilterStatus FederatedTarget::rejectUnknownName(federation::ListKind ki
 // A legacy (2025-era) request on a `names: prefix` route goes to the route's first upstream
 // (its session lives there), but sees that upstream's tools and prompts by the names the
 // route lists — "<upstream><separator><name>" — like a modern client: its lists are
-// prefixed (list_filter.cc), and a call must name a prefixed tool or prompt of that
+// prefixed (forward_lists.cc), and a call must name a prefixed tool or prompt of that
 // upstream, which is sent on by its own name. Rules, limits, visibility, pins, metrics and
 // logs see one name in both eras (issue #24). kLocalReply: -32602, the name is not one the
 // route lists for this client (or its body names another).
 filters::FilterStatus FederatedTarget::legacyPrefixed() {
   const settings::Route& r = *x_.ctx().route;
-  x_.setLegacyPrefix(r.upstream, x_.settings().federation.separator);
+  x_.forward().setLegacyPrefix(r.upstream, x_.settings().federation.separator);
   const std::string_view method =
       x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
   const bool tool = method == "tools/call";
@@ -249,7 +249,8 @@ filters::FilterStatus FederatedTarget::chooseOwner(size_t owner) {
   fed_routed_ = true;
   fed_owner_ = owner;
   const settings::Route& r = *x_.ctx().route;
-  x_.useUpstream(owner < r.upstream_indexes.size() ? r.upstream_indexes[owner] : r.upstream_index);
+  x_.forward().useUpstream(owner < r.upstream_indexes.size() ? r.upstream_indexes[owner]
+                                                             : r.upstream_index);
   if (!fed_name_.empty() && !rewriteForOwner()) {
     return filters::FilterStatus::kLocalReply;
   }
@@ -265,7 +266,7 @@ void FederatedTarget::proceedTo(size_t owner) {
     x_.sendLocalReply();
     return;
   }
-  x_.connectUpstream();
+  x_.forward().connect();
 }
 
 // names: prefix — params.name in the body becomes the owner's own name (only that JSON

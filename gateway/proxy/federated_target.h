@@ -9,7 +9,9 @@
 // The target lives inside its Exchange (one per exchange, reused with it from the
 // ExchangePool; reset() per request) and reaches the request lifetime through it: the
 // request's context, snapshot and body, the response start (respond, startResponse,
-// sendLocalReply, upstreamFailed), and connectUpstream once it has chosen one upstream.
+// sendLocalReply, upstreamFailed), and the forwarding target (forward_target.h: the
+// forwarded head, the list filter, pin observation, and connect() once it has chosen one
+// upstream).
 // Exchange names it a friend for that, since those are private to the connection's side:
 // the target calls Exchange's methods (exchange.h lists them) and touches none of its
 // private fields; of the request's public state it reads head, body, body_read and
@@ -55,9 +57,9 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   // Anything else goes on to federate().
   filters::FilterStatus ownerStep();
   // Chooses what a request on a federated route becomes: a fan-out, a merged stream, a
-  // merged answer from the cache, or a request to one upstream. connectUpstream() calls it
+  // merged answer from the cache, or a request to one upstream. Exchange::toTarget() calls it
   // once, before anything goes upstream, unless the kOwner step chose the owner already; a
-  // request it sends to one upstream comes back to connectUpstream() with that upstream
+  // request it sends to one upstream goes to ForwardTarget::connect() with that upstream
   // chosen.
   void federate();
   // The ownership refresh this request waits for (if any) will not resume it.
@@ -112,11 +114,11 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
 
   Exchange& x_;
   federation::RouteCatalog* catalog_ = nullptr;  // the route's (snapshot-owned)
-  bool fed_routed_ = false;     // the owner is chosen (connectUpstream goes upstream)
-  bool fed_refreshed_ = false;  // one ownership refresh was waited for already
-  bool capture_task_ = false;   // a federated call's answer may carry a taskId
-  bool fed_unknown_ = false;    // no upstream lists the call's name (sent to the first)
-  size_t fed_owner_ = 0;        // the owner's index in the route's upstreams
+  bool fed_routed_ = false;                      // the owner is chosen (toTarget goes upstream)
+  bool fed_refreshed_ = false;                   // one ownership refresh was waited for already
+  bool capture_task_ = false;                    // a federated call's answer may carry a taskId
+  bool fed_unknown_ = false;  // no upstream lists the call's name (sent to the first)
+  size_t fed_owner_ = 0;      // the owner's index in the route's upstreams
   FederationRefresh* waiting_ = nullptr;
   std::unique_ptr<FanOut> fanout_;
   std::unique_ptr<MergedListen> listen_;

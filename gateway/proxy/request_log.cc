@@ -37,7 +37,7 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
 void Exchange::recordAttempt(Outcome error_type, core::Nanos duration) {
-  const settings::Upstream& up = s_->upstreams[up_index_];
+  const settings::Upstream& up = s_->upstreams[fwd_.upstreamIndex()];
   w_->metrics->client_ops
       .at({up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, *s_, true),
            core::outcomeName(error_type)})
@@ -122,9 +122,9 @@ void Exchange::logAccess() {
                 status, bytes_in, bytes_out, ms);
   line += nums;
   line += ",\"upstream\":";
-  if (endpoint_) {
+  if (const upstream::Endpoint* endpoint = fwd_.endpoint()) {
     line += '"';
-    mcp::appendJsonEscaped(line, endpoint_->text);
+    mcp::appendJsonEscaped(line, endpoint->text);
     line += '"';
   } else {
     line += "null";
@@ -168,17 +168,7 @@ void Exchange::logAccess() {
     }
     line += ']';
   }
-  if (pin_observed_) {
-    // tool_pinning: the tools of this list answer whose definitions await approval.
-    line += ",\"pins_pending\":[";
-    line += pin_log_;
-    line += ']';
-  }
-  if (filtered_) {
-    // visibility: filter — how many list items this caller did not get.
-    line += ",\"list_hidden\":";
-    line += std::to_string(hidden_);
-  }
+  fwd_.appendLogFields(line);
   fed_.appendLogFields(line);
   line += ",\"trusted\":";
   line += ctx_.trusted ? "true" : "false";

@@ -53,7 +53,7 @@ class RouteTable {
   // Untrusted requests (their Mcp-* headers mean nothing): the first route marked
   // legacy:true, else the default route, else nullptr. Legacy requests with a body view:
   // see RouteInput::body_view. (A federated route an untrusted request lands on sends it to
-  // its first upstream as a plain route would: proxy/, Exchange::connectUpstream.)
+  // its first upstream as a plain route would: proxy/, Exchange::toTarget.)
   const gw::settings::Route* match(const RouteInput& in) const noexcept;
 
   // The first route (in order) that sends to settings.upstreams[upstream_index], or nullptr.

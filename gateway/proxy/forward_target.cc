@@ -1,7 +1,8 @@
-// The exchange's upstream side: which upstream and endpoint (legacy session affinity), the
-// upstream request's head as name/value pairs, the request body, and what the upstream
-// request reports (see exchange.h; the HTTP/1 side is upstream::Http1Upstream).
+// The forwarding target's upstream side: which upstream and endpoint (legacy session
+// affinity), the upstream request's head as name/value pairs, the request body, and what the
+// upstream request reports (see forward_target.h; the HTTP/1 side is upstream::Http1Upstream).
 
+#include "gateway/proxy/forward_target.h"
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
@@ -15,35 +16,60 @@
 
 namespace gw::proxy {
 
-// Every stage and limit passed: the request goes to the route's upstream (a named call on a
-// federated route: to the owner the kOwner step chose). Untrusted (legacy passthrough)
-// traffic on a federated route is a plain request to the route's first upstream
-// (`upstream_index`): a 2025-era session lives on one server, so its lists are not merged,
-// and its calls not routed by owner (README, Federation). On a `names: prefix` route it sees
-// that upstream's tools and prompts by the names the route lists (legacyPrefixed).
-void Exchange::connectUpstream() {
-  if (!fed_.routed()) {
-    up_index_ = ctx_.route->upstream_index;
-    if (ctx_.route->federated() && !ctx_.legacy) {
-      fed_.federate();  // comes back here once the upstream is chosen, or answers itself
-      return;
-    }
+namespace {
+
+void trim(std::string& s, size_t keep_capacity) {
+  if (s.capacity() > keep_capacity) {
+    std::string().swap(s);
+  } else {
+    s.clear();
   }
+}
+
+}  // namespace
+
+void ForwardTarget::begin(WorkerContext& w) {
+  endpoint_ = nullptr;
+  up_.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
+}
+
+void ForwardTarget::reset() noexcept {
+  filtering_ = filtered_ = false;
+  legacy_prefix_.clear();
+  hidden_ = 0;
+  pin_observed_ = false;
+  pin_log_.clear();
+}
+
+void ForwardTarget::recycle(size_t keep_capacity) noexcept {
+  framer_.reset();
+  up_.release(false);
+  up_open_ = false;
+  session_server_id_ = {};
+  trim(capture_, keep_capacity);
+  dropListAnswer();
+  filter_chain_.reset();  // a large answer's chunks go back now, not at the next list
+}
+
+// The request goes to Settings::upstreams[up_index_] (Exchange::toTarget, or the federated
+// target once it chose the owner): a call of a blocked tool and an unknown session are
+// answered here.
+void ForwardTarget::connect() {
   if (!pinAdmits() || !pinSession()) {
     return;
   }
   buildUpstreamHead();
-  const settings::Upstream& up = s_->upstreams[up_index_];
+  const settings::Upstream& up = x_.settings().upstreams[up_index_];
   upstream::UpstreamError error{};
-  const bool started = up_.start(up, up_head_, started_, error);
+  const bool started = up_.start(up, up_head_, x_.startedAt(), error);
   endpoint_ = up_.endpoint();
   if (!started) {
     upstreamError(error);
     return;
   }
   up_open_ = true;
-  w_->shared->streams.fetch_add(1, std::memory_order_relaxed);
-  forwarded_ = true;
+  x_.worker().shared->streams.fetch_add(1, std::memory_order_relaxed);
+  x_.noteForwarded();
   resp_sse_ = false;
   capture_json_ = false;
   capture_.clear();
@@ -53,8 +79,10 @@ void Exchange::connectUpstream() {
 // The upstream request's head as name/value pairs (upstream::Http1Upstream adds Host and
 // Content-Length for the endpoint it uses): the client's fields minus hop-by-hop ones, the
 // client address fields, credentials unless forwarded, and the server's own session id.
-void Exchange::buildUpstreamHead() {
-  const settings::Upstream& up = s_->upstreams[up_index_];
+void ForwardTarget::buildUpstreamHead() {
+  const http::RequestHead& head = x_.head;
+  const settings::Settings& s = x_.settings();
+  const settings::Upstream& up = s.upstreams[up_index_];
   upstream::UpstreamRequestHead& uh = up_head_;
   http::ConnectionTokens conn;
   conn.collect(head.fields);
@@ -63,12 +91,12 @@ void Exchange::buildUpstreamHead() {
   uh.query = q != std::string_view::npos ? head.target.substr(q) : std::string_view{};
   uh.fields.clear();
   uh.client_host = false;
-  const bool trusted_peer = http::isTrustedPeer(peer_, s_->trusted_proxies);
+  const bool trusted_peer = http::isTrustedPeer(x_.peer(), s.trusted_proxies);
   for (const http::HeaderField& f : head.fields) {
     if (http::replacedByForwarding(f, trusted_peer)) {
       continue;  // client address fields: dropped, or merged below (trusted_proxies)
     }
-    if (!ctx_.forward_credentials && core::iequals(f.name, "authorization")) {
+    if (!x_.ctx().forward_credentials && core::iequals(f.name, "authorization")) {
       continue;
     }
     if (core::iequals(f.name, "accept-encoding") && readsAnswerWhole()) {
@@ -83,9 +111,9 @@ void Exchange::buildUpstreamHead() {
     if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
     }
-    if (!fed_.ownerName().empty() && core::iequals(f.name, "mcp-name")) {
+    if (!x_.federated().ownerName().empty() && core::iequals(f.name, "mcp-name")) {
       // names: prefix — the owner's own name (a sentinel when it cannot be sent plain).
-      uh.fields.push_back(http::Field{f.name, fed_.ownerNameField()});
+      uh.fields.push_back(http::Field{f.name, x_.federated().ownerNameField()});
       continue;
     }
     if (http::forwardRequestField(f, conn)) {
@@ -96,12 +124,12 @@ void Exchange::buildUpstreamHead() {
     uh.fields.push_back(http::Field{"Mcp-Session-Id", session_server_id_});
   }
   // The listener is plain HTTP; a TLS listener passes "https".
-  http::addClientAddressFields(uh.fields, xff_, head.fields, peer_, trusted_peer, "http");
+  http::addClientAddressFields(uh.fields, xff_, head.fields, x_.peer(), trusted_peer, "http");
   uh.pinned_endpoint = session_endpoint_;
-  if (body_mode == BodyMode::kBuffer) {
-    rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
-    uh.content_length = evbuffer_get_length(body.get());
-  } else if (body_mode == BodyMode::kStream) {
+  if (x_.body_mode == Exchange::BodyMode::kBuffer) {
+    x_.rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
+    uh.content_length = evbuffer_get_length(x_.body.get());
+  } else if (x_.body_mode == Exchange::BodyMode::kStream) {
     uh.content_length = head.content_length;
   } else {
     uh.content_length = 0;
@@ -110,22 +138,22 @@ void Exchange::buildUpstreamHead() {
 }
 
 // The head is written by start(); the body follows (whole, streamed, or none).
-void Exchange::writeRequest() {
-  if (body_mode == BodyMode::kBuffer) {
-    evbuffer_add_buffer(up_.output(), body.get());
-    releaseBody();
+void ForwardTarget::writeRequest() {
+  if (x_.body_mode == Exchange::BodyMode::kBuffer) {
+    evbuffer_add_buffer(up_.output(), x_.body.get());
+    x_.releaseBody();
     up_.requestComplete();
-  } else if (body_mode == BodyMode::kStream) {
-    stream_->readBody(downstream::BodyRead::kStream);  // onBodyData from here on
+  } else if (x_.body_mode == Exchange::BodyMode::kStream) {
+    x_.stream()->readBody(downstream::BodyRead::kStream);  // onBodyData from here on
   } else {
     up_.requestComplete();
   }
-  stream_->scheduleFlush();
+  x_.stream()->scheduleFlush();
 }
 
 // Streamed request body bytes (Content-Length) go to the upstream as they arrive; the client
 // is paused while the upstream output is above the high mark (onUpstreamWritable resumes it).
-void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
+void ForwardTarget::onBodyData(evbuffer* src, size_t n, bool end) {
   evbuffer* out = up_.output();
   if (out == nullptr) {
     evbuffer_drain(src, n);
@@ -133,54 +161,37 @@ void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
   }
   evbuffer_remove_buffer(src, out, n);
   if (n > 0) {
-    stream_->scheduleFlush();
+    x_.stream()->scheduleFlush();
   }
   if (end) {
     up_.requestComplete();
   } else if (evbuffer_get_length(out) > downstream::Stream::kHighWatermark) {
-    stream_->readDisable(true);
+    x_.stream()->readDisable(true);
   }
 }
 
-void Exchange::onUpstreamWritable(upstream::Http1Upstream&) {
+void ForwardTarget::onUpstreamWritable(upstream::Http1Upstream&) {
   // Below the low mark again, and the body not all sent (Http1Upstream asks only then): take
   // more of it from the client.
-  if (body_mode == BodyMode::kStream && up_open_) {
-    stream_->readDisable(false);
+  if (x_.body_mode == Exchange::BodyMode::kStream && up_open_) {
+    x_.stream()->readDisable(false);
   }
 }
 
-void Exchange::onUpstreamOutput(upstream::Http1Upstream&) {
-  stream_->scheduleFlush();
+void ForwardTarget::onUpstreamOutput(upstream::Http1Upstream&) {
+  x_.stream()->scheduleFlush();
 }
 
-void Exchange::flushUpstream() {
+void ForwardTarget::flushUpstream() {
   if (up_.active() && !up_.writing()) {
     up_drained_ = up_.sendNow() == event::Sent::kDrained;
   }
 }
 
-void Exchange::resumeUpstream() {
+void ForwardTarget::resumeUpstream() {
   const bool drained = std::exchange(up_drained_, false);
   if (up_.active() && !up_.writing() && (drained || up_.sendNow() == event::Sent::kDrained)) {
     up_.onFlushed();
-  }
-}
-
-void Exchange::rememberSentId() {
-  if (body_mode == BodyMode::kBuffer && body && sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
-    char prefix[mcp::kIdScanBytes];
-    ev_ssize_t n = evbuffer_copyout(body.get(), prefix, sizeof(prefix));
-    sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
-    const size_t len = evbuffer_get_length(body.get());
-    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent && len > sizeof(prefix)) {
-      // "id" after the first KiB (a client that writes params first): the whole buffered
-      // body, made contiguous once, is read for it.
-      const auto* p = evbuffer_pullup(body.get(), -1);
-      if (p != nullptr) {
-        sent_id_ = mcp::extractId(std::string_view(reinterpret_cast<const char*>(p), len));
-      }
-    }
   }
 }
 
@@ -192,12 +203,12 @@ void Exchange::rememberSentId() {
 // gives for an unknown session, so the client starts a new one — except on a trusted
 // 2026-07-28 request, where Mcp-Session-Id means nothing and is forwarded as sent. False: the
 // 404 was sent.
-bool Exchange::pinSession() {
+bool ForwardTarget::pinSession() {
   session_endpoint_ = -1;
   session_server_id_ = {};
   const http::HeaderField* field = nullptr;
   size_t count = 0;
-  for (const http::HeaderField& f : head.fields) {
+  for (const http::HeaderField& f : x_.head.fields) {
     if (core::iequals(f.name, "mcp-session-id")) {
       field = &f;
       ++count;
@@ -206,7 +217,7 @@ bool Exchange::pinSession() {
   if (count == 0) {
     return true;
   }
-  const settings::Upstream& up = s_->upstreams[up_index_];
+  const settings::Upstream& up = x_.settings().upstreams[up_index_];
   mcp::WrappedSession ws;
   ws.error = mcp::SessionError::kEmpty;
   if (count == 1) {
@@ -220,21 +231,21 @@ bool Exchange::pinSession() {
     session_server_id_ = ws.server_id;
     return true;
   }
-  if (ctx_.trusted) {
+  if (x_.ctx().trusted) {
     return true;
   }
   sessionNotFound("Session not found", Outcome::kSessionNotFound);
   return false;
 }
 
-void Exchange::sessionNotFound(const char* message, Outcome why) {
-  rememberSentId();
-  upstreamFailed(404, mcp::code::kSessionNotFound, message, why);
+void ForwardTarget::sessionNotFound(const char* message, Outcome why) {
+  x_.rememberSentId();
+  x_.upstreamFailed(404, mcp::code::kSessionNotFound, message, why);
 }
 
 // The upstream's Mcp-Session-Id must be one the client can be given wrapped: one field of
 // 1..kMaxServerSessionId visible ASCII bytes (MCP 2025-06-18 transport, Session Management).
-bool Exchange::upstreamSessionValid(const http::ResponseHead& resp) noexcept {
+bool ForwardTarget::upstreamSessionValid(const http::ResponseHead& resp) noexcept {
   size_t count = 0;
   for (const http::HeaderField& f : resp.fields) {
     if (core::iequals(f.name, "mcp-session-id") &&
@@ -248,8 +259,8 @@ bool Exchange::upstreamSessionValid(const http::ResponseHead& resp) noexcept {
 // The client's `Mcp-Session-Id: <token>.<server id>` (upstreamSessionValid checked the id);
 // with no token for the endpoint (settings not made by the loader) the field is left out
 // rather than handing the client the server's own id.
-void Exchange::wrapSession(std::string_view server_id) {
-  const settings::Upstream& up = s_->upstreams[up_index_];
+void ForwardTarget::wrapSession(std::string_view server_id) {
+  const settings::Upstream& up = x_.settings().upstreams[up_index_];
   const size_t index = up_.endpointIndex();
   wrapped_session_.clear();
   if (index >= up.session_tokens.size() ||
@@ -257,57 +268,39 @@ void Exchange::wrapSession(std::string_view server_id) {
     wrapped_session_.clear();
     return;
   }
-  resp_fields_.push_back(http::Field{"Mcp-Session-Id", wrapped_session_});
+  x_.responseFields().push_back(http::Field{"Mcp-Session-Id", wrapped_session_});
 }
 
 // ---- what the upstream request reports --------------------------------------------------
 
 // The upstream request ends (complete, failed, or cut from this side): counters, the
 // attempt's duration metric, and its connection closed unless the upstream request pooled it.
-void Exchange::releaseUpstream(bool record) {
-  if (keepalive_timer) {
-    evtimer_del(keepalive_timer.get());
-  }
+void ForwardTarget::release(bool record) {
   if (!up_open_) {
     up_.release(false);
     return;
   }
   up_open_ = false;
   endpoint_ = up_.endpoint();  // the last one tried
-  w_->shared->streams.fetch_sub(1, std::memory_order_relaxed);
-  countSse(false);
+  x_.worker().shared->streams.fetch_sub(1, std::memory_order_relaxed);
+  x_.countSse(false);
   if (record) {
-    recordAttempt(outcome == Outcome::kComplete ? Outcome::kNone : outcome, up_.attemptDuration());
+    x_.recordAttempt(x_.outcome == Outcome::kComplete ? Outcome::kNone : x_.outcome,
+                     up_.attemptDuration());
   }
   up_.release(false);
 }
 
-void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why,
-                              int retry_after_s) {
-  outcome = why;
-  releaseUpstream();
-  if (responseStarted()) {
-    abortExchange(why);
-    return;
-  }
-  filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
-  if (retry_after_s > 0) {
-    ctx_.reply.addField("Retry-After", std::to_string(retry_after_s));
-  }
-  ctx_.reply.id = sent_id_;
-  sendLocalReply();
-}
-
-void Exchange::onUpstreamError(upstream::Http1Upstream& u, upstream::UpstreamError e) {
+void ForwardTarget::onUpstreamError(upstream::Http1Upstream& u, upstream::UpstreamError e) {
   if (e == upstream::UpstreamError::kTls) {
     spdlog::warn("upstream '{}' endpoint {}: TLS handshake failed: {}",
-                 s_->upstreams[up_index_].name,
+                 x_.settings().upstreams[up_index_].name,
                  u.endpoint() != nullptr ? u.endpoint()->text : std::string("?"), u.tlsError());
   }
   upstreamError(e);
 }
 
-void Exchange::upstreamError(upstream::UpstreamError e) {
+void ForwardTarget::upstreamError(upstream::UpstreamError e) {
   using upstream::UpstreamError;
   switch (e) {
     case UpstreamError::kSessionEndpointDown:
@@ -315,35 +308,36 @@ void Exchange::upstreamError(upstream::UpstreamError e) {
                       Outcome::kSessionEndpointDown);
       return;
     case UpstreamError::kConnectFailed:
-      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: upstream connection could not be started",
-                     Outcome::kConnectFailed);
+      x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: upstream connection could not be started",
+                        Outcome::kConnectFailed);
       return;
     case UpstreamError::kConnectRefused:
-      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: upstream connection refused", Outcome::kConnectFailed);
+      x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: upstream connection refused", Outcome::kConnectFailed);
       return;
     case UpstreamError::kConnectTimeout:
-      upstreamFailed(504, mcp::code::kUpstreamTimeout,
-                     "Gateway Timeout: upstream connect timed out", Outcome::kConnectTimeout);
+      x_.upstreamFailed(504, mcp::code::kUpstreamTimeout,
+                        "Gateway Timeout: upstream connect timed out", Outcome::kConnectTimeout);
       return;
     case UpstreamError::kResponseTimeout:
-      upstreamFailed(504, mcp::code::kUpstreamTimeout,
-                     "Gateway Timeout: upstream did not answer in time", Outcome::kResponseTimeout);
+      x_.upstreamFailed(504, mcp::code::kUpstreamTimeout,
+                        "Gateway Timeout: upstream did not answer in time",
+                        Outcome::kResponseTimeout);
       return;
     case UpstreamError::kClosedBeforeAnswer:
-      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: upstream closed the connection before answering",
-                     Outcome::kUpstreamReset);
+      x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: upstream closed the connection before answering",
+                        Outcome::kUpstreamReset);
       return;
     case UpstreamError::kMalformed:
-      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: malformed upstream response", Outcome::kUpstreamMalformed);
+      x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: malformed upstream response", Outcome::kUpstreamMalformed);
       return;
     case UpstreamError::kTls:
-      upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                     "Bad Gateway: the TLS handshake with the upstream failed",
-                     Outcome::kUpstreamTls);
+      x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: the TLS handshake with the upstream failed",
+                        Outcome::kUpstreamTls);
       return;
     case UpstreamError::kReset:
     case UpstreamError::kBadChunk:
@@ -352,19 +346,34 @@ void Exchange::upstreamError(upstream::UpstreamError e) {
       if (filtering_) {
         // A list read whole for filtering: nothing reached the client yet.
         dropListAnswer();
-        upstreamFailed(
+        x_.upstreamFailed(
             e == UpstreamError::kMaxDuration || e == UpstreamError::kStreamIdle ? 504 : 502,
             mcp::code::kUpstreamUnavailable, "Bad Gateway: the upstream's list answer was cut",
             upstream::outcomeOf(e));
         return;
       }
-      abortExchange(upstream::outcomeOf(e));
+      x_.abortExchange(upstream::outcomeOf(e));
       return;
   }
 }
 
-void Exchange::onUpstreamRetry(upstream::Http1Upstream&, core::Nanos attempt_duration) {
-  recordAttempt(Outcome::kConnectFailed, attempt_duration);
+// The access log's fields of this target (issue #16).
+void ForwardTarget::appendLogFields(std::string& line) const {
+  if (pin_observed_) {
+    // tool_pinning: the tools of this list answer whose definitions await approval.
+    line += ",\"pins_pending\":[";
+    line += pin_log_;
+    line += ']';
+  }
+  if (filtered_) {
+    // visibility: filter — how many list items this caller did not get.
+    line += ",\"list_hidden\":";
+    line += std::to_string(hidden_);
+  }
+}
+
+void ForwardTarget::onUpstreamRetry(upstream::Http1Upstream&, core::Nanos attempt_duration) {
+  x_.recordAttempt(Outcome::kConnectFailed, attempt_duration);
 }
 
 }  // namespace gw::proxy

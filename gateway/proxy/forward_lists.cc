@@ -21,6 +21,7 @@
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
+#include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/worker_context.h"
 
 namespace gw::proxy {
@@ -72,8 +73,9 @@ void appendEvent(std::string& out, std::string_view event, std::string_view data
 
 // The list answer filtered for this request's caller (and, for a legacy client of a
 // `names: prefix` route, its names prefixed). False: not a list answer.
-bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json, std::string& out) {
-  const policy::PolicySet& p = *snap_->policy;
+bool ForwardTarget::filterForCaller(federation::ListKind kind, std::string_view json,
+                                    std::string& out) {
+  const policy::PolicySet& p = *x_.snapshot()->policy;
   const std::string_view call = callOf(kind);
   const bool by_policy = p.filtersLists();
   const bool by_pins = kind == federation::ListKind::kTools && pinCuts();
@@ -81,7 +83,8 @@ bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json,
   const bool ok = federation::filterListAnswer(
       kind, json,
       [&](std::string_view key) {
-        return (!by_policy || p.mayUse(call, key, ctx_.identity)) && !(by_pins && pinHidden(key));
+        return (!by_policy || p.mayUse(call, key, x_.ctx().identity)) &&
+               !(by_pins && pinHidden(key));
       },
       out, hidden, nullptr, legacy_prefix_);
   if (ok) {
@@ -91,28 +94,33 @@ bool Exchange::filterForCaller(federation::ListKind kind, std::string_view json,
   return ok;
 }
 
-bool Exchange::cutsLists() const noexcept {
-  return snap_->policy->filtersLists() || pinCuts();
+void ForwardTarget::setLegacyPrefix(std::string_view upstream, std::string_view separator) {
+  legacy_prefix_ = upstream;
+  legacy_prefix_ += separator;
 }
 
-bool Exchange::readsAnswerWhole() const noexcept {
-  if (!ctx_.mcp.has_method) {
+bool ForwardTarget::cutsLists() const noexcept {
+  return x_.snapshot()->policy->filtersLists() || pinCuts();
+}
+
+bool ForwardTarget::readsAnswerWhole() const noexcept {
+  if (!x_.ctx().mcp.has_method) {
     return false;
   }
-  const auto kind = federation::listKindOf(ctx_.mcp.method);
+  const auto kind = federation::listKindOf(x_.ctx().mcp.method);
   if (!kind || *kind == federation::ListKind::kDiscover ||
       *kind == federation::ListKind::kTemplates) {
     return false;
   }
   // tool_pinning reads every tools/list answer whole (to observe it), even when nothing is
   // cut from it; a legacy client of a `names: prefix` route gets its names prefixed.
-  const bool pins = *kind == federation::ListKind::kTools && snap_->pins != nullptr;
+  const bool pins = *kind == federation::ListKind::kTools && x_.snapshot()->pins != nullptr;
   const bool prefix = !legacy_prefix_.empty() && (*kind == federation::ListKind::kTools ||
                                                   *kind == federation::ListKind::kPrompts);
-  return pins || prefix || snap_->policy->filtersLists();
+  return pins || prefix || x_.snapshot()->policy->filtersLists();
 }
 
-bool Exchange::beginListFilter(const http::ResponseHead& resp) {
+bool ForwardTarget::beginListFilter(const http::ResponseHead& resp) {
   filtering_ = false;
   // Every 2xx with a body is read whole (a client takes any 2xx body as the answer); an error
   // status is the server's refusal, relayed as it came.
@@ -122,7 +130,7 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
   }
   filtering_ = true;
   filter_stop_ = FilterStop::kNone;
-  filter_kind_ = *federation::listKindOf(ctx_.mcp.method);
+  filter_kind_ = *federation::listKindOf(x_.ctx().mcp.method);
   filter_status_ = resp.status;
   if (!filter_chain_) {
     filter_chain_ = event::makeBuffer();
@@ -140,15 +148,15 @@ bool Exchange::beginListFilter(const http::ResponseHead& resp) {
 // answer grows chunk by chunk). True when the answer is complete before the upstream ends
 // it — an SSE answer's response event is in (the events after it are not waited for) — or
 // cannot be kept (too large, over the answer budget): sendFilteredList then decides.
-bool Exchange::collectListAnswer(evbuffer* in, size_t n) {
+bool ForwardTarget::collectListAnswer(evbuffer* in, size_t n) {
   if (filter_stop_ != FilterStop::kNone) {
     evbuffer_drain(in, n);
     return true;
   }
   if (evbuffer_get_length(filter_chain_.get()) + n > kMaxFilteredBytes) {
     filter_stop_ = FilterStop::kTooLarge;
-  } else if (!answer_hold_.take(w_->shared->buffered_answer_bytes,
-                                s_->limits.max_buffered_answer_bytes, n)) {
+  } else if (!answer_hold_.take(x_.worker().shared->buffered_answer_bytes,
+                                x_.settings().limits.max_buffered_answer_bytes, n)) {
     filter_stop_ = FilterStop::kBudget;
   }
   if (filter_stop_ != FilterStop::kNone) {
@@ -160,23 +168,23 @@ bool Exchange::collectListAnswer(evbuffer* in, size_t n) {
   return filter_answer_.done();
 }
 
-bool Exchange::listAnswerReady() const noexcept {
+bool ForwardTarget::listAnswerReady() const noexcept {
   return filter_stop_ != FilterStop::kNone || filter_answer_.done();
 }
 
 // The answer is not sent: the client gets the gateway's error (id echoed), the cause is
 // logged and counted (mcp_gateway_list_answers_refused_total{reason}).
-void Exchange::refuseList(int st, std::string_view reason, const char* message, Outcome why,
-                          std::string_view cause) {
-  w_->metrics->list_answers_refused.at({reason}).add(1);
-  spdlog::warn("upstream '{}': {} answer refused ({}): {}", s_->upstreams[up_index_].name,
-               ctx_.mcp.method, reason, cause);
+void ForwardTarget::refuseList(int st, std::string_view reason, const char* message, Outcome why,
+                               std::string_view cause) {
+  x_.worker().metrics->list_answers_refused.at({reason}).add(1);
+  spdlog::warn("upstream '{}': {} answer refused ({}): {}", x_.settings().upstreams[up_index_].name,
+               x_.ctx().mcp.method, reason, cause);
   dropListAnswer();
-  upstreamFailed(st, st == 503 ? mcp::code::kOverloaded : mcp::code::kUpstreamUnavailable, message,
-                 why, st == 503 ? 1 : 0);
+  x_.upstreamFailed(st, st == 503 ? mcp::code::kOverloaded : mcp::code::kUpstreamUnavailable,
+                    message, why, st == 503 ? 1 : 0);
 }
 
-void Exchange::dropListAnswer() noexcept {
+void ForwardTarget::dropListAnswer() noexcept {
   filtering_ = false;
   filter_answer_.reset();
   if (filter_chain_) {
@@ -188,8 +196,8 @@ void Exchange::dropListAnswer() noexcept {
 // One JSON-RPC response to the list request: observed (tool pinning, schema learning), its
 // malformed items dropped and counted, filtered for the caller. kUnchanged: send it as it
 // came (a JSON-RPC error, or nothing to cut); kRewritten: send `out`; kUnreadable: `why`.
-Exchange::ListRead Exchange::readListResponse(std::string_view json, std::string& out,
-                                              std::string& why) {
+ForwardTarget::ListRead ForwardTarget::readListResponse(std::string_view json, std::string& out,
+                                                        std::string& why) {
   federation::Page page;
   const federation::PageError pe = federation::parsePage(filter_kind_, json, page, why);
   if (pe == federation::PageError::kRpcError) {
@@ -199,14 +207,14 @@ Exchange::ListRead Exchange::readListResponse(std::string_view json, std::string
   if (pe != federation::PageError::kNone) {
     return ListRead::kUnreadable;
   }
-  const std::string_view upstream = s_->upstreams[up_index_].name;
-  if (ctx_.learn_tools) {
+  const std::string_view upstream = x_.settings().upstreams[up_index_].name;
+  if (x_.ctx().learn_tools) {
     learnTools(json);
   }
   if (filter_kind_ == federation::ListKind::kTools) {
     observePins(upstream, page.items);
   }
-  reportDroppedItems(*w_, upstream, filter_kind_, page.dropped);
+  reportDroppedItems(x_.worker(), upstream, filter_kind_, page.dropped);
   const bool prefix = !legacy_prefix_.empty() && (filter_kind_ == federation::ListKind::kTools ||
                                                   filter_kind_ == federation::ListKind::kPrompts);
   if (!cutsLists() && !prefix && page.dropped.total() == 0) {
@@ -219,7 +227,7 @@ Exchange::ListRead Exchange::readListResponse(std::string_view json, std::string
   return ListRead::kRewritten;
 }
 
-void Exchange::sendFilteredList() {
+void ForwardTarget::sendFilteredList() {
   filtering_ = false;
   filter_answer_.reset();
   if (filter_stop_ == FilterStop::kTooLarge) {
@@ -280,10 +288,10 @@ void Exchange::sendFilteredList() {
   }
   dropListAnswer();
   // The head the upstream sent, now with this body's length.
-  std::erase_if(resp_fields_, [](const http::Field& f) {
+  std::erase_if(x_.responseFields(), [](const http::Field& f) {
     return core::iequals(f.name, "content-length") || core::iequals(f.name, "transfer-encoding");
   });
-  respond(filter_status_, http::reasonPhrase(filter_status_), out);
+  x_.respond(filter_status_, http::reasonPhrase(filter_status_), out);
 }
 
 }  // namespace gw::proxy

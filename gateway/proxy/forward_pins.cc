@@ -1,6 +1,6 @@
 // tool_pinning (issue #16) on the request path: each upstream's tools/list answer is observed
 // in the pin book (a warning, a counter and the access log's "pins_pending" for every
-// definition awaiting approval); in block mode such a tool is cut from lists (list_filter.cc,
+// definition awaiting approval); in block mode such a tool is cut from lists (forward_lists.cc,
 // serveMerged) and its calls get 403 / -31004 with data.reason "tool_definition_changed".
 // A call pays nothing while no tool is pending, else one lookup.
 
@@ -9,6 +9,7 @@
 #include "gateway/filters/pipeline.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
+#include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/worker_context.h"
 
 namespace gw::proxy {
@@ -23,8 +24,8 @@ std::string escaped(std::string_view s) {
 
 }  // namespace
 
-void Exchange::observePins(std::string_view upstream, std::span<const std::string> items) {
-  filters::PinBook* book = snap_->pins.get();
+void ForwardTarget::observePins(std::string_view upstream, std::span<const std::string> items) {
+  filters::PinBook* book = x_.snapshot()->pins.get();
   if (book == nullptr) {
     return;
   }
@@ -51,7 +52,7 @@ void Exchange::observePins(std::string_view upstream, std::span<const std::strin
     if (!f.fresh) {
       continue;  // warned when this definition was first seen
     }
-    w_->metrics->tool_pin_changes.at({upstream, f.is_new ? "new" : "changed"}).add(1);
+    x_.worker().metrics->tool_pin_changes.at({upstream, f.is_new ? "new" : "changed"}).add(1);
     const char* effect =
         book->blocks() ? "hidden and its calls refused until approved" : "not blocked (mode: log)";
     if (f.is_new) {
@@ -77,50 +78,52 @@ void Exchange::observePins(std::string_view upstream, std::span<const std::strin
   }
 }
 
-bool Exchange::pinCuts() const noexcept {
-  return snap_->pins != nullptr && snap_->pins->blocks() && snap_->pins->anyPending();
+bool ForwardTarget::pinCuts() const noexcept {
+  return x_.snapshot()->pins != nullptr && x_.snapshot()->pins->blocks() &&
+         x_.snapshot()->pins->anyPending();
 }
 
 // A tools/list item this request's answer leaves out (block mode): `key` is the name as the
 // client sees it (on a federated route, maybe prefixed).
-bool Exchange::pinHidden(std::string_view key) const {
-  const filters::PinBook& book = *snap_->pins;
-  const settings::Route* r = ctx_.route;
+bool ForwardTarget::pinHidden(std::string_view key) const {
+  const filters::PinBook& book = *x_.snapshot()->pins;
+  const settings::Route* r = x_.ctx().route;
   if (!legacy_prefix_.empty()) {  // a legacy client's prefixed view of the first upstream
     return key.starts_with(legacy_prefix_) &&
-           book.blocked(s_->upstreams[up_index_].name, key.substr(legacy_prefix_.size()));
+           book.blocked(x_.settings().upstreams[up_index_].name, key.substr(legacy_prefix_.size()));
   }
-  if (fed_.catalog() == nullptr || r == nullptr) {
-    return book.blocked(s_->upstreams[up_index_].name, key);
+  if (x_.federated().catalog() == nullptr || r == nullptr) {
+    return book.blocked(x_.settings().upstreams[up_index_].name, key);
   }
   if (r->names == settings::FederationNames::kPrefix) {
     std::vector<std::string_view> names(r->upstreams.begin(), r->upstreams.end());
     size_t owner = 0;
     std::string_view inner;
-    return federation::splitPrefixed(key, names, s_->federation.separator, owner, inner) &&
+    return federation::splitPrefixed(key, names, x_.settings().federation.separator, owner,
+                                     inner) &&
            book.blocked(r->upstreams[owner], inner);
   }
-  const int owner = fed_.catalog()->owner(federation::ListKind::kTools, key);
+  const int owner = x_.federated().catalog()->owner(federation::ListKind::kTools, key);
   return owner >= 0 && book.blocked(r->upstreams[static_cast<size_t>(owner)], key);
 }
 
 // Block mode: a tools/call of a tool awaiting approval is refused. True: go on.
-bool Exchange::pinAdmits() {
-  const filters::PinBook* book = snap_->pins.get();
-  if (book == nullptr || !book->blocks() || !ctx_.mcp.has_method || !ctx_.mcp.has_name ||
-      ctx_.mcp.method != "tools/call") {
+bool ForwardTarget::pinAdmits() {
+  const filters::PinBook* book = x_.snapshot()->pins.get();
+  if (book == nullptr || !book->blocks() || !x_.ctx().mcp.has_method || !x_.ctx().mcp.has_name ||
+      x_.ctx().mcp.method != "tools/call") {
     return true;
   }
-  const std::string_view upstream = s_->upstreams[up_index_].name;
-  const std::string_view tool = fed_.ownerName().empty() ? ctx_.mcp.name.value : fed_.ownerName();
+  const std::string_view upstream = x_.settings().upstreams[up_index_].name;
+  const std::string_view tool =
+      x_.federated().ownerName().empty() ? x_.ctx().mcp.name.value : x_.federated().ownerName();
   if (!book->blocked(upstream, tool)) {
     return true;
   }
-  filters::setReply(ctx_, 403, mcp::code::kPolicyDenied, filters::kPinBlockedMessage,
+  filters::setReply(x_.ctx(), 403, mcp::code::kPolicyDenied, filters::kPinBlockedMessage,
                     "tool_pin_blocked", true);
-  ctx_.reply.data_json = filters::pinBlockedData(upstream);
-  limits_.refund(*w_);  // a refused request consumes no quota
-  replyBeforeBody();
+  x_.ctx().reply.data_json = filters::pinBlockedData(upstream);
+  x_.refuseBeforeBody();  // the limits refunded: a refused request consumes no quota
   return false;
 }
 

@@ -1,6 +1,6 @@
-// The exchange's response relay: the upstream's head and body to the client (through
+// The forwarding target's response relay: the upstream's head and body to the client (through
 // downstream::Stream), SSE framing for keep-alive comments at event boundaries and for the
-// cancellation rule, the tools/list capture for schema learning, and cut answers.
+// cancellation rule, the tools/list capture for schema learning (see forward_target.h).
 
 #include "gateway/core/ascii.h"
 #include "gateway/core/clock.h"
@@ -9,6 +9,7 @@
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/schema.h"
 #include "gateway/proxy/exchange.h"
+#include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/worker_context.h"
 
 namespace gw::proxy {
@@ -25,18 +26,19 @@ bool isEventStream(const http::ResponseHead& r) {
 
 }  // namespace
 
-bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseHead& resp) {
+bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseHead& resp) {
   if (!upstreamSessionValid(resp)) {
-    upstreamFailed(502, mcp::code::kUpstreamUnavailable,
-                   "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
-                   Outcome::kUpstreamMalformed);
+    x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                      "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
+                      Outcome::kUpstreamMalformed);
     return false;
   }
   resp_sse_ = isEventStream(resp);
-  countSse(resp_sse_);
+  x_.countSse(resp_sse_);
   http::ConnectionTokens conn;
   conn.collect(resp.fields);
-  resp_fields_.clear();
+  std::vector<http::Field>& resp_fields = x_.responseFields();
+  resp_fields.clear();
   bool has_accel = false;
   for (const http::HeaderField& f : resp.fields) {
     if (http::forwardResponseField(f, conn)) {
@@ -45,19 +47,20 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
         wrapSession(f.value);  // the client never sees the server's own id
         continue;
       }
-      resp_fields_.push_back(http::Field{f.name, f.value});
+      resp_fields.push_back(http::Field{f.name, f.value});
     }
   }
   if (resp_sse_ && !has_accel) {
-    resp_fields_.push_back(http::Field{"X-Accel-Buffering", "no"});
+    resp_fields.push_back(http::Field{"X-Accel-Buffering", "no"});
   }
   downstream::ResponseHeaders h;
   h.status = resp.status;
   h.reason = resp.reason;
-  h.fields = &resp_fields_;
+  h.fields = &resp_fields;
   h.framing = resp.framing;
   h.content_length = resp.content_length;
-  if (resp.framing == http::BodyFraming::kNone && (head.method == "HEAD" || resp.status == 304)) {
+  if (resp.framing == http::BodyFraming::kNone &&
+      (x_.head.method == "HEAD" || resp.status == 304)) {
     // The length the body would have had is the upstream's to say.
     if (const http::HeaderField* cl = http::findField(resp.fields, "content-length")) {
       h.length_field = cl->value;
@@ -66,11 +69,11 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
   if (beginListFilter(resp)) {
     return true;  // the answer is read whole, filtered for this caller, then sent
   }
-  startResponse(h);
+  x_.startResponse(h);
 
   response_relayed_ = false;
   framer_events_ = response_end_ = 0;
-  if ((ctx_.learn_tools || fed_.capturesTask()) && resp.status == 200) {
+  if ((x_.ctx().learn_tools || x_.federated().capturesTask()) && resp.status == 200) {
     if (resp_sse_) {
       framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
@@ -79,32 +82,20 @@ bool Exchange::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseH
   } else if (resp_sse_) {
     framer_ = std::make_unique<sse::Framer>();
   }
-  armKeepalive();
+  x_.armKeepalive();
   return true;
 }
 
-// Keep-alive comments go only into SSE answers whose framing has room for bytes the
-// upstream did not send (chunked to the client, or close-delimited) — never into a
-// Content-Length body.
-bool Exchange::injectKeepalive() const noexcept {
-  if (fed_.listenOpen()) {
-    return s_->mcp.sse_keepalive.count() > 0;  // the merged stream: whole events only
-  }
-  return resp_sse_ && framer_ && s_->mcp.sse_keepalive.count() > 0 &&
-         up_.response().framing != http::BodyFraming::kContentLength;
-}
-
-void Exchange::armKeepalive() {
-  if (injectKeepalive()) {
-    timeval tv = event::toTimeval(s_->mcp.sse_keepalive);
-    evtimer_add(keepalive_timer.get(), &tv);
-  }
+// The relayed answer is SSE that keep-alive comments may go into (Exchange::injectKeepalive):
+// framed here, and not a Content-Length body.
+bool ForwardTarget::relaysSseEvents() const noexcept {
+  return resp_sse_ && framer_ && up_.response().framing != http::BodyFraming::kContentLength;
 }
 
 // Moves n payload bytes from the upstream to the client, letting the SSE framer and the
 // tools/list capture look at them on the way. A slow client stops the upstream reads until
 // its output drains (onBelowLowWatermark).
-void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) {
+void ForwardTarget::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) {
   if (n == 0) {
     return;
   }
@@ -116,7 +107,7 @@ void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) 
       // sends it first and cancels the turn).
       up_.pauseReading();
       timeval now{0, 0};
-      evtimer_add(keepalive_timer.get(), &now);
+      evtimer_add(x_.keepalive_timer.get(), &now);
     }
     return;
   }
@@ -151,91 +142,54 @@ void Exchange::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_t n) 
       evbuffer_ptr_set(in, &pos, seen, EVBUFFER_PTR_SET);
     }
   }
-  stream_->encodeData(in, n);
+  x_.stream()->encodeData(in, n);
   noteResponseEvent();
-  armKeepalive();
-  if (stream_->bufferedBytes() > downstream::Stream::kHighWatermark) {
+  x_.armKeepalive();
+  if (x_.stream()->bufferedBytes() > downstream::Stream::kHighWatermark) {
     up_.pauseReading();
   }
 }
 
-void Exchange::onBelowLowWatermark() {
-  fed_.resumeListen();
+void ForwardTarget::resumeReading() {
   if (up_.paused()) {
     up_.resumeReading();  // relays what already waits in the upstream input
   }
 }
 
-void Exchange::onKeepaliveTimer(evutil_socket_t, short, void* arg) {
-  auto* x = static_cast<Exchange*>(arg);
-  if (x->filtering_) {
-    if (x->listAnswerReady()) {
-      x->sendFilteredList();  // the list's response event is in (onUpstreamData)
-    }
-    return;
+void ForwardTarget::sendListWhenReady() {
+  if (listAnswerReady()) {
+    sendFilteredList();  // the list's response event is in (onUpstreamData)
   }
-  if (!x->responseStarted() || !x->injectKeepalive()) {
-    return;
-  }
-  if (x->fed_.listenOpen() || x->framer_->atBoundary()) {
-    static constexpr std::string_view kComment = ": keepalive\n\n";
-    event::EvBufferPtr comment = event::makeBuffer();
-    evbuffer_add(comment.get(), kComment.data(), kComment.size());
-    x->stream_->encodeData(comment.get(), kComment.size());
-  }
-  x->armKeepalive();
 }
 
-void Exchange::onUpstreamComplete(upstream::Http1Upstream&) {
+void ForwardTarget::onUpstreamComplete(upstream::Http1Upstream&) {
   if (filtering_) {
     sendFilteredList();
     return;
   }
   if (capture_json_ && !capture_.empty()) {
-    if (fed_.capturesTask()) {
-      fed_.captureTask(capture_);
+    if (x_.federated().capturesTask()) {
+      x_.federated().captureTask(capture_);
     } else {
       learnTools(capture_);
     }
   }
-  outcome = Outcome::kComplete;
-  releaseUpstream();     // (the upstream request pooled its connection when it could)
-  stream_->encodeEnd();  // the connection calls finish()
-}
-
-// The exchange cannot finish: the upstream is closed at once (never pooled) and the request
-// is logged; the caller closes the client.
-void Exchange::endAborted(Outcome why) {
-  stopStages();
-  outcome = why;
-  fed_.stopFederation();
-  if (status == 0) {
-    status = 499;
-  }
-  releaseUpstream();
-  if (!logged_) {
-    endRequest();
-  }
-}
-
-// The answer is cut (no last chunk, or short of its length), but what was already queued for
-// the client still goes out before its connection is closed.
-void Exchange::abortExchange(Outcome why) {
-  endAborted(why);
-  stream_->resetStream();
+  x_.outcome = Outcome::kComplete;
+  x_.releaseUpstream();      // (the upstream request pooled its connection when it could)
+  x_.stream()->encodeEnd();  // the connection calls finish()
 }
 
 // Looks at the SSE events completed by the bytes just queued for the client: when the last
 // one is a JSON-RPC response (a bounded look at its first bytes, no parse), it ends at or
 // before the current end of the client's byte stream. Conservative: an event that completed
 // earlier in the same batch is taken to end with the batch.
-void Exchange::noteResponseEvent() noexcept {
+void ForwardTarget::noteResponseEvent() noexcept {
   if (!framer_ || framer_->events() == framer_events_) {
     return;
   }
   framer_events_ = framer_->events();
   response_relayed_ = mcp::looksLikeResponse(framer_->lastEventHead());
-  response_end_ = bytes_out;
+  response_end_ = x_.bytes_out;
 }
 
 // How a request whose client went away mid-exchange ends. The client closing is the
@@ -243,28 +197,28 @@ void Exchange::noteResponseEvent() noexcept {
 // response had already left the gateway whole (no byte up to its end still queued): the
 // client had its answer and only did not wait for the terminating chunk, so the request is
 // "complete" with the status that was relayed.
-core::Outcome Exchange::clientClosedOutcome() const noexcept {
-  if (!responseStarted() || !framer_ || !response_relayed_) {
+core::Outcome ForwardTarget::clientClosedOutcome() const noexcept {
+  if (!x_.responseStarted() || !framer_ || !response_relayed_) {
     return Outcome::kClientClosed;
   }
-  const size_t pending = stream_->bufferedBytes();
-  return pending <= bytes_out - response_end_ ? Outcome::kComplete : Outcome::kClientClosed;
+  const size_t pending = x_.stream()->bufferedBytes();
+  return pending <= x_.bytes_out - response_end_ ? Outcome::kComplete : Outcome::kClientClosed;
 }
 
-void Exchange::onEvent(std::string_view, std::string_view data) noexcept {
-  if (fed_.capturesTask()) {
-    fed_.captureTask(data);
+void ForwardTarget::onEvent(std::string_view, std::string_view data) noexcept {
+  if (x_.federated().capturesTask()) {
+    x_.federated().captureTask(data);
   } else {
     learnTools(data);
   }
 }
 
-void Exchange::learnTools(std::string_view json) noexcept {
+void ForwardTarget::learnTools(std::string_view json) noexcept {
   std::vector<mcp::ToolSchema> tools;
   uint64_t ttl = 0;
   if (mcp::parseToolsList(json, tools, ttl)) {
-    const settings::Upstream& up = s_->upstreams[up_index_];
-    snap_->schemas->learn(up.name, std::move(tools), ttl, core::steadyNow());
+    const settings::Upstream& up = x_.settings().upstreams[up_index_];
+    x_.snapshot()->schemas->learn(up.name, std::move(tools), ttl, core::steadyNow());
   }
 }
 

@@ -1,0 +1,192 @@
+#pragma once
+// proxy/: what answers a request that goes to one upstream, chosen after routing (a plain
+// route, a legacy client of a federated route, or a call whose owner FederatedTarget chose):
+// which upstream and endpoint (legacy session affinity), the one upstream request and its
+// head, the request body sent on, the response relay (JSON/SSE, the SSE framing that keep-alive
+// comments and the cancellation rule look at, tools/list capture for schema learning), list
+// answers read whole and filtered for the caller (visibility: filter, a legacy client's
+// prefixed names), and tool pinning's observation of tools/list answers.
+//
+// The target lives inside its Exchange (one per exchange, reused with it from the
+// ExchangePool; begin() and reset() per request, recycle() on give) and reaches the request
+// lifetime through it: the request's context, snapshot and body, the response start
+// (startResponse, respond, upstreamFailed, abortExchange), the keep-alive timer (armKeepalive),
+// the SSE stream count and the attempt metric. Exchange names it a friend for that: the
+// target calls Exchange's methods (exchange.h lists them) and touches none of its private
+// fields; of the request's public state it reads head, body, body_mode and bytes_out, and
+// sets outcome. FederatedTarget uses the forwarded head (buildUpstreamHead, upstreamFields),
+// the list filter (cutsLists, filterForCaller, setLegacyPrefix) and observePins.
+//
+// forward_target.cc: the upstream request and session affinity; forward_relay.cc: the
+// response relay; forward_lists.cc: list filtering; forward_pins.cc: tool pinning.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/core/clock.h"
+#include "gateway/core/outcome.h"
+#include "gateway/event/owners.h"
+#include "gateway/federation/federation.h"
+#include "gateway/http/message.h"
+#include "gateway/proxy/answer_hold.h"
+#include "gateway/proxy/sse_response.h"
+#include "gateway/sse/framer.h"
+#include "gateway/upstream/http1_upstream.h"
+
+namespace gw::proxy {
+
+class Exchange;
+struct WorkerContext;
+
+class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::EventSink {
+ public:
+  using Outcome = core::Outcome;
+
+  explicit ForwardTarget(Exchange& x) noexcept : x_(x) {}
+  ForwardTarget(const ForwardTarget&) = delete;
+  ForwardTarget& operator=(const ForwardTarget&) = delete;
+  ~ForwardTarget() override = default;
+
+  // A new request on the exchange (its first byte): the upstream request is bound to the
+  // worker, no endpoint was used yet.
+  void begin(WorkerContext& w);
+  // The request's stages start: nothing filtered, observed or prefixed yet.
+  void reset() noexcept;
+  // The exchange goes back to its pool: the upstream request released (never pooled), the
+  // list answer dropped, and the capture buffer released when it grew past `keep_capacity`.
+  void recycle(size_t keep_capacity) noexcept;
+
+  // The request goes to Settings::upstreams[index] (connect() then sends it there).
+  void useUpstream(size_t index) noexcept { up_index_ = index; }
+  size_t upstreamIndex() const noexcept { return up_index_; }
+  // Sends the request to the chosen upstream (after the pin and session checks, which may
+  // answer it themselves).
+  void connect();
+  // The upstream request's head as name/value pairs; upstreamFields() are its fields (they
+  // view head_buf and xff_).
+  void buildUpstreamHead();
+  std::span<const http::Field> upstreamFields() const noexcept { return up_head_.fields; }
+  // The upstream request ends: counters and (`record`) the attempt's duration metric; its
+  // connection closed unless the upstream request pooled it.
+  void release(bool record);
+
+  // The exchange's client side: streamed body bytes, the worker's flush and resume, the
+  // client drained below its low mark.
+  void onBodyData(evbuffer* src, size_t n, bool end);
+  void flushUpstream();
+  void resumeUpstream();
+  void resumeReading();
+  // How a request whose client went away mid-exchange ends (forward_relay.cc).
+  Outcome clientClosedOutcome() const noexcept;
+
+  // What the keep-alive timer reads: the relayed answer is SSE with room for comments
+  // (framed, not Content-Length), and the framer stands between events.
+  bool relaysSseEvents() const noexcept;
+  bool atEventBoundary() const noexcept { return framer_->atBoundary(); }
+  // A list answer is read whole for filtering (the timer's turn sends it once it is in).
+  bool filtering() const noexcept { return filtering_; }
+  void sendListWhenReady();
+
+  // visibility: filter (forward_lists.cc). A legacy client's tools and prompts are shown as
+  // "<upstream><separator><name>".
+  void setLegacyPrefix(std::string_view upstream, std::string_view separator);
+  bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
+  bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
+  // tool_pinning (forward_pins.cc)
+  void observePins(std::string_view upstream, std::span<const std::string> items);
+
+  // The access log: the endpoint last tried (owned by the pool; null before any), and the
+  // "pins_pending" and "list_hidden" fields.
+  const upstream::Endpoint* endpoint() const noexcept { return endpoint_; }
+  void appendLogFields(std::string& line) const;
+
+  // sse::EventSink: events of a tools/list SSE answer (schema learning), or of a federated
+  // call's answer (task ids).
+  void onEvent(std::string_view event, std::string_view data) noexcept override;
+
+ private:
+  // upstream (one request: `up_`; the callbacks say which request reports)
+  void upstreamError(upstream::UpstreamError e);
+  void writeRequest();
+  bool pinSession();
+  void sessionNotFound(const char* message, Outcome outcome);
+  static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
+  void wrapSession(std::string_view server_id);
+  bool onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) override;
+  void onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t n) override;
+  void onUpstreamComplete(upstream::Http1Upstream& from) override;
+  void onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) override;
+  void onUpstreamWritable(upstream::Http1Upstream& from) override;
+  void onUpstreamOutput(upstream::Http1Upstream& from) override;
+  void onUpstreamRetry(upstream::Http1Upstream& from, core::Nanos attempt_duration) override;
+  // response relay
+  void noteResponseEvent() noexcept;  // after SSE bytes went to the client
+  void learnTools(std::string_view json) noexcept;
+  // visibility: filter on a plain route (forward_lists.cc)
+  enum class ListRead : uint8_t { kUnchanged, kRewritten, kUnreadable };
+  bool beginListFilter(const http::ResponseHead& resp);
+  bool collectListAnswer(evbuffer* in, size_t n);
+  bool listAnswerReady() const noexcept;
+  void sendFilteredList();
+  ListRead readListResponse(std::string_view json, std::string& out, std::string& why);
+  void refuseList(int status, std::string_view reason, const char* message, Outcome why,
+                  std::string_view cause);
+  void dropListAnswer() noexcept;
+  bool readsAnswerWhole() const noexcept;  // this request's 2xx answer goes through the filter
+  // tool_pinning (forward_pins.cc)
+  bool pinCuts() const noexcept;
+  bool pinHidden(std::string_view key) const;
+  bool pinAdmits();
+
+  Exchange& x_;
+
+  // upstream
+  size_t up_index_ = 0;                           // Settings::upstreams index of the target
+  upstream::Http1Upstream up_;                    // the request to the route's upstream
+  upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
+  std::string xff_;                               // the X-Forwarded-For value up_head_ views
+  const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
+  bool up_open_ = false;     // up_ was started and has not ended (counted in streams)
+  bool up_drained_ = false;  // flushUpstream wrote the upstream output whole
+  // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
+  // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
+  int session_endpoint_ = -1;
+  std::string_view session_server_id_;
+
+  // response relay
+  std::string wrapped_session_;  // Mcp-Session-Id the client gets (the response fields view)
+  bool resp_sse_ = false;
+  bool capture_json_ = false;
+  // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
+  // byte stream at bytes_out == response_end_ (noteResponseEvent; reset with framer_).
+  bool response_relayed_ = false;
+  std::unique_ptr<sse::Framer> framer_;
+  uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
+  uint64_t response_end_ = 0;
+  std::string capture_;  // tools/list JSON answer (schema learning only)
+
+  // visibility: filter — a list answer read whole, then filtered for this caller
+  enum class FilterStop : uint8_t { kNone, kTooLarge, kBudget };
+  bool filtering_ = false;
+  FilterStop filter_stop_ = FilterStop::kNone;  // the answer cannot be kept: refused
+  SseResponse filter_answer_;                   // an SSE list answer: done at its response event
+  federation::ListKind filter_kind_ = federation::ListKind::kTools;
+  int filter_status_ = 0;
+  event::EvBufferPtr filter_chain_;  // the answer, in the upstream's own chunks
+  AnswerHold answer_hold_;           // its bytes against limits.max_buffered_answer_bytes
+  // A legacy client on a `names: prefix` route sees its first upstream's tools and prompts
+  // as "<upstream><separator><name>" (issue #24): that prefix, else empty.
+  std::string legacy_prefix_;
+  size_t hidden_ = 0;  // items taken out of this caller's list (access log)
+  bool filtered_ = false;
+  // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)
+  bool pin_observed_ = false;
+  std::string pin_log_;
+};
+
+}  // namespace gw::proxy
