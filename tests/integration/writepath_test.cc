@@ -838,9 +838,12 @@ TEST_CASE("writepath: drain waits for an idle connection's pending output, then 
   // The whole answer reached the gateway (the request is over: the connection is idle), most
   // of it still queued for this client, which reads nothing yet.
   REQUIRE(up.waitForRequests(1, Ms(3000)));
-  std::this_thread::sleep_for(Ms(500));
+  // The access log line is written as the request ends (its answer all in the gateway).
+  REQUIRE(waitFor(
+      [&] { return readFile(gw.accessLogPath()).find("\"status\":200") != std::string::npos; },
+      Ms(5000)));
   REQUIRE(::kill(gw.pid(), SIGTERM) == 0);
-  std::this_thread::sleep_for(Ms(300));
+  REQUIRE(gw.process().waitForOutput("draining:", Ms(5000), false, true));
   auto r = c.readResponse(Ms(10000));
   REQUIRE(r);
   CHECK(r->status == 200);
