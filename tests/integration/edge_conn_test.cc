@@ -492,7 +492,7 @@ TEST_CASE(
     {
       Client c(gw.port());
       REQUIRE(c.send(head + body.substr(0, body.size() - 10)));
-      std::this_thread::sleep_for(Ms(200));
+      std::this_thread::sleep_for(Ms(200));  // stays: the client is there a while, then leaves
     }
     CHECK(accessLinesWithOutcome(gw.accessLogPath(), "client_closed", 1, Ms(2000)) == 1);
     // What the gateway would have forwarded is at the upstream once a marker is.
@@ -536,7 +536,7 @@ TEST_CASE(
         Client c(gw.port());
         if (split) {
           REQUIRE(c.send(s.head));
-          std::this_thread::sleep_for(Ms(50));
+          std::this_thread::sleep_for(Ms(50));  // stays: the body comes apart from the head
           REQUIRE(c.send(s.body));
         } else {
           REQUIRE(c.send(s.whole()));
@@ -800,7 +800,7 @@ TEST_CASE(
     auto until = Clock::now() + Ms(2500);
     for (int i = 0; i < 20 && Clock::now() < until; ++i) {
       drained += c.drainBody(8 * 1024, Ms(100));
-      std::this_thread::sleep_for(Ms(250));
+      std::this_thread::sleep_for(Ms(250));  // stays: the slow reader's pace
     }
     INFO("drained " << drained << " bytes");
     CHECK(drained > 0);

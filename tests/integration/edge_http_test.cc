@@ -380,7 +380,7 @@ TEST_CASE("edge-http: empty lines before a request line are skipped, pipelined t
     CHECK(r2->status == 200);
     // Empty lines arriving on their own, then a request, on the same connection.
     REQUIRE(c.send("\r\n"));
-    std::this_thread::sleep_for(Ms(50));
+    std::this_thread::sleep_for(Ms(50));  // stays: the lines arrive on their own
     REQUIRE(c.send("\r\n" + one));
     auto r3 = c.readResponse();
     REQUIRE(r3);

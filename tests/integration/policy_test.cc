@@ -506,7 +506,7 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
     } else {
       ++other;
     }
-    std::this_thread::sleep_for(Ms(4));
+    std::this_thread::sleep_for(Ms(4));  // stays: paces the calls against the rate limit
   }
   INFO("sent " << sent << ", 200: " << ok << ", 429: " << limited << ", other: " << other);
   CHECK(other == 0);
