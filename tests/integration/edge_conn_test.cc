@@ -256,8 +256,10 @@ TEST_CASE(
     REQUIRE(cont);
     CHECK(cont->status == 100);
     CHECK(c.received().starts_with("HTTP/1.1 100 Continue\r\n\r\n"));
-    // Nothing was forwarded before the body: request_buffering is on by default.
-    std::this_thread::sleep_for(Ms(50));
+    // Nothing was forwarded before the body (request_buffering is on by default): a marker is
+    // the next request at the upstream.
+    REQUIRE(forwardMarker(gw.port(), up));
+    ++sent;
     CHECK(up.requestCount() == sent);
     REQUIRE(c.send(s.body));
     auto r = c.readResponse(Ms(3000));
@@ -359,8 +361,9 @@ TEST_CASE(
       }
       CHECK(c.waitClosed(Ms(3000)));
     }
-    std::this_thread::sleep_for(Ms(100));
-    CHECK(up.requestCount() == 1);
+    // What the gateway would have forwarded is at the upstream once a marker is.
+    REQUIRE(forwardMarker(gw.port(), up, call("echo", "9999", bearer()).whole()));
+    CHECK(up.requestCount() == 2);
     CHECK(up.acceptCount() == 1);
 
     // An allowed request with Expect gets the 100, then after its body a 200.
@@ -375,7 +378,7 @@ TEST_CASE(
     auto r = c.readResponse(Ms(3000));
     REQUIRE(r);
     CHECK(r->status == 200);
-    REQUIRE(up.waitForRequests(2, Ms(2000)));
+    REQUIRE(up.waitForRequests(3, Ms(2000)));
     CHECK(up.requests().back().body == ok.body);
   }
 }
@@ -442,7 +445,8 @@ TEST_CASE(
     }
     CHECK(up.waitForRequests(2, Ms(2000)));
   }
-  std::this_thread::sleep_for(Ms(100));
+  // A marker (itself an authenticated id 8) is forwarded after anything decided before it.
+  REQUIRE(forwardMarker(gw.port(), up, call("echo", "8", bearer()).whole()));
   // Only the authenticated second requests reached the upstream.
   for (const RecordedRequest& req : up.requests()) {
     CHECK(req.body.find(R"("id":8)") != std::string::npos);
@@ -488,7 +492,7 @@ TEST_CASE(
     {
       Client c(gw.port());
       REQUIRE(c.send(head + body.substr(0, body.size() - 10)));
-      std::this_thread::sleep_for(Ms(200));
+      std::this_thread::sleep_for(Ms(200));  // stays: the client is there a while, then leaves
     }
     CHECK(accessLinesWithOutcome(gw.accessLogPath(), "client_closed", 1, Ms(2000)) == 1);
     // What the gateway would have forwarded is at the upstream once a marker is.
@@ -532,7 +536,7 @@ TEST_CASE(
         Client c(gw.port());
         if (split) {
           REQUIRE(c.send(s.head));
-          std::this_thread::sleep_for(Ms(50));
+          std::this_thread::sleep_for(Ms(50));  // stays: the body comes apart from the head
           REQUIRE(c.send(s.body));
         } else {
           REQUIRE(c.send(s.whole()));
@@ -642,24 +646,27 @@ TEST_CASE(
     CHECK(r->body.find(R"("error")") != std::string::npos);
     CHECK(b.waitClosed(Ms(3000)));
   }
-  std::this_thread::sleep_for(Ms(100));
-  CHECK(up.acceptCount() == 0);
+  // None of B's went upstream: a marker (small enough to fit beside A's 1500 bytes) is first.
+  REQUIRE(forwardMarker(gw.port(), up));
+  CHECK(up.acceptCount() == 1);
+  CHECK(up.requestCount() == 1);
 
   // A finishes: its body goes upstream unchanged.
   REQUIRE(a.send(body_a.substr(600)));
   auto ra = a.readResponse(Ms(3000));
   REQUIRE(ra);
   CHECK(ra->status == 200);
-  REQUIRE(up.waitForRequests(1, Ms(2000)));
-  CHECK(up.requests()[0].body == body_a);
+  REQUIRE(up.waitForRequests(2, Ms(2000)));
+  CHECK(up.requests()[1].body == body_a);
 
   // A body that never completes gives its bytes back when its client goes away.
   {
     Client gone(gw.port());
     REQUIRE(gone.send(headOf(body_b) + body_b.substr(0, 700)));
-    std::this_thread::sleep_for(Ms(100));
+    std::this_thread::sleep_for(Ms(100));  // the gateway reads (and reserves) the 700 bytes
   }
-  std::this_thread::sleep_for(Ms(200));
+  // The gateway logs the exchange, then gives its bytes back, before it reads the next request.
+  CHECK(accessLinesWithOutcome(gw.accessLogPath(), "client_closed", 1, Ms(3000)) == 1);
   // The bytes were given back: B's retry gets through (on A's kept-alive connection too).
   Response rb = fetch(gw.port(), headOf(body_b) + body_b);
   CHECK(rb.status == 200);
@@ -667,9 +674,9 @@ TEST_CASE(
   auto again = a.readResponse(Ms(3000));
   REQUIRE(again);
   CHECK(again->status == 200);
-  REQUIRE(up.waitForRequests(3, Ms(2000)));
-  CHECK(up.requests()[1].body == body_b);
+  REQUIRE(up.waitForRequests(4, Ms(2000)));
   CHECK(up.requests()[2].body == body_b);
+  CHECK(up.requests()[3].body == body_b);
   CHECK(accessLinesWithOutcome(gw.accessLogPath(), "body_buffer_full", 3, Ms(2000)) == 3);
 }
 
@@ -709,8 +716,9 @@ TEST_CASE(
       CHECK(raw.ends_with(kOkBody));
       CHECK(countOf(raw, "HTTP/1.1 ") == 2);
       REQUIRE(up.waitForRequests(1, Ms(2000)));
-      std::this_thread::sleep_for(Ms(200));
-      CHECK(up.requestCount() == 1);
+      // Nothing after the 200's request: the marker is the next one the upstream sees.
+      REQUIRE(forwardMarker(gw.port(), up));
+      CHECK(up.requestCount() == 2);
       CHECK(up.requests()[0].body == real.body);
       CHECK(up.requests()[0].header("Mcp-Name") == "echo");
     }
@@ -724,8 +732,10 @@ TEST_CASE(
       // The rest of the "body" (and a request after it) is never read as a request.
       c.send(smuggled.substr(smuggled.size() - 20) + call("echo", "42").whole(), Ms(500));
       CHECK(c.waitClosed(Ms(3000)));
-      std::this_thread::sleep_for(Ms(200));
-      CHECK(up.acceptCount() == 0);
+      // Nothing reached the upstream before the marker: it is the first request there.
+      REQUIRE(forwardMarker(gw.port(), up));
+      CHECK(up.acceptCount() == 1);
+      CHECK(up.requestCount() == 1);
     }
   }
 }
@@ -790,7 +800,7 @@ TEST_CASE(
     auto until = Clock::now() + Ms(2500);
     for (int i = 0; i < 20 && Clock::now() < until; ++i) {
       drained += c.drainBody(8 * 1024, Ms(100));
-      std::this_thread::sleep_for(Ms(250));
+      std::this_thread::sleep_for(Ms(250));  // stays: the slow reader's pace
     }
     INFO("drained " << drained << " bytes");
     CHECK(drained > 0);

@@ -71,6 +71,18 @@ std::string call(std::string_view id, std::string_view extra) {
          std::string(extra) + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
+// A 2026-07-28 tools/list POST: not under a tools/call rate limit, so always forwarded.
+std::string listCall() {
+  const std::string body = R"({"jsonrpc":"2.0","id":99,"method":"tools/list","params":{}})";
+  return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         "Content-Type: application/json\r\n"
+         "Accept: application/json, text/event-stream\r\n"
+         "MCP-Protocol-Version: 2026-07-28\r\n"
+         "Mcp-Method: tools/list\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 // The access-log lines once there are at least n (waits up to 3 s).
 std::vector<std::string> waitLogLines(const Gateway& gw, size_t n) {
   auto deadline = Clock::now() + Ms(3000);
@@ -222,10 +234,11 @@ TEST_CASE("edge: client_ip rate-limit keys see the forwarded address only from a
     CHECK(fetch(gw.port(), call("5", b)).status == 200);
     CHECK(fetch(gw.port(), call("6", b)).status == 429);
     REQUIRE(up.waitForRequests(4, Ms(2000)));
-    std::this_thread::sleep_for(Ms(100));
-    CHECK(up.requestCount() == 4);
-    auto lines = waitLogLines(gw, 6);
-    REQUIRE(lines.size() == 6);
+    // No 429'd call went upstream: a marker (not rate-limited) is the next request there.
+    REQUIRE(forwardMarker(gw.port(), up, listCall()));
+    CHECK(up.requestCount() == 5);
+    auto lines = waitLogLines(gw, 7);  // the six calls', then the marker's
+    REQUIRE(lines.size() == 7);
     CHECK(clientOf(lines[2]) == "203.0.113.7");
     CHECK(jsonToken(lines[2], "status").value_or("") == "429");
     CHECK(clientOf(lines[5]) == "203.0.113.8");
@@ -238,10 +251,11 @@ TEST_CASE("edge: client_ip rate-limit keys see the forwarded address only from a
     CHECK(fetch(gw.port(), call("3", b)).status == 429);
     CHECK(fetch(gw.port(), call("4", "X-Real-IP: 203.0.113.9\r\n")).status == 429);
     REQUIRE(up.waitForRequests(2, Ms(2000)));
-    std::this_thread::sleep_for(Ms(100));
-    CHECK(up.requestCount() == 2);
-    auto lines = waitLogLines(gw, 4);
-    REQUIRE(lines.size() == 4);
+    // No 429'd call went upstream: a marker (not rate-limited) is the next request there.
+    REQUIRE(forwardMarker(gw.port(), up, listCall()));
+    CHECK(up.requestCount() == 3);
+    auto lines = waitLogLines(gw, 5);  // the four calls', then the marker's
+    REQUIRE(lines.size() == 5);
     for (const std::string& l : lines) {
       CHECK(clientOf(l) == "127.0.0.1");
     }

@@ -165,8 +165,9 @@ TEST_CASE("jwks_url: fetched at start, a rotated key is fetched on its unknown k
     const auto t0 = std::chrono::steady_clock::now();
     CHECK(s.call(token(kS2, "k9-" + std::to_string(i))) == 401);
     CHECK(std::chrono::steady_clock::now() - t0 < Ms(1000));
-    std::this_thread::sleep_for(Ms(100));
+    std::this_thread::sleep_for(Ms(100));  // stays: the kids come spread over time
   }
+  // Stays: a window in which a background fetch, were one started, would reach the server.
   std::this_thread::sleep_for(Ms(800));
   CHECK(s.jwks.requests() == 2);
   CHECK(s.call(token(kS2, "k2")) == 200);
@@ -224,7 +225,10 @@ TEST_CASE("jwks_url: a request waits for a slow fetch, a client that leaves is l
   // Neither is answered while the fetch hangs.
   CHECK_FALSE(staying.readResponse(Ms(600)));
   leaving.close();
-  std::this_thread::sleep_for(Ms(100));
+  // The gateway sees it leave while the fetch still hangs: it logs the cancellation.
+  REQUIRE(waitFor(
+      [&] { return readFile(s.gw->accessLogPath()).find("\"status\":499") != std::string::npos; },
+      Ms(5000)));
   // The gateway serves a cached token meanwhile.
   CHECK(s.call(token(kS1, "k1")) == 200);
   REQUIRE(::kill(s.jwks.pid(), SIGCONT) == 0);

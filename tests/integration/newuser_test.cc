@@ -223,8 +223,10 @@ TEST_CASE("newuser: a POST without MCP-Protocol-Version gets data.supported (leg
     CHECK(field(r.body, "code") == "-32020");
     CHECK(r.body.find(R"("data":{"supported":["2026-07-28"]})") != std::string::npos);
   }
-  std::this_thread::sleep_for(Ms(100));
-  CHECK(up.acceptCount() == 0);
+  // None of them reached the upstream: a marker is the first request there.
+  REQUIRE(forwardMarker(gw.port(), up));
+  CHECK(up.acceptCount() == 1);
+  CHECK(up.requestCount() == 1);
 }
 
 // ---- 4. the command line ----------------------------------------------------------------

@@ -555,7 +555,11 @@ TEST_CASE("ops: a stream outliving drain_timeout is cut and the gateway exits 0 
 TEST_CASE("ops: SIGTERM closes idle keep-alive connections at once and exits quickly",
           "[ops][drain]") {
   RawUpstream up(RawUpstream::respond(200, kBodyA));
-  OpsConfig cfg{.tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s", .workers = 2};
+  OpsConfig cfg{.tag = "a",
+                .upstream_addr = up.address(),
+                .drain_timeout = "10s",
+                .workers = 2,
+                .admin_port = freePort()};
   Gateway gw(opsYaml(cfg));
   REQUIRE(waitSignalsCaught(gw.pid(), {SIGTERM}, Ms(3000)));
 
@@ -571,7 +575,13 @@ TEST_CASE("ops: SIGTERM closes idle keep-alive connections at once and exits qui
   // And one connection that never sent a byte.
   auto silent = std::make_unique<Client>(gw.port());
   REQUIRE(silent->connected());
-  std::this_thread::sleep_for(Ms(100));  // all accepted and idle
+  // All five accepted (and idle) by the gateway.
+  REQUIRE(waitFor(
+      [&] {
+        return sample(adminGet(cfg.admin_port, "/metrics").body,
+                      "mcp_gateway_active_connections") == 5;
+      },
+      Ms(3000)));
   std::vector<size_t> had;
   for (auto& c : idle) {
     had.push_back(c->received().size());
@@ -633,6 +643,10 @@ TEST_CASE("ops: a reload reopens the access log, applies log_level, reports rest
   REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
   CHECK(waitFor([&] { return countOf(gw.process().stderrText(), "reload: `listen` changed") == 2; },
                 Ms(3000)));
-  std::this_thread::sleep_for(Ms(100));
+  // A third reload's warning is written after the second reload is over (its info line, were
+  // it written, comes last in a reload).
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  CHECK(waitFor([&] { return countOf(gw.process().stderrText(), "reload: `listen` changed") == 3; },
+                Ms(3000)));
   CHECK(countOf(gw.process().stderrText(), reloadedLine(gw)) == info_lines);
 }

@@ -453,8 +453,9 @@ TEST_CASE("ratelimit: bucket state survives a reload, a renamed limit starts fre
   CHECK(fetch(gw.port(), call("echo", "6", bearer(kKey))).status == 200);
   CHECK(fetch(gw.port(), call("echo", "7", bearer(kKey))).status == 429);
   REQUIRE(up.waitForRequests(4, Ms(2000)));
-  std::this_thread::sleep_for(Ms(100));
-  CHECK(up.requestCount() == 4);
+  // No 429'd call is at the upstream once a marker (an anonymous caller's, its own bucket) is.
+  REQUIRE(forwardMarker(gw.port(), up));
+  CHECK(up.requestCount() == 5);
 }
 
 // ---- 6. a limit shared through redis -----------------------------------------------------------
@@ -505,7 +506,7 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
     } else {
       ++other;
     }
-    std::this_thread::sleep_for(Ms(4));
+    std::this_thread::sleep_for(Ms(4));  // stays: paces the calls against the rate limit
   }
   INFO("sent " << sent << ", 200: " << ok << ", 429: " << limited << ", other: " << other);
   CHECK(other == 0);
@@ -530,8 +531,17 @@ TEST_CASE("ratelimit: two gateways share a redis limit, redis down follows on_er
     CHECK(r.body.find("rate-limit store is unavailable") != std::string::npos);
     CHECK(ms <= 500);
   }
-  std::this_thread::sleep_for(Ms(100));
-  CHECK(up.requestCount() == before);
+  // None of the 503s went upstream: a marker through each gateway (a tools/list, under no
+  // rate limit, so forwarded with Redis down) is the next request there.
+  const std::string list_body = R"({"jsonrpc":"2.0","id":990,"method":"tools/list","params":{}})";
+  const std::string list =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+      "Mcp-Method: tools/list\r\nContent-Length: " +
+      std::to_string(list_body.size()) + "\r\n\r\n" + list_body;
+  REQUIRE(forwardMarker(a.port(), up, list));
+  REQUIRE(forwardMarker(b.port(), up, list));
+  CHECK(up.requestCount() == before + 2);
 
   std::string allow_pol = policy("allow", "allow.yaml");
   Gateway c(gatewayConfig(up.address(), allow_pol));

@@ -310,9 +310,11 @@ TEST_CASE("proxy: one request writes one JSON access-log line", "[proxy][access_
   while (fileLines(gw.accessLogPath()).empty() && Clock::now() < deadline) {
     std::this_thread::sleep_for(Ms(20));
   }
-  std::this_thread::sleep_for(Ms(100));
+  // Anything more the first request wrote comes before a second request's line.
+  REQUIRE(fetch(gw.port(), mcpPost(toolsCallBody("echo", 2))).status == 200);
+  REQUIRE(waitFor([&] { return fileLines(gw.accessLogPath()).size() >= 2; }, Ms(3000)));
   auto lines = fileLines(gw.accessLogPath());
-  REQUIRE(lines.size() == 1);
+  REQUIRE(lines.size() == 2);
   const std::string& line = lines[0];
   INFO("access log line: " << line);
   CHECK(line.front() == '{');

@@ -175,6 +175,7 @@ TEST_CASE("sse: a client that stops reading does not make the gateway buffer the
   REQUIRE(c.readHead());
   long base = rssKb(gw.pid());
   REQUIRE(base > 0);
+  // Stays: 3 s in which the client reads nothing while the upstream pushes is the behaviour.
   std::this_thread::sleep_for(Ms(3000));
   long grown = rssKb(gw.pid()) - base;
   INFO("gateway RSS growth " << grown << " KiB; upstream sent " << (sent.load() >> 20) << " MiB");

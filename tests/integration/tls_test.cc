@@ -646,7 +646,9 @@ TEST_CASE("tls: a new certificate on SIGHUP, open connections keep theirs, no re
         return !fp2.empty() && fp2 != fp1;
       },
       Ms(5000)));
-  std::this_thread::sleep_for(Ms(200));  // the loop runs on the new certificate a while
+  // The loop runs on the new certificate a while: a few more requests after the switch.
+  const int at_switch = done.load();
+  CHECK(waitFor([&] { return done.load() >= at_switch + 5 || failed.load() > 0; }, Ms(5000)));
   stop = true;
   loop.join();
   CHECK(failed.load() == 0);

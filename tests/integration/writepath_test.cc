@@ -183,7 +183,7 @@ RawResponse readSlowly(int fd, size_t slow_bytes, size_t step, Ms pause, Ms time
     }
     (need == std::string::npos ? buf : r.body).append(tmp.data(), static_cast<size_t>(n));
     if (slow) {
-      std::this_thread::sleep_for(pause);
+      std::this_thread::sleep_for(pause);  // stays: the slow reader's pace
     }
   }
   return r;
@@ -296,7 +296,7 @@ class SlowReaderUpstream {
           got += body.size();
           buf.append(in.substr(body.size()));
         }
-        std::this_thread::sleep_for(pause_);
+        std::this_thread::sleep_for(pause_);  // stays: the slow reader's pace
       }
       if (!whole) {
         return;
@@ -394,7 +394,7 @@ TEST_CASE("writepath: a 5 MiB answer to a client that reads slowly, then fully: 
     Gateway gw(configFor(up));
     Client c(gw.port(), Ms(2000), 8 * 1024);
     REQUIRE(c.send(mcpPost(toolsCallBody())));
-    std::this_thread::sleep_for(Ms(1000));
+    std::this_thread::sleep_for(Ms(1000));  // stays: the client's pause is the behaviour
     auto r = c.readResponse(Ms(60000));
     REQUIRE(r);
     CHECK(r->status == 200);
@@ -554,7 +554,7 @@ TEST_CASE("writepath: a pipelined request behind a large answer the client is sl
   Client c(gw.port(), Ms(2000), 8 * 1024);
   std::string small = toolsCallBody("echo", 2);
   REQUIRE(c.send(mcpPost(toolsCallBody("echo", 1)) + mcpPost(small)));
-  std::this_thread::sleep_for(Ms(1000));
+  std::this_thread::sleep_for(Ms(1000));  // stays: a client slow to start reading is the case
   auto r1 = c.readResponse(Ms(30000));
   REQUIRE(r1);
   CHECK(r1->status == 200);
@@ -809,7 +809,7 @@ TEST_CASE(
   std::string req = mcpPost(toolsCallBody());
   req.replace(req.find("HTTP/1.1"), 8, "HTTP/1.0");
   REQUIRE(c.send(req));
-  std::this_thread::sleep_for(Ms(800));
+  std::this_thread::sleep_for(Ms(800));  // stays: the slow client's pause is the behaviour
   auto r = c.readResponse(Ms(30000));
   REQUIRE(r);
   CHECK(r->status == 200);
@@ -838,9 +838,12 @@ TEST_CASE("writepath: drain waits for an idle connection's pending output, then 
   // The whole answer reached the gateway (the request is over: the connection is idle), most
   // of it still queued for this client, which reads nothing yet.
   REQUIRE(up.waitForRequests(1, Ms(3000)));
-  std::this_thread::sleep_for(Ms(500));
+  // The access log line is written as the request ends (its answer all in the gateway).
+  REQUIRE(waitFor(
+      [&] { return readFile(gw.accessLogPath()).find("\"status\":200") != std::string::npos; },
+      Ms(5000)));
   REQUIRE(::kill(gw.pid(), SIGTERM) == 0);
-  std::this_thread::sleep_for(Ms(300));
+  REQUIRE(gw.process().waitForOutput("draining:", Ms(5000), false, true));
   auto r = c.readResponse(Ms(10000));
   REQUIRE(r);
   CHECK(r->status == 200);
@@ -914,7 +917,7 @@ TEST_CASE(
     INFO("round " << round);
     auto t0 = Clock::now();
     REQUIRE(c.send(mcpPost(toolsCallBody("echo", round))));
-    std::this_thread::sleep_for(Ms(300));
+    std::this_thread::sleep_for(Ms(300));  // stays: the client reads late, on purpose
     auto r = c.readResponse(Ms(15000));
     INFO("took " << msBetween(t0, Clock::now()) << " ms");
     REQUIRE(r);
