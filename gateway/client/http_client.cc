@@ -230,24 +230,29 @@ void HttpClient::start(Exchange& ex) {
       ex.reused = true;
       ex.phase = Exchange::Phase::kSent;
       bufferevent* bev = ex.conn->bev.get();
-      bufferevent_setcb(
-          bev,
-          [](bufferevent*, void* arg) {
-            auto& x = *static_cast<Exchange*>(arg);
-            x.client->onRead(x);
-          },
-          nullptr,
-          [](bufferevent*, short what, void* arg) {
-            auto& x = *static_cast<Exchange*>(arg);
-            x.client->onEvent(x, what);
-          },
-          &ex);
+      attach(ex);
       bufferevent_write(bev, ex.wire.data(), ex.wire.size());
       bufferevent_enable(bev, EV_READ | EV_WRITE);
       return;
     }
   }
   connectFresh(ex);
+}
+
+// The exchange's connection reports to it (reads and events).
+void HttpClient::attach(Exchange& ex) {
+  bufferevent_setcb(
+      ex.conn->bev.get(),
+      [](bufferevent*, void* arg) {
+        auto& x = *static_cast<Exchange*>(arg);
+        x.client->onRead(x);
+      },
+      nullptr,
+      [](bufferevent*, short what, void* arg) {
+        auto& x = *static_cast<Exchange*>(arg);
+        x.client->onEvent(x, what);
+      },
+      &ex);
 }
 
 void HttpClient::connectFresh(Exchange& ex) {
@@ -285,18 +290,7 @@ void HttpClient::connectFresh(Exchange& ex) {
   ex.conn = std::move(conn);
   ex.phase = Exchange::Phase::kConnecting;
   bufferevent* bev = ex.conn->bev.get();
-  bufferevent_setcb(
-      bev,
-      [](bufferevent*, void* arg) {
-        auto& x = *static_cast<Exchange*>(arg);
-        x.client->onRead(x);
-      },
-      nullptr,
-      [](bufferevent*, short what, void* arg) {
-        auto& x = *static_cast<Exchange*>(arg);
-        x.client->onEvent(x, what);
-      },
-      &ex);
+  attach(ex);
   const timeval limit = event::toTimeval(ex.req.connect_timeout);
   evtimer_add(ex.step.get(), &limit);
   bufferevent_write(bev, ex.wire.data(), ex.wire.size());

@@ -77,6 +77,7 @@ class HttpClient {
 
   void start(Exchange& ex);
   void connectFresh(Exchange& ex);
+  static void attach(Exchange& ex);
   void onConnectTimer(Exchange& ex);
   // The raw response bytes an exchange may hold: head, body and chunk framing.
   size_t rawCap(const Exchange& ex) const noexcept;

@@ -49,7 +49,6 @@ class FlushQueue {
   bool schedule(event_base* base, Flushable& f);
   // `f` goes away, or wants no flush any more.
   void remove(Flushable& f) noexcept;
-  bool queued(const Flushable& f) const noexcept { return f.flush_queued_; }
   // The worker's shutdown: the event goes, every entry is forgotten.
   void clear() noexcept;
 

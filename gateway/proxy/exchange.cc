@@ -524,7 +524,7 @@ void ExchangePool::give(Exchange* x) noexcept {
   x->head.clear();
   x->ctx_.reset();
   x->arena_.reset();
-  x->limits_.trim();
+  x->limits_.reset();
   x->stream_ = nullptr;
   x->snap_.reset();
   if (x->body) {

@@ -285,9 +285,6 @@ bool FederatedTarget::rewriteForOwner() {
                       "body_invalid", false);
     x_.ctx().reply.id =
         mcp::extractId(std::string_view(p != nullptr ? p : "", p != nullptr ? len : 0));
-    if (x_.ctx().reply.id.kind == mcp::RequestId::Kind::kAbsent) {
-      x_.ctx().reply.id = mcp::RequestId::null();
-    }
     return false;
   }
   evbuffer_drain(x_.body.get(), len);

@@ -34,7 +34,6 @@ class KeysWait {
     cancel();
     state_ = State::kIdle;
   }
-  bool waiting() const noexcept { return state_ == State::kWaiting; }
 
  private:
   enum class State : uint8_t { kIdle, kWaiting, kDone };

@@ -130,8 +130,4 @@ void LimitStage::reset() noexcept {
   fields_.clear();
 }
 
-void LimitStage::trim() noexcept {
-  reset();
-}
-
 }  // namespace gw::proxy

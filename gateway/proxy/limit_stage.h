@@ -46,8 +46,6 @@ class LimitStage {
   void refund(WorkerContext& w) { refundFirst(w, checks_.size()); }
   // The RateLimit fields of the answer (none without rate_limit_headers).
   std::span<const http::OwnedField> headerFields() const noexcept { return fields_; }
-  bool admitted() const noexcept { return state_ == State::kAdmitted; }
-  void trim() noexcept;
 
  private:
   enum class State : uint8_t { kIdle, kChecking, kWaiting, kAdmitted, kRefused };

@@ -153,26 +153,27 @@ Decision gcra(int64_t& tat_ns, int64_t now_ns, const Rate& r) noexcept {
   return d;
 }
 
+namespace {
+// `"<name>";<k1>=<v1>;<k2>=<v2>` as the field's value.
+void setItem(http::OwnedField& f, const char* field, std::string_view name, const char* k1,
+             uint64_t v1, const char* k2, uint64_t v2) {
+  f.name = field;
+  f.value.clear();
+  appendSfString(f.value, name);
+  f.value.append(k1);
+  appendNumber(f.value, v1);
+  f.value.append(k2);
+  appendNumber(f.value, v2);
+}
+}  // namespace
+
 void headerFields(std::string_view policy_name, const Rate& r, const Decision& d,
                   bool with_retry_after, std::vector<http::OwnedField>& out) {
   out.resize(with_retry_after ? 3 : 2);
-  std::string& policy = out[0].value;
-  out[0].name = "RateLimit-Policy";
-  policy.clear();
-  appendSfString(policy, policy_name);
-  policy.append(";q=");
-  appendNumber(policy, r.quota);
-  policy.append(";w=");
-  uint64_t w = ceilSeconds(static_cast<int64_t>(r.window_ms));
-  appendNumber(policy, w == 0 ? 1 : w);
-  std::string& current = out[1].value;
-  out[1].name = "RateLimit";
-  current.clear();
-  appendSfString(current, policy_name);
-  current.append(";r=");
-  appendNumber(current, d.remaining);
-  current.append(";t=");
-  appendNumber(current, ceilSeconds(d.reset.count()));
+  const uint64_t w = ceilSeconds(static_cast<int64_t>(r.window_ms));
+  setItem(out[0], "RateLimit-Policy", policy_name, ";q=", r.quota, ";w=", w == 0 ? 1 : w);
+  setItem(out[1], "RateLimit", policy_name, ";r=", d.remaining,
+          ";t=", ceilSeconds(d.reset.count()));
   if (with_retry_after) {
     uint64_t s = ceilSeconds(d.retry_after.count());
     out[2].name = "Retry-After";
