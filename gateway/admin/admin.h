@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "gateway/event/owners.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 #include "gateway/settings/settings.h"
 
 struct evhttp;

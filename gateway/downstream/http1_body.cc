@@ -12,7 +12,7 @@
 namespace gw::downstream {
 
 void Http1Connection::sendContinue() {
-  if (x_->head.expect_continue && x_->head.version == http::Version::kHttp11 && !sent_continue_ &&
+  if (req_expect_continue_ && req_version_ == http::Version::kHttp11 && !sent_continue_ &&
       down_.inputLength() == 0) {
     event::addString(down_.output(), "HTTP/1.1 100 Continue\r\n\r\n");
     sent_continue_ = true;
@@ -39,23 +39,26 @@ void Http1Connection::readBody(BodyRead how) {
 // when it is not all here (or chunked): the connection closes after the answer.
 bool Http1Connection::skipBody(std::string* id_copy) {
   evbuffer* in = down_.input();
-  if (x_->head.framing != http::BodyFraming::kContentLength ||
-      evbuffer_get_length(in) < x_->head.content_length) {
+  if (req_framing_ != http::BodyFraming::kContentLength ||
+      evbuffer_get_length(in) < body_remaining_) {
     return false;
   }
-  const size_t len = x_->head.content_length;
+  const size_t len = body_remaining_;
   if (id_copy != nullptr) {
     id_copy->resize(len);
     evbuffer_copyout(in, id_copy->data(), len);
   }
   evbuffer_drain(in, len);
-  x_->bytes_in += len;
+  req_in_ += len;
+  body_remaining_ = 0;
   body_done_ = true;
   return true;
 }
 
+// A chunked body: its data goes to the handler piece by piece (which may answer 413 or 503
+// instead, ending the request), its framing is dropped. False: the request was answered
+// here or by the handler (the connection is closing).
 bool Http1Connection::moveChunkedBody(evbuffer* in) {
-  evbuffer* body = x_->body.get();
   while (evbuffer_get_length(in) > 0) {
     size_t avail = evbuffer_get_length(in);
     size_t want = std::min<size_t>(avail, http::ChunkedDecoder::kMaxLineBytes + 2);
@@ -75,69 +78,60 @@ bool Http1Connection::moveChunkedBody(evbuffer* in) {
     switch (step.kind) {
       case http::ChunkedDecoder::Kind::kNeedMore:
         if (avail > http::ChunkedDecoder::kMaxTrailerBytes + http::ChunkedDecoder::kMaxLineBytes) {
-          x_->outcome = Outcome::kBadChunk;
-          sendPlainError(400, "Bad Request", "malformed chunked body\n");
+          sendPlainError(400, "Bad Request", "malformed chunked body\n", Outcome::kBadChunk);
           return false;
         }
         return true;
       case http::ChunkedDecoder::Kind::kError:
-        x_->outcome = Outcome::kBadChunk;
-        sendPlainError(400, "Bad Request", "malformed chunked body\n");
+        sendPlainError(400, "Bad Request", "malformed chunked body\n", Outcome::kBadChunk);
         return false;
       case http::ChunkedDecoder::Kind::kData:
-        if (evbuffer_get_length(body) + step.length > s_->limits.max_body_bytes) {
-          close_after_ = true;
-          x_->localReply(413, mcp::code::kBodyTooLarge,
-                         "Content Too Large: the body exceeds max_body_bytes",
-                         Outcome::kBodyTooLarge);
-          return false;
+        req_in_ += step.length;
+        x_->onBodyData(in, step.length, false);
+        if (state_ != State::kBody) {
+          return false;  // the handler answered (413, 503): the connection closes after it
         }
-        if (!x_->reserveBody(step.length)) {
-          close_after_ = true;
-          x_->localReply(503, mcp::code::kOverloaded,
-                         "Service Unavailable: the gateway holds too many request bodies; retry",
-                         Outcome::kBodyBufferFull, 1);
-          return false;
-        }
-        evbuffer_remove_buffer(in, body, step.length);
-        x_->bytes_in += step.length;
         break;
       case http::ChunkedDecoder::Kind::kFraming:
         evbuffer_drain(in, step.length);
-        x_->bytes_in += step.length;
+        req_in_ += step.length;
         break;
       case http::ChunkedDecoder::Kind::kDone:
         evbuffer_drain(in, step.length);
-        x_->bytes_in += step.length;
+        req_in_ += step.length;
         return true;
     }
   }
   return true;
 }
 
-// A buffered body: moves what arrived into the exchange's body buffer; when it is whole, the
-// exchange goes on.
+// A buffered body: what arrived goes to the handler, which keeps it; when it is whole, the
+// handler goes on.
 void Http1Connection::readBodyBytes() {
   evbuffer* in = down_.input();
-  if (x_->head.framing == http::BodyFraming::kChunked) {
+  if (req_framing_ == http::BodyFraming::kChunked) {
     if (!moveChunkedBody(in)) {
       return;  // a reply was sent (connection closing)
     }
     if (!req_chunked_.done()) {
       return;
     }
-  } else {
-    size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
-    evbuffer_remove_buffer(in, x_->body.get(), n);
-    body_remaining_ -= n;
-    x_->bytes_in += n;
-    if (body_remaining_ > 0) {
-      return;
-    }
+    bodyDone();
+    state_ = State::kExchange;
+    x_->onBodyData(in, 0, true);
+    return;
   }
-  bodyDone();
-  state_ = State::kExchange;
-  x_->onBodyComplete();
+  const size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
+  body_remaining_ -= n;
+  req_in_ += n;
+  const bool end = body_remaining_ == 0;
+  if (end) {
+    bodyDone();
+    state_ = State::kExchange;
+  }
+  if (n > 0 || end) {
+    x_->onBodyData(in, n, end);
+  }
 }
 
 void Http1Connection::bodyDone() {
@@ -153,7 +147,7 @@ void Http1Connection::pumpBody() {
   evbuffer* in = down_.input();
   const size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
   body_remaining_ -= n;
-  x_->bytes_in += n;
+  req_in_ += n;
   const bool end = body_remaining_ == 0;
   if (end) {
     bodyDone();

@@ -24,7 +24,6 @@ namespace gw::downstream {
 
 namespace {
 
-using proxy::WorkerContext;
 using std::chrono::milliseconds;
 
 constexpr size_t kOutHigh = Stream::kHighWatermark;
@@ -57,7 +56,7 @@ core::Outcome garbageOutcome(int status) {
 }
 
 void onGarbageTimer(evutil_socket_t, short, void* arg) {
-  auto& w = *static_cast<WorkerContext*>(arg);
+  auto& w = *static_cast<ConnectionContext*>(arg);
   if (uint64_t n = w.garbage_log.takeSuppressed(); n > 0) {
     spdlog::warn("suppressed {} more malformed-request log lines (limit {} a second per worker)", n,
                  w.garbage_log.perSecond());
@@ -66,10 +65,10 @@ void onGarbageTimer(evutil_socket_t, short, void* arg) {
 
 // Whether a line about a request whose head did not parse (or did not arrive), or about a
 // failed TLS handshake, may be logged now: at most 10 a second per worker
-// (WorkerContext::garbage_log), so a flood of garbage cannot fill a disk. The lines dropped
+// (ConnectionContext::garbage_log), so a flood of garbage cannot fill a disk. The lines dropped
 // are counted (mcp_gateway_log_lines_suppressed_total) and summed up in one line a second
 // later.
-bool takeGarbageLine(WorkerContext& w) {
+bool takeGarbageLine(ConnectionContext& w) {
   if (w.garbage_log.take(static_cast<int64_t>(std::time(nullptr)))) {
     return true;
   }
@@ -85,7 +84,7 @@ bool takeGarbageLine(WorkerContext& w) {
 }
 
 // `peer` is an address printed by inet_ntop; `reason` is static text.
-void logGarbage(WorkerContext& w, std::string_view peer, int status, const char* reason) {
+void logGarbage(ConnectionContext& w, std::string_view peer, int status, const char* reason) {
   if (takeGarbageLine(w)) {
     spdlog::warn("rejected a malformed request from {}: {} ({})", peer, reason, status);
   }
@@ -95,7 +94,7 @@ void logGarbage(WorkerContext& w, std::string_view peer, int status, const char*
 
 // ---- lifetime ---------------------------------------------------------------------------
 
-void Http1Connection::start(WorkerContext& w, evutil_socket_t fd, std::string peer,
+void Http1Connection::start(ConnectionContext& w, evutil_socket_t fd, std::string peer,
                             const core::IpAddress& ip, const tls::ServerContext* tls) {
   auto* c = new Http1Connection(w, fd, std::move(peer), ip);
   if (!c->down_.isOpen()) {
@@ -117,7 +116,7 @@ void Http1Connection::start(WorkerContext& w, evutil_socket_t fd, std::string pe
   c->armTimer(c->s_->limits.header_timeout);
 }
 
-Http1Connection::Http1Connection(WorkerContext& w, evutil_socket_t fd, std::string peer,
+Http1Connection::Http1Connection(ConnectionContext& w, evutil_socket_t fd, std::string peer,
                                  const core::IpAddress& ip)
     : w_(w), peer_(std::move(peer)), peer_ip_(ip) {
   snap_ = w_.shared->snapshot.load();
@@ -132,11 +131,13 @@ Http1Connection::Http1Connection(WorkerContext& w, evutil_socket_t fd, std::stri
   if (!w_.reaper) {
     w_.reaper.reset(evtimer_new(
         w_.base,
-        [](evutil_socket_t, short, void* arg) { reapClosed(*static_cast<WorkerContext*>(arg)); },
+        [](evutil_socket_t, short, void* arg) {
+          reapClosed(*static_cast<ConnectionContext*>(arg));
+        },
         &w_));
   }
-  // The request state is taken from the worker's ExchangePool per request: an idle
-  // connection costs its socket's two events, one timer and this object.
+  // The request's handler comes from the worker's factory per request: an idle connection
+  // costs its socket's two events, one timer and this object.
   ++w_.local_connections;
   w_.connections.insert(this);
   w_.shared->connections.fetch_add(1, std::memory_order_relaxed);
@@ -155,12 +156,9 @@ void Http1Connection::closeNow() {
     return;
   }
   closed_ = true;
-  w_.flush_queue.remove(*this);
+  w_.flush_queue->remove(*this);
   evtimer_del(timer_.get());
-  if (x_ != nullptr) {
-    x_->cancel();
-    giveExchange();
-  }
+  endStream(false);
   if (down_.isOpen()) {
     down_.close();
     w_.connections.erase(this);
@@ -174,7 +172,7 @@ void Http1Connection::closeNow() {
   }
 }
 
-void Http1Connection::reapClosed(WorkerContext& w) {
+void Http1Connection::reapClosed(ConnectionContext& w) {
   std::vector<Http1Connection*> dead;
   dead.swap(w.closed);
   for (Http1Connection* c : dead) {
@@ -182,23 +180,22 @@ void Http1Connection::reapClosed(WorkerContext& w) {
   }
 }
 
-bool Http1Connection::takeExchange() {
-  x_ = w_.exchanges.take(w_.base);
-  if (x_ == nullptr) {
-    return false;
-  }
+bool Http1Connection::takeStream() {
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
-  x_->begin(w_, *this, snap_, peer_, tls_subject_);
-  return true;
+  req_in_ = req_out_ = 0;
+  answering_ = false;
+  x_ = w_.streams->newStream(*this, snap_, StreamPeer{peer_, tls_subject_});
+  return x_ != nullptr;
 }
 
-void Http1Connection::giveExchange() {
+// The request is over (`answered`: recorded by its handler; else cancelled under it).
+void Http1Connection::endStream(bool answered) {
   if (x_ == nullptr) {
     return;
   }
-  w_.exchanges.give(x_);
-  x_ = nullptr;
+  StreamCallbacks* x = std::exchange(x_, nullptr);
+  w_.streams->endStream(*x, answered);
 }
 
 bool Http1Connection::closeIfIdle() {
@@ -330,19 +327,19 @@ void Http1Connection::onTimer() {
       closeAfterFlush();
       return;
     case State::kHead:
-      x_->outcome = Outcome::kHeaderTimeout;
-      x_->garbage = true;
       logGarbage(w_, peer_, 408, "request head not received in time");
-      sendPlainError(408, "Request Timeout", "request head not received in time\n");
+      sendPlainError(408, "Request Timeout", "request head not received in time\n",
+                     Outcome::kHeaderTimeout);
       return;
     case State::kBody:
     case State::kExchange:
       // A body that does not arrive in time: buffered (kBody), or streamed before the
       // answer began (after it, the answer's own timeouts apply).
-      if (state_ == State::kBody || (streaming_ && !x_->responseStarted())) {
+      if (state_ == State::kBody || (streaming_ && !answering_)) {
         close_after_ = true;
-        x_->localReply(408, mcp::code::kBodyTimeout,
-                       "Request Timeout: request body not received in time", Outcome::kBodyTimeout);
+        x_->onEdgeReply(EdgeReply{408, mcp::code::kBodyTimeout,
+                                  "Request Timeout: request body not received in time",
+                                  Outcome::kBodyTimeout});
       }
       return;
     case State::kClosing:
@@ -420,7 +417,7 @@ void Http1Connection::parseHead() {
   evbuffer* in = down_.input();
   size_t avail = evbuffer_get_length(in);
   if (state_ == State::kIdle) {
-    if (x_ == nullptr && !takeExchange()) {
+    if (x_ == nullptr && !takeStream()) {
       closeNow();  // out of memory
       return;
     }
@@ -431,69 +428,73 @@ void Http1Connection::parseHead() {
   }
   const auto& lim = s_->limits;
   size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
-  x_->head_buf.resize(n);
-  evbuffer_copyout(in, x_->head_buf.data(), n);
+  std::string& buf = w_.head_buf;
+  http::RequestHead& head = w_.head;
+  buf.resize(n);
+  evbuffer_copyout(in, buf.data(), n);
   http::HeadLimits hl{lim.max_request_line, lim.max_header_bytes, lim.max_headers,
                       lim.max_header_line};
-  http::ParseResult pr = w_.parser->parseRequest(x_->head_buf, hl, x_->head);
+  http::ParseResult pr = w_.parser->parseRequest(buf, hl, head);
   if (pr.status == http::ParseStatus::kIncomplete) {
     return;
   }
   // A head refused only once whole (two Authorization fields, a flawed target byte) is for
   // the MCP endpoint: its 400 is a request's JSON-RPC error, like every 4xx there (below).
   const char* refused =
-      pr.status == http::ParseStatus::kError && pr.head_complete && x_->head.path == s_->endpoint
+      pr.status == http::ParseStatus::kError && pr.head_complete && head.path == s_->endpoint
           ? pr.reason
           : nullptr;
   if (pr.status == http::ParseStatus::kError && refused == nullptr) {
     // Not a request the gateway parsed: no access-log line, a rate-limited log line instead
     // (logGarbage); the outcome is a fixed name per status, the parser's reason goes to the log.
     int status = http::statusFor(pr.error);
-    x_->outcome = garbageOutcome(status);
-    x_->garbage = true;
     logGarbage(w_, peer_, status, pr.reason);
     std::string text = std::string(pr.reason) + "\n";
-    sendPlainError(status, http::reasonPhrase(status), text.c_str());
+    sendPlainError(status, http::reasonPhrase(status), text.c_str(), garbageOutcome(status));
     return;
   }
-  evbuffer_drain(in, x_->head.head_bytes);
-  x_->bytes_in = x_->head.head_bytes;
-  // The request exists: from here the exchange runs it.
-  close_after_ = !x_->head.keep_alive;
+  evbuffer_drain(in, head.head_bytes);
+  req_in_ = head.head_bytes;
+  // The request exists: from here its handler runs it.
+  close_after_ = !head.keep_alive;
   linger_ = false;
   sent_continue_ = false;
   streaming_ = false;
   chunked_out_ = false;
-  body_done_ = x_->head.framing == http::BodyFraming::kNone;
-  body_remaining_ = x_->head.content_length;
+  req_version_ = head.version;
+  req_framing_ = head.framing;
+  req_head_method_ = head.method == "HEAD";
+  req_expect_continue_ = head.expect_continue;
+  body_done_ = head.framing == http::BodyFraming::kNone;
+  body_remaining_ = head.content_length;
   state_ = State::kExchange;
   armTimer(milliseconds(0));
   down_.setReadHigh(kPipelineHigh);
-  x_->prepare();
   if (refused != nullptr) {
     close_after_ = true;  // its body, if any, is never read
-    x_->localReply(400, mcp::code::kInvalidRequest, refused, Outcome::kMalformedRequest);
+    const EdgeReply r{400, mcp::code::kInvalidRequest, refused, Outcome::kMalformedRequest};
+    x_->onHeaders(head, &r);
     return;
   }
   // Expect (RFC 9110 §10.1.1): only 100-continue is understood. It is honoured on HTTP/1.1
   // (an HTTP/1.0 100-continue is ignored, as the RFC requires); anything else, or a list,
   // gets 417 and the connection closes (its body, if any, is never read).
-  if (http::expectation(x_->head.fields, x_->head.version) == http::Expectation::kUnsupported) {
+  if (http::expectation(head.fields, head.version) == http::Expectation::kUnsupported) {
     close_after_ = true;
-    x_->localReply(417, mcp::code::kInvalidRequest,
-                   "Expectation Failed: only 'Expect: 100-continue' is supported",
-                   Outcome::kExpectationFailed);
+    const EdgeReply r{417, mcp::code::kInvalidRequest,
+                      "Expectation Failed: only 'Expect: 100-continue' is supported",
+                      Outcome::kExpectationFailed};
+    x_->onHeaders(head, &r);
     return;
   }
-  x_->start();
+  x_->onHeaders(head, nullptr);
 }
 
 // Ends the current request: access log, then either wait for the next one or close once
 // the output is flushed. Bytes after a request that ends the connection are never parsed.
 void Http1Connection::finishRequest(bool keep_alive) {
   GW_ASSERT(x_ != nullptr);
-  x_->finish();
-  giveExchange();
+  endStream(true);
   streaming_ = false;
   snap_ = w_.shared->snapshot.load();
   s_ = snap_->settings.get();
@@ -531,13 +532,7 @@ void Http1Connection::finishRequest(bool keep_alive) {
 
 void Http1Connection::scheduleFlush() {
   if (!closed_) {
-    w_.flush_queue.schedule(w_.base, *this);
-  }
-}
-
-void Http1Connection::flushOutbound() noexcept {
-  if (x_ != nullptr) {
-    x_->flushUpstream();
+    w_.flush_queue->schedule(w_.base, *this);
   }
 }
 
@@ -545,9 +540,6 @@ void Http1Connection::flushOutbound() noexcept {
 // callbacks would have done, then parse a pipelined request.
 void Http1Connection::onResume() {
   bool parse = std::exchange(parse_pending_, false);
-  if (x_ != nullptr) {
-    x_->resumeUpstream();
-  }
   if (!closed_ && !down_.writing() && down_.sendNow() == Sent::kDrained) {
     onWrite(this);
   }

@@ -3,8 +3,9 @@
 // one timer (idle, head, body, close), parsing and serialising, pipelining (strictly one
 // request at a time, in order; pipelined bytes wait in the input, bounded), Expect, keep-alive
 // and lingering close, and the answers it gives itself (400/408/414/431/501 before a request
-// exists, 417). The request in flight is a proxy::Exchange, which it drives through
-// downstream::StreamCallbacks and which answers through downstream::Stream.
+// exists). The handler of the request in flight comes from the worker's StreamFactory (a
+// proxy::Exchange): the connection tells it what happens through StreamCallbacks, and it
+// answers through Stream.
 //
 // TLS (a `tls:` port): the socket runs the handshake and moves plaintext; the connection
 // counts handshakes, answers plain HTTP on the TLS port with a 400 and a lingering close,
@@ -14,19 +15,19 @@
 //
 // Ownership: a connection owns itself (made by the worker on accept). closeNow() closes it
 // and leaves the object to the worker's reaper, which deletes it after the loop turn. It owns
-// the exchange of the request in flight, taken from the worker's pool per request.
+// the handler of the request in flight, from the worker's factory per request.
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "gateway/downstream/context.h"
 #include "gateway/downstream/stream.h"
 #include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/event/socket.h"
-#include "gateway/proxy/exchange.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/http/chunked.h"
 #include "gateway/tls/server_context.h"
 
 namespace gw::downstream {
@@ -37,7 +38,7 @@ class Http1Connection final : public Stream, public event::Flushable {
   // address, whose slot in Shared::client_counts the caller took (given back on close).
   // `tls` (null: plain HTTP) is the context the connection's TLS session is made from; the
   // session keeps its own reference, so a reload does not touch it.
-  static void start(proxy::WorkerContext& w, evutil_socket_t fd, std::string peer,
+  static void start(ConnectionContext& w, evutil_socket_t fd, std::string peer,
                     const core::IpAddress& ip, const tls::ServerContext* tls = nullptr);
 
   // Closes the connection when it waits between requests (drain). True when closed.
@@ -47,7 +48,7 @@ class Http1Connection final : public Stream, public event::Flushable {
   void closeNow();
   // Deletes the connections closed since the last call (the worker's reaper event, and the
   // worker's shutdown).
-  static void reapClosed(proxy::WorkerContext& w);
+  static void reapClosed(ConnectionContext& w);
 
   // downstream::Stream
   void encodeHeaders(const ResponseHeaders& h) override;
@@ -59,11 +60,11 @@ class Http1Connection final : public Stream, public event::Flushable {
   void readBody(BodyRead how) override;
   bool skipBody(std::string* id_copy) override;
   void readDisable(bool disable) override;
-  void scheduleFlush() override;
+  uint64_t bytesReceived() const noexcept override { return req_in_; }
+  uint64_t bytesSent() const noexcept override { return req_out_; }
 
-  // event::Flushable (the worker's flush queue): the exchange's upstream-bound output first,
-  // then what the write callbacks would have done, then a pipelined request.
-  void flushOutbound() noexcept override;
+  // event::Flushable (the worker's flush queue): after the turn's upstream-bound output, what
+  // the write callbacks would have done, then a pipelined request.
   void afterFlush() override { onResume(); }
 
  private:
@@ -79,7 +80,7 @@ class Http1Connection final : public Stream, public event::Flushable {
   // Pipelined bytes kept while an exchange is in flight.
   static constexpr size_t kPipelineHigh = 64 * 1024;
 
-  Http1Connection(proxy::WorkerContext& w, evutil_socket_t fd, std::string peer,
+  Http1Connection(ConnectionContext& w, evutil_socket_t fd, std::string peer,
                   const core::IpAddress& ip);
   ~Http1Connection();
 
@@ -96,25 +97,34 @@ class Http1Connection final : public Stream, public event::Flushable {
   void bodyDone();
   void pumpBody();
   void sendContinue();
-  void sendPlainError(int status, const char* reason_phrase, const char* text);
+  // A plain-text answer the connection gives itself; the connection closes after it.
+  void sendPlainError(int status, const char* reason_phrase, const char* text, Outcome why);
   void finishRequest(bool keep_alive);
   void closeAfterFlush();
   void lingerOrClose();
   void setSendTimeout();
   void armTimer(std::chrono::milliseconds d);
   void onResume();
-  bool takeExchange();
-  void giveExchange();
+  void scheduleFlush();
+  bool takeStream();
+  void endStream(bool answered);
 
-  proxy::WorkerContext& w_;
+  ConnectionContext& w_;
   event::Socket down_;
   event::EventPtr timer_;  // the one per-connection timer
   std::string peer_;
   std::string tls_subject_;  // a verified client certificate's identity ("" without one)
   core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on close
-  // The request in flight (from its first byte to its end), from w_.exchanges; null while
-  // the connection waits between requests.
-  proxy::Exchange* x_ = nullptr;
+  // The handler of the request in flight (from its first byte to its end), from
+  // w_.streams; null while the connection waits between requests.
+  StreamCallbacks* x_ = nullptr;
+  // What the codec keeps of the request's head (the head itself is the handler's).
+  http::Version req_version_ = http::Version::kHttp11;
+  http::BodyFraming req_framing_ = http::BodyFraming::kNone;
+  bool req_head_method_ = false;  // a HEAD request: no body in the answer
+  bool req_expect_continue_ = false;
+  uint64_t req_in_ = 0;   // this request's bytes read (bytesReceived)
+  uint64_t req_out_ = 0;  // and written (bytesSent)
   std::shared_ptr<const filters::Snapshot> snap_;
   const settings::Settings* s_ = nullptr;
   std::chrono::milliseconds send_timeout_{-1};  // as set on down_ (send_timeout)
@@ -127,6 +137,7 @@ class Http1Connection final : public Stream, public event::Flushable {
   bool streaming_ = false;  // a streamed body is being read (BodyRead::kStream)
   bool sent_continue_ = false;
   bool chunked_out_ = false;  // the answer's body goes to the client in chunks
+  bool answering_ = false;    // the answer's head went out (encodeHeaders)
   // The worker's flush (onResume) parses a pipelined request.
   bool parse_pending_ = false;
   bool closed_ = false;  // closeNow ran: the reaper deletes the object after this loop turn

@@ -33,9 +33,9 @@ void Http1Connection::encodeLocalReply(const mcp::LocalReply& r) {
                         : r.content_type != nullptr ? r.content_type
                                                     : "text/plain; charset=utf-8",
                         body.size(),
-                        close_after_                                 ? "Connection: close\r\n"
-                        : x_->head.version == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
-                                                                     : "");
+                        close_after_                             ? "Connection: close\r\n"
+                        : req_version_ == http::Version::kHttp10 ? "Connection: keep-alive\r\n"
+                                                                 : "");
   std::string& fields = w_.scratch;
   fields.clear();
   http::appendFields(fields, r.extra_fields);
@@ -45,9 +45,9 @@ void Http1Connection::encodeLocalReply(const mcp::LocalReply& r) {
   event::addString(out, fields);
   // An answer to HEAD has no content whatever its Content-Length says (RFC 9110 §9.3.2,
   // RFC 9112 §6.3): body bytes here would be read as the start of the next answer.
-  const size_t content = x_->head.method == "HEAD" ? 0 : body.size();
+  const size_t content = req_head_method_ ? 0 : body.size();
   evbuffer_add(out, body.data(), content);
-  x_->bytes_out += static_cast<size_t>(n) + fields.size() + content;
+  req_out_ += static_cast<size_t>(n) + fields.size() + content;
   finishRequest(!close_after_);
 }
 
@@ -62,7 +62,7 @@ void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
     case http::BodyFraming::kNone:
       if (!r.length_field.empty()) {
         http::appendField(h, "Content-Length", r.length_field);
-      } else if (r.status != 204 && r.status != 304 && x_->head.method != "HEAD") {
+      } else if (r.status != 204 && r.status != 304 && !req_head_method_) {
         h.append("Content-Length: 0\r\n");
       }
       break;
@@ -71,7 +71,7 @@ void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
       break;
     case http::BodyFraming::kChunked:
     case http::BodyFraming::kUntilClose:
-      if (x_->head.version == http::Version::kHttp11) {
+      if (req_version_ == http::Version::kHttp11) {
         h.append("Transfer-Encoding: chunked\r\n");
         chunked_out_ = true;
       } else {
@@ -84,12 +84,13 @@ void Http1Connection::encodeHeaders(const ResponseHeaders& r) {
   }
   if (close_after_) {
     h.append("Connection: close\r\n");
-  } else if (x_->head.version == http::Version::kHttp10) {
+  } else if (req_version_ == http::Version::kHttp10) {
     h.append("Connection: keep-alive\r\n");
   }
   h.append("\r\n");
   event::addString(down_.output(), h);
-  x_->bytes_out += h.size();
+  req_out_ += h.size();
+  answering_ = true;
   down_.setWriteLow(kLowWatermark);
   scheduleFlush();
 }
@@ -103,10 +104,10 @@ void Http1Connection::encodeData(evbuffer* src, size_t n) {
     event::addString(out, sz);
     evbuffer_remove_buffer(src, out, n);
     event::addString(out, "\r\n");
-    x_->bytes_out += sz.size() + n + 2;
+    req_out_ += sz.size() + n + 2;
   } else {
     evbuffer_remove_buffer(src, out, n);
-    x_->bytes_out += n;
+    req_out_ += n;
   }
   scheduleFlush();
 }
@@ -114,7 +115,7 @@ void Http1Connection::encodeData(evbuffer* src, size_t n) {
 void Http1Connection::encodeEnd() {
   if (chunked_out_) {
     event::addString(down_.output(), http::kLastChunk);
-    x_->bytes_out += http::kLastChunk.size();
+    req_out_ += http::kLastChunk.size();
   }
   if (!body_done_) {
     close_after_ = true;  // the answer came before the whole body: cannot reuse
@@ -126,8 +127,8 @@ void Http1Connection::resetStream() {
   closeAfterFlush();
 }
 
-void Http1Connection::sendPlainError(int status, const char* reason_phrase, const char* text) {
-  x_->status = status;
+void Http1Connection::sendPlainError(int status, const char* reason_phrase, const char* text,
+                                     Outcome why) {
   close_after_ = true;
   linger_ = true;
   char head[256];
@@ -139,7 +140,8 @@ void Http1Connection::sendPlainError(int status, const char* reason_phrase, cons
   evbuffer* out = down_.output();
   evbuffer_add(out, head, static_cast<size_t>(n));
   evbuffer_add(out, text, len);
-  x_->bytes_out += static_cast<size_t>(n) + len;
+  req_out_ += static_cast<size_t>(n) + len;
+  x_->onPlainAnswer(status, why);
   finishRequest(false);
 }
 

@@ -2,10 +2,14 @@
 // downstream/: the client side of the gateway — connections, their sockets and timers, the
 // HTTP/1.1 codec (parsing, serialising, pipelining, Expect, keep-alive, lingering close, the
 // 400/408/414/431/501 answers). A request in flight (proxy::Exchange) sees its client only
-// through the two interfaces below, so an HTTP/2 connection can carry the same exchange.
+// through the interfaces below, so an HTTP/2 connection can carry the same exchange; this
+// header is all a codec needs (downstream/ does not link proxy/).
 //
+// StreamFactory: where a connection gets the handler of a new request (the worker wires
+//   proxy's exchange pool in; server/worker.h).
 // Stream: what the exchange calls on the client side of its request.
-// StreamCallbacks: what the client side tells the exchange.
+// StreamCallbacks: what the client side tells the exchange: the head, the body, the
+//   answers the connection decided on, backpressure, the client going away.
 // The exchange never sees HTTP/1 framing: chunking, Content-Length, Connection and
 // keep-alive, 100 Continue and the request body's framing are the connection's.
 
@@ -13,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -21,6 +26,10 @@
 #include "gateway/http/message.h"
 #include "gateway/http/serialize.h"
 #include "gateway/mcp/reply.h"
+
+namespace gw::filters {
+struct Snapshot;
+}
 
 namespace gw::downstream {
 
@@ -39,8 +48,8 @@ struct ResponseHeaders {
 
 // How the exchange wants the request body.
 enum class BodyRead : uint8_t {
-  kBuffer,  // whole, into the exchange's body buffer, then StreamCallbacks::onBodyComplete
-  kStream,  // as it arrives, through StreamCallbacks::onBodyData
+  kBuffer,  // the whole body is wanted before the exchange goes on (413 past its cap)
+  kStream,  // as it arrives, with backpressure (readDisable)
 };
 
 class Stream {
@@ -65,8 +74,10 @@ class Stream {
   virtual bool skipBody(std::string* id_copy) = 0;
   // Stop / resume reading the client (backpressure of a streamed request body).
   virtual void readDisable(bool disable) = 0;
-  // Output was queued for the upstream: the connection's flush writes it this loop turn.
-  virtual void scheduleFlush() = 0;
+  // Wire bytes of this request so far: read from the client (head, body and its framing)
+  // and written to it (head, body and its framing). The access log and metrics read them.
+  virtual uint64_t bytesReceived() const noexcept = 0;
+  virtual uint64_t bytesSent() const noexcept = 0;
   // High / low marks for bytes queued to either side.
   static constexpr size_t kHighWatermark = 256 * 1024;
   static constexpr size_t kLowWatermark = 64 * 1024;
@@ -75,12 +86,33 @@ class Stream {
   ~Stream() = default;
 };
 
+// An answer the client side decided on for a request it parsed (a head refused once whole,
+// an Expect it cannot meet, a body that does not arrive in time): the exchange renders it
+// as a JSON-RPC error on the endpoint.
+struct EdgeReply {
+  int status = 0;
+  int code = 0;  // JSON-RPC error code
+  const char* message = "";
+  core::Outcome outcome = core::Outcome::kNone;
+  int retry_after_s = 0;  // Retry-After seconds (0: none)
+};
+
 class StreamCallbacks {
  public:
-  // The buffered body is whole (BodyRead::kBuffer).
-  virtual void onBodyComplete() = 0;
-  // Streamed body bytes at the front of `src` (`n` of them, the rest of the body when `end`).
+  // The request head arrived whole. Its views are valid during the call only (the exchange
+  // keeps its own copy). `refused` (null: none): the client side refuses the request it
+  // parsed, and the exchange answers with it instead of running the request.
+  virtual void onHeaders(const http::RequestHead& head, const EdgeReply* refused) = 0;
+  // Request body bytes at the front of `src` (`n` of them; `end`: the body is whole, n may
+  // be 0). BodyRead::kBuffer: the exchange keeps them (it may answer 413 or 503 instead);
+  // kStream: they go on as they arrive.
   virtual void onBodyData(evbuffer* src, size_t n, bool end) = 0;
+  // An answer the client side decided on mid-request (408: the body is late).
+  virtual void onEdgeReply(const EdgeReply& r) = 0;
+  // The connection answered this request itself in plain text (`status`: a head that did not
+  // parse or arrive, or a malformed chunked body) and is closing; the exchange records it
+  // (metrics; the access log only for a request whose head arrived).
+  virtual void onPlainAnswer(int status, core::Outcome why) = 0;
   // The client's output fell below the low mark.
   virtual void onBelowLowWatermark() = 0;
   // The client went away (or stopped reading) before the answer was whole: the exchange
@@ -89,6 +121,29 @@ class StreamCallbacks {
 
  protected:
   ~StreamCallbacks() = default;
+};
+
+// Who sent a request: views owned by the connection (they outlive the request).
+struct StreamPeer {
+  std::string_view address;  // the peer address text
+  std::string_view subject;  // a verified TLS client certificate's identity, or ""
+};
+
+class StreamFactory {
+ public:
+  // A request's first byte arrived on `stream` (its start time); it runs on `snapshot`.
+  // Null only when memory is short (the connection closes).
+  virtual StreamCallbacks* newStream(Stream& stream,
+                                     std::shared_ptr<const filters::Snapshot> snapshot,
+                                     StreamPeer peer) = 0;
+  // The request is over: `answered` — its answer was encoded (encodeEnd, encodeLocalReply,
+  // resetStream) or the connection answered it (onPlainAnswer), and it is recorded now;
+  // false — the connection is torn down under it, and its pending work is cancelled. The
+  // callbacks are not used again.
+  virtual void endStream(StreamCallbacks& s, bool answered) = 0;
+
+ protected:
+  ~StreamFactory() = default;
 };
 
 }  // namespace gw::downstream

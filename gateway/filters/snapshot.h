@@ -10,6 +10,7 @@
 //    snapshot to the next one, so it survives a reload (schemas, federation and the catalogs
 //    it owns, pins).
 
+#include <atomic>
 #include <memory>
 
 #include "gateway/federation/registry.h"
@@ -58,6 +59,20 @@ struct Snapshot {
       std::vector<settings::Diagnostic>& errors,
       std::shared_ptr<federation::Registry> federation = nullptr,
       std::shared_ptr<PinBook> pins = nullptr);
+};
+
+// The published snapshot; workers load it per request (lock-free).
+class SnapshotHolder {
+ public:
+  std::shared_ptr<const Snapshot> load() const noexcept {
+    return current_.load(std::memory_order_acquire);
+  }
+  void store(std::shared_ptr<const Snapshot> s) noexcept {
+    current_.store(std::move(s), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<std::shared_ptr<const Snapshot>> current_;
 };
 
 }  // namespace gw::filters

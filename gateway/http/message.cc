@@ -8,6 +8,35 @@
 
 namespace gw::http {
 
+void copyHead(const RequestHead& from, std::string& storage, RequestHead& to) {
+  storage.assign(from.raw);
+  const char* const old_base = from.raw.data();
+  const char* const new_base = storage.data();
+  auto moved = [&](std::string_view v) -> std::string_view {
+    if (v.empty() || old_base == nullptr || v.data() < old_base ||
+        v.data() + v.size() > old_base + from.raw.size()) {
+      return v;  // empty, or not in the head's bytes (a constant)
+    }
+    return {new_base + (v.data() - old_base), v.size()};
+  };
+  to.method = moved(from.method);
+  to.target = moved(from.target);
+  to.path = moved(from.path);
+  to.version = from.version;
+  to.fields.resize(from.fields.size());
+  for (size_t i = 0; i < from.fields.size(); ++i) {
+    const HeaderField& f = from.fields[i];
+    to.fields[i] = HeaderField{moved(f.name), moved(f.value), moved(f.line)};
+  }
+  to.framing = from.framing;
+  to.content_length = from.content_length;
+  to.keep_alive = from.keep_alive;
+  to.expect_continue = from.expect_continue;
+  to.host = moved(from.host);
+  to.head_bytes = from.head_bytes;
+  to.raw = std::string_view(storage);
+}
+
 const HeaderField* findField(const std::vector<HeaderField>& fields,
                              std::string_view name) noexcept {
   for (const HeaderField& f : fields) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,9 +46,10 @@ struct RequestHead {
   bool expect_continue = false;  // Expect: 100-continue present
   std::string_view host;         // Host value ("" when absent)
   size_t head_bytes = 0;         // bytes of the head including the blank line
+  std::string_view raw;          // the head's bytes (head_bytes of them): every view is inside
 
   void clear() noexcept {
-    method = target = path = host = {};
+    method = target = path = host = raw = {};
     version = Version::kHttp11;
     fields.clear();
     framing = BodyFraming::kNone;
@@ -79,6 +81,10 @@ struct ResponseHead {
     head_bytes = 0;
   }
 };
+
+// `to` becomes a copy of `from` whose views point into `storage`, which receives a copy of
+// from.raw (capacities reused): a head kept after the bytes it was parsed from are gone.
+void copyHead(const RequestHead& from, std::string& storage, RequestHead& to);
 
 // First field with this name (case-insensitive), or nullptr.
 const HeaderField* findField(const std::vector<HeaderField>& fields,

@@ -229,6 +229,7 @@ ParseResult LlhttpParser::parseRequest(std::string_view data, const HeadLimits& 
       r.status != ParseStatus::kComplete) {
     return r;
   }
+  out.raw = data.substr(0, out.head_bytes);
 
   const FieldFacts facts = collectFacts(out.fields);
   bool chunked = false;

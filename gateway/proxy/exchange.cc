@@ -13,7 +13,7 @@
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/verifier.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 
@@ -21,9 +21,8 @@ core::Nanos Exchange::now() const noexcept {
   return w_->clock->now();
 }
 
-void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
-                     std::shared_ptr<const filters::Snapshot> snap, std::string_view peer,
-                     std::string_view peer_subject) {
+void Exchange::begin(ProxyContext& w, downstream::Stream& stream,
+                     std::shared_ptr<const filters::Snapshot> snap, downstream::StreamPeer peer) {
   GW_ASSERT(life_ == Life::kIdle);
   life_ = Life::kBegun;
   w_ = &w;
@@ -31,19 +30,19 @@ void Exchange::begin(WorkerContext& w, downstream::Stream& stream,
   snap_ = std::move(snap);
   s_ = snap_->settings.get();
   peer_ = peer;  // (the pool's give() dropped the previous request's context)
-  peer_subject_ = peer_subject;
   status = 0;
-  bytes_in = bytes_out = 0;
   outcome = Outcome::kNone;
-  garbage = false;
   logged_ = false;
   started_ = now();
   fwd_.begin(w);
 }
 
-void Exchange::prepare() {
-  w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
+// The head is whole: the exchange keeps a copy (its views rebased onto head_buf), sets up
+// the request's context, and runs the stages — or answers what the client side refused.
+void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply* refused) {
   GW_ASSERT(life_ == Life::kBegun);
+  http::copyHead(h, head_buf, head);
+  w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
   life_ = Life::kRunning;
   resetContext();
   keys_.reset();
@@ -55,19 +54,11 @@ void Exchange::prepare() {
   forwarded_ = false;
   fwd_.reset();
   fed_.reset();
-}
-
-void Exchange::resetContext() {
-  ctx_.reset();
-  arena_.reset();
-  ctx_.snapshot = snap_.get();
-  ctx_.head = &head;
-  ctx_.client_ip = http::clientAddress(head.fields, peer_, s_->trusted_proxies);  // views head_buf
-  ctx_.peer_subject = peer_subject_;
-}
-
-void Exchange::start() {
-  GW_ASSERT(life_ == Life::kRunning && step_ == Step::kHead);
+  if (refused != nullptr) {
+    localReply(refused->status, refused->code, refused->message, refused->outcome,
+               refused->retry_after_s);
+    return;
+  }
   if (head.framing == http::BodyFraming::kContentLength &&
       head.content_length > s_->limits.max_body_bytes) {
     localReply(413, mcp::code::kBodyTooLarge, "Content Too Large: the body exceeds max_body_bytes",
@@ -75,6 +66,16 @@ void Exchange::start() {
     return;
   }
   run();
+}
+
+void Exchange::resetContext() {
+  ctx_.reset();
+  arena_.reset();
+  ctx_.snapshot = snap_.get();
+  ctx_.head = &head;
+  ctx_.client_ip =
+      http::clientAddress(head.fields, peer_.address, s_->trusted_proxies);  // views head_buf
+  ctx_.peer_subject = peer_.subject;
 }
 
 // ---- the stages ---------------------------------------------------------------------------
@@ -437,7 +438,7 @@ void Exchange::sendLocalReply() {
 }
 
 void Exchange::finish() {
-  if (!logged_ && (head.head_bytes > 0 || status != 0)) {
+  if (!logged_ && life_ != Life::kIdle && (life_ != Life::kBegun || status != 0)) {
     endRequest();
   }
   releaseBody();
@@ -452,27 +453,63 @@ void Exchange::cancel() {
   fed_.stopFederation();
 }
 
+// Body bytes from the client: kept whole (BodyMode::kBuffer, within max_body_bytes and the
+// process-wide max_buffered_body_bytes: 413 / 503 otherwise), or sent on as they come.
+void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
+  if (body_mode != BodyMode::kBuffer) {
+    fwd_.onBodyData(src, n, end);
+    return;
+  }
+  if (n > 0) {
+    if (head.framing == http::BodyFraming::kChunked) {
+      // A chunked body's size shows as it comes (a Content-Length one was checked and
+      // reserved whole before it was read).
+      if (evbuffer_get_length(body.get()) + n > s_->limits.max_body_bytes) {
+        localReply(413, mcp::code::kBodyTooLarge,
+                   "Content Too Large: the body exceeds max_body_bytes", Outcome::kBodyTooLarge);
+        return;
+      }
+      if (!reserveBody(n)) {
+        localReply(503, mcp::code::kOverloaded,
+                   "Service Unavailable: the gateway holds too many request bodies; retry",
+                   Outcome::kBodyBufferFull, 1);
+        return;
+      }
+    }
+    evbuffer_remove_buffer(src, body.get(), n);
+  }
+  if (end) {
+    onBodyComplete();
+  }
+}
+
+void Exchange::onEdgeReply(const downstream::EdgeReply& r) {
+  localReply(r.status, r.code, r.message, r.outcome, r.retry_after_s);
+}
+
+// The connection answered in plain text itself. A head that did not parse or arrive (the
+// exchange is still kBegun) gets metrics and a rate-limited log line from the connection, no
+// access-log line; a request that was running (a malformed chunked body) gets both.
+void Exchange::onPlainAnswer(int st, Outcome why) {
+  GW_ASSERT(life_ == Life::kBegun || life_ == Life::kRunning);
+  if (life_ == Life::kRunning) {
+    stopStages();
+    step_ = Step::kDone;
+    life_ = Life::kAnswering;
+  }
+  status = st;
+  outcome = why;
+}
+
 void Exchange::onStreamReset(Outcome why) {
   // The client is gone (the protocol's cancellation) or stopped reading: the upstream
   // connection is closed at once and never pooled.
   endAborted(why == Outcome::kClientClosed ? fwd_.clientClosedOutcome() : why);
 }
 
-void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
-  fwd_.onBodyData(src, n, end);
-}
-
 void Exchange::onBelowLowWatermark() {
   fed_.resumeListen();
   fwd_.resumeReading();
-}
-
-void Exchange::flushUpstream() {
-  fwd_.flushUpstream();
-}
-
-void Exchange::resumeUpstream() {
-  fwd_.resumeUpstream();
 }
 
 // ---- the worker's spare exchanges -------------------------------------------------------
@@ -497,7 +534,27 @@ ExchangePool::~ExchangePool() {
   clear();
 }
 
-Exchange* ExchangePool::take(event_base* base) {
+downstream::StreamCallbacks* ExchangePool::newStream(
+    downstream::Stream& stream, std::shared_ptr<const filters::Snapshot> snapshot,
+    downstream::StreamPeer peer) {
+  Exchange* x = take();
+  if (x != nullptr) {
+    x->begin(w_, stream, std::move(snapshot), peer);
+  }
+  return x;
+}
+
+void ExchangePool::endStream(downstream::StreamCallbacks& s, bool answered) {
+  auto& x = static_cast<Exchange&>(s);
+  if (answered) {
+    x.finish();
+  } else {
+    x.cancel();
+  }
+  give(&x);
+}
+
+Exchange* ExchangePool::take() {
   if (!free_.empty()) {
     Exchange* x = free_.back();
     free_.pop_back();
@@ -507,7 +564,7 @@ Exchange* ExchangePool::take(event_base* base) {
   if (x == nullptr) {
     return nullptr;
   }
-  x->keepalive_timer.reset(evtimer_new(base, &Exchange::onKeepaliveTimer, x));
+  x->keepalive_timer.reset(evtimer_new(w_.base, &Exchange::onKeepaliveTimer, x));
   if (!x->keepalive_timer) {
     delete x;
     return nullptr;

@@ -6,11 +6,13 @@
 // after routing: ForwardTarget (one upstream request, the relay, list filtering, pin
 // observation; forward_target.h) or FederatedTarget (federated_target.h). It talks to its
 // client only through downstream::Stream and hears from it through
-// downstream::StreamCallbacks; it never sees HTTP/1 framing.
+// downstream::StreamCallbacks; it never sees HTTP/1 framing, and the connection never
+// touches its fields.
 //
-// A connection takes an exchange from its worker's ExchangePool when a request's first byte
-// arrives and gives it back when the request ends, so an idle keep-alive connection holds
-// none of this, and the buffers' capacity is reused by the next request on any connection.
+// A connection gets an exchange from its worker's ExchangePool (a downstream::StreamFactory)
+// when a request's first byte arrives and hands it back when the request ends, so an idle
+// keep-alive connection holds none of this, and the buffers' capacity is reused by the next
+// request on any connection.
 
 #include <chrono>
 #include <cstdint>
@@ -39,7 +41,7 @@
 
 namespace gw::proxy {
 
-struct WorkerContext;
+struct ProxyContext;
 
 class Exchange final : public downstream::StreamCallbacks, public StageRunner {
  public:
@@ -51,60 +53,30 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   Exchange& operator=(const Exchange&) = delete;
   ~Exchange() = default;
 
-  // A new request on `stream` (its first byte arrived): the snapshot it runs on, the peer
-  // address text, the identity of its verified TLS client certificate ("" without one; both
-  // views outlive the exchange), its start time.
-  void begin(WorkerContext& w, downstream::Stream& stream,
-             std::shared_ptr<const filters::Snapshot> snap, std::string_view peer,
-             std::string_view peer_subject = {});
-  // The head is parsed into `head` (and `bytes_in` counts it): the request's context is set
-  // up (prepare), then the stages run (start).
-  void prepare();
-  void start();
+  // A new request on `stream` (its first byte arrived): the snapshot it runs on, who sent
+  // it (views that outlive the exchange), its start time.
+  void begin(ProxyContext& w, downstream::Stream& stream,
+             std::shared_ptr<const filters::Snapshot> snap, downstream::StreamPeer peer);
   // StageRunner: a stopped stage's wait is over (stage.h).
   void resume(filters::FilterStatus verdict) override;
-  // An answer the client side decided on (417, 413, 503, 408): the exchange renders it.
-  void localReply(int status, int code, const char* message, Outcome outcome,
-                  int retry_after_s = 0);  // Retry-After seconds (0: none)
   // The request ends: metrics and the access-log line (once), the body reservation and the
   // upstream request released.
   void finish();
   // The client side is going away under the exchange: pending work is cancelled.
   void cancel();
 
-  // Holds n more request-body bytes against limits.max_buffered_body_bytes (all
-  // connections). False: over the cap; nothing was taken.
-  bool reserveBody(uint64_t n);
-  void releaseBody();
-
-  // The worker's flush (upstream-bound bytes first): write the upstream output now, then,
-  // from the connection's resume, run what the write callbacks would have.
-  void flushUpstream();
-  void resumeUpstream();
-
   // downstream::StreamCallbacks
-  void onBodyComplete() override;
+  void onHeaders(const http::RequestHead& h, const downstream::EdgeReply* refused) override;
   void onBodyData(evbuffer* src, size_t n, bool end) override;
+  void onEdgeReply(const downstream::EdgeReply& r) override;
+  void onPlainAnswer(int status, Outcome why) override;
   void onBelowLowWatermark() override;
   void onStreamReset(Outcome why) override;
 
   // The response head went to the client (startResponse, or a local reply).
   bool responseStarted() const noexcept { return life_ == Life::kAnswering; }
-
-  // ---- state the client side reads or fills in ---------------------------------------
-  std::string head_buf;  // the request head bytes (capacity reused)
-  http::RequestHead head;
-  event::EvBufferPtr body;  // BodyMode::kBuffer: the whole body (filled by the connection)
-  BodyMode body_mode = BodyMode::kNone;
-  bool body_read = false;  // `body` holds the whole request body
-  bool garbage = false;    // the head did not parse: no access-log line (rate-limited log)
-  int status = 0;
-  uint64_t bytes_in = 0;
-  uint64_t bytes_out = 0;
-  Outcome outcome = Outcome::kNone;
-  // SSE keep-alive comments (made by the pool); while a list answer is read whole for
-  // filtering (nothing relayed yet), the turn that sends it once its response event is in.
-  event::EventPtr keepalive_timer;
+  // The outcome so far (kNone while the request runs; tests read it).
+  Outcome currentOutcome() const noexcept { return outcome; }
 
  private:
   friend class ExchangePool;
@@ -119,11 +91,11 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   const filters::RequestContext& ctx() const noexcept { return ctx_; }
   const std::shared_ptr<const filters::Snapshot>& snapshot() const noexcept { return snap_; }
   const settings::Settings& settings() const noexcept { return *s_; }
-  WorkerContext& worker() const noexcept { return *w_; }
+  ProxyContext& worker() const noexcept { return *w_; }
   downstream::Stream* stream() const noexcept { return stream_; }  // null between requests
   // The body's padded copy (verify / classify only; shorter than the padding when unread).
   const std::string& verifyBuffer() const noexcept { return verify_buf_; }
-  std::string_view peer() const noexcept { return peer_; }  // the peer address text
+  std::string_view peer() const noexcept { return peer_.address; }  // the peer address text
   core::Nanos startedAt() const noexcept { return started_; }
   // The forwarding target: one upstream request (a federated call's owner goes through it).
   ForwardTarget& forward() noexcept { return fwd_; }
@@ -138,6 +110,15 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   void refuseBeforeBody();
   // The id of a buffered body that leaves for the upstream (502/504 echo it).
   void rememberSentId();
+  // An answer decided before the stages ran (413, 417, a refused head, 408): the exchange
+  // renders it.
+  void localReply(int status, int code, const char* message, Outcome outcome,
+                  int retry_after_s = 0);  // Retry-After seconds (0: none)
+  // Holds n more request-body bytes against limits.max_buffered_body_bytes (all
+  // connections). False: over the cap; nothing was taken.
+  bool reserveBody(uint64_t n);
+  void releaseBody();
+  void onBodyComplete();  // the buffered body is whole
 
   // The stages, in order. run() goes through them from step_; a stage that stops (kStop)
   // is resumed through resume(), kNeedBody reads the body (onBodyComplete runs on), and
@@ -190,12 +171,23 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   void appendLegacyFields(std::string& line) const;
   core::Nanos now() const noexcept;
 
-  WorkerContext* w_ = nullptr;
+  ProxyContext* w_ = nullptr;
   downstream::Stream* stream_ = nullptr;
   std::shared_ptr<const filters::Snapshot> snap_;
   const settings::Settings* s_ = nullptr;
-  std::string_view peer_;          // the connection's peer address text (outlives the exchange)
-  std::string_view peer_subject_;  // the connection's client-certificate identity, or ""
+  downstream::StreamPeer peer_;  // the connection's (outlives the exchange)
+
+  // The request (a target reads these; see the friends above).
+  std::string head_buf;     // the request head's bytes (capacity reused); `head` views them
+  http::RequestHead head;   // onHeaders' copy
+  event::EvBufferPtr body;  // BodyMode::kBuffer: the whole body
+  BodyMode body_mode = BodyMode::kNone;
+  bool body_read = false;  // `body` holds the whole request body
+  int status = 0;          // the answer's status (0: none yet)
+  Outcome outcome = Outcome::kNone;
+  // SSE keep-alive comments (made by the pool); while a list answer is read whole for
+  // filtering (nothing relayed yet), the turn that sends it once its response event is in.
+  event::EventPtr keepalive_timer;
 
   filters::RequestContext ctx_;
   mcp::ValueArena arena_{64 * 1024};
@@ -205,7 +197,7 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
 
   // The exchange's life, with asserted transitions: taken from the pool (kIdle) → begin
-  // (kBegun: a request's first byte) → prepare (kRunning: its stages) → one response start
+  // (kBegun: a request's first byte) → onHeaders (kRunning: its stages) → one response start
   // (kAnswering) → finish or cancel (kIdle again, ready for the pool).
   enum class Life : uint8_t { kIdle, kBegun, kRunning, kAnswering };
   Life life_ = Life::kIdle;
@@ -225,25 +217,33 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   FederatedTarget fed_{*this};
 };
 
-// A worker's spare exchanges. take() hands out a spare one (or a new one); give() keeps at
-// most kKeep of them and trims buffers a large request grew, so the pool's memory is bounded
-// whatever the traffic was.
-class ExchangePool {
+// A worker's spare exchanges, and where its connections get them (a
+// downstream::StreamFactory). newStream() hands out a spare one (or a new one); endStream()
+// ends it and keeps at most kKeep of them, trimming buffers a large request grew, so the
+// pool's memory is bounded whatever the traffic was.
+class ExchangePool final : public downstream::StreamFactory {
  public:
   static constexpr size_t kKeep = 128;
 
-  ExchangePool() = default;
+  explicit ExchangePool(ProxyContext& w) noexcept : w_(w) {}
   ExchangePool(const ExchangePool&) = delete;
   ExchangePool& operator=(const ExchangePool&) = delete;
   ~ExchangePool();
 
-  // Null only when memory is short.
-  Exchange* take(event_base* base);
-  void give(Exchange* x) noexcept;
+  // downstream::StreamFactory
+  downstream::StreamCallbacks* newStream(downstream::Stream& stream,
+                                         std::shared_ptr<const filters::Snapshot> snapshot,
+                                         downstream::StreamPeer peer) override;
+  void endStream(downstream::StreamCallbacks& s, bool answered) override;
+
   void clear() noexcept;
   size_t spare() const noexcept { return free_.size(); }
 
  private:
+  Exchange* take();
+  void give(Exchange* x) noexcept;
+
+  ProxyContext& w_;
   std::vector<Exchange*> free_;
 };
 

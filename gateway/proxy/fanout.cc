@@ -9,7 +9,7 @@
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
 #include "gateway/http/forwarding.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 
@@ -63,7 +63,7 @@ std::string_view errorName(upstream::UpstreamError e) {
 
 }  // namespace
 
-bool FanOut::start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+bool FanOut::start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
                    const settings::Route& route, Mode mode, federation::ListKind kind,
                    std::string_view method, std::string_view body,
                    std::span<const http::Field> fields, core::Nanos started, FanOutDone* done) {
@@ -76,7 +76,7 @@ bool FanOut::start(WorkerContext& w, std::shared_ptr<const settings::Settings> s
   done_ = done;
   started_ = started;
   base_body_.assign(body);
-  if (!w.flush_queue.ready(w.base)) {
+  if (!w.flush_queue->ready(w.base)) {
     return false;
   }
   if (fields.data() != fields_.fields().data()) {
@@ -186,7 +186,7 @@ void FanOut::startSlot(Slot& slot) {
 
 void FanOut::scheduleFlush() {
   if (w_ != nullptr) {
-    w_->flush_queue.schedule(w_->base, *this);
+    w_->flush_queue->schedule(w_->base, *this);
   }
 }
 
@@ -413,7 +413,7 @@ void FanOut::pageDone(Slot& slot) {
   finishSlot(slot, true, "ok", {});
 }
 
-void reportDroppedItems(WorkerContext& w, std::string_view upstream, federation::ListKind kind,
+void reportDroppedItems(ProxyContext& w, std::string_view upstream, federation::ListKind kind,
                         const federation::ItemDrops& dropped) {
   if (dropped.total() == 0) {
     return;
@@ -467,7 +467,7 @@ void FanOut::cancel() noexcept {
     slot->done = true;
   }
   if (w_ != nullptr) {
-    w_->flush_queue.remove(*this);
+    w_->flush_queue->remove(*this);
   }
   pending_ = 0;
 }

@@ -26,7 +26,7 @@
 
 namespace gw::proxy {
 
-struct WorkerContext;
+struct ProxyContext;
 class FanOut;
 
 // The forwarded request fields sent to every upstream of a fan-out, owned (a fan-out may
@@ -49,7 +49,7 @@ class OwnedFields {
 // Items dropped from `upstream`'s list answer because no client could take them (issue #24):
 // one warning naming the faults, and mcp_gateway_federation_items_dropped_total{upstream,
 // reason}. Nothing when none was dropped.
-void reportDroppedItems(WorkerContext& w, std::string_view upstream, federation::ListKind kind,
+void reportDroppedItems(ProxyContext& w, std::string_view upstream, federation::ListKind kind,
                         const federation::ItemDrops& dropped);
 
 class FanOutDone {
@@ -75,7 +75,7 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   // `fields` (the forwarded request fields; Mcp-Method, Mcp-Name, Mcp-Param-*, Content-Type
   // and Accept are replaced by the fan-out's own). `method` is the Mcp-Method sent.
   // False: no timer could be had (nothing started, done is not called).
-  bool start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+  bool start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
              const settings::Route& route, Mode mode, federation::ListKind kind,
              std::string_view method, std::string_view body, std::span<const http::Field> fields,
              core::Nanos started, FanOutDone* done);
@@ -134,7 +134,7 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   void onUpstreamOutput(upstream::Http1Upstream&) override { scheduleFlush(); }
   void onUpstreamRetry(upstream::Http1Upstream&, core::Nanos) override {}
 
-  WorkerContext* w_ = nullptr;
+  ProxyContext* w_ = nullptr;
   std::shared_ptr<const settings::Settings> s_;
   const settings::Route* route_ = nullptr;
   Mode mode_ = Mode::kList;
@@ -158,7 +158,7 @@ struct FederationRefresh final : FanOutDone {
   std::shared_ptr<federation::RouteCatalog> catalog;
   std::shared_ptr<const filters::Snapshot> snap;
   federation::ListKind kind = federation::ListKind::kTools;
-  WorkerContext* w = nullptr;
+  ProxyContext* w = nullptr;
   std::string version;  // MCP-Protocol-Version of the refresh requests
   FanOut fan;
   std::vector<FederatedTarget*> waiters;

@@ -14,7 +14,7 @@
 #include "gateway/mcp/schema.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/federated_target.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 

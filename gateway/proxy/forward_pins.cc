@@ -10,7 +10,7 @@
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 

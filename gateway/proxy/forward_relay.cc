@@ -10,7 +10,7 @@
 #include "gateway/mcp/schema.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 
@@ -189,7 +189,7 @@ void ForwardTarget::noteResponseEvent() noexcept {
   }
   framer_events_ = framer_->events();
   response_relayed_ = mcp::looksLikeResponse(framer_->lastEventHead());
-  response_end_ = x_.bytes_out;
+  response_end_ = x_.stream()->bytesSent();
 }
 
 // How a request whose client went away mid-exchange ends. The client closing is the
@@ -202,7 +202,8 @@ core::Outcome ForwardTarget::clientClosedOutcome() const noexcept {
     return Outcome::kClientClosed;
   }
   const size_t pending = x_.stream()->bufferedBytes();
-  return pending <= x_.bytes_out - response_end_ ? Outcome::kComplete : Outcome::kClientClosed;
+  return pending <= x_.stream()->bytesSent() - response_end_ ? Outcome::kComplete
+                                                             : Outcome::kClientClosed;
 }
 
 void ForwardTarget::onEvent(std::string_view, std::string_view data) noexcept {

@@ -10,7 +10,7 @@
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/session.h"
 #include "gateway/proxy/exchange.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 #include <spdlog/spdlog.h>
 
@@ -28,7 +28,8 @@ void trim(std::string& s, size_t keep_capacity) {
 
 }  // namespace
 
-void ForwardTarget::begin(WorkerContext& w) {
+void ForwardTarget::begin(ProxyContext& w) {
+  w_ = &w;
   endpoint_ = nullptr;
   up_.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
 }
@@ -42,6 +43,9 @@ void ForwardTarget::reset() noexcept {
 }
 
 void ForwardTarget::recycle(size_t keep_capacity) noexcept {
+  if (w_ != nullptr) {
+    w_->flush_queue->remove(*this);
+  }
   framer_.reset();
   up_.release(false);
   up_open_ = false;
@@ -148,7 +152,7 @@ void ForwardTarget::writeRequest() {
   } else {
     up_.requestComplete();
   }
-  x_.stream()->scheduleFlush();
+  scheduleFlush();
 }
 
 // Streamed request body bytes (Content-Length) go to the upstream as they arrive; the client
@@ -161,7 +165,7 @@ void ForwardTarget::onBodyData(evbuffer* src, size_t n, bool end) {
   }
   evbuffer_remove_buffer(src, out, n);
   if (n > 0) {
-    x_.stream()->scheduleFlush();
+    scheduleFlush();
   }
   if (end) {
     up_.requestComplete();
@@ -179,16 +183,20 @@ void ForwardTarget::onUpstreamWritable(upstream::Http1Upstream&) {
 }
 
 void ForwardTarget::onUpstreamOutput(upstream::Http1Upstream&) {
-  x_.stream()->scheduleFlush();
+  scheduleFlush();
 }
 
-void ForwardTarget::flushUpstream() {
+void ForwardTarget::scheduleFlush() {
+  w_->flush_queue->schedule(w_->base, *this);
+}
+
+void ForwardTarget::flushOutbound() noexcept {
   if (up_.active() && !up_.writing()) {
     up_drained_ = up_.sendNow() == event::Sent::kDrained;
   }
 }
 
-void ForwardTarget::resumeUpstream() {
+void ForwardTarget::afterFlush() {
   const bool drained = std::exchange(up_drained_, false);
   if (up_.active() && !up_.writing() && (drained || up_.sendNow() == event::Sent::kDrained)) {
     up_.onFlushed();

@@ -13,9 +13,9 @@
 // (startResponse, respond, upstreamFailed, abortExchange), the keep-alive timer (armKeepalive),
 // the SSE stream count and the attempt metric. Exchange names it a friend for that: the
 // target calls Exchange's methods (exchange.h lists them) and touches none of its private
-// fields; of the request's public state it reads head, body, body_mode and bytes_out, and
-// sets outcome. FederatedTarget uses the forwarded head (buildUpstreamHead, upstreamFields),
-// the list filter (cutsLists, filterForCaller, setLegacyPrefix) and observePins.
+// fields but the request's head, body, body_mode and outcome. FederatedTarget uses the forwarded
+// head (buildUpstreamHead, upstreamFields), the list filter (cutsLists, filterForCaller,
+// setLegacyPrefix) and observePins.
 //
 // forward_target.cc: the upstream request and session affinity; forward_relay.cc: the
 // response relay; forward_lists.cc: list filtering; forward_pins.cc: tool pinning.
@@ -30,6 +30,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/outcome.h"
+#include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/federation/federation.h"
 #include "gateway/http/message.h"
@@ -41,9 +42,11 @@
 namespace gw::proxy {
 
 class Exchange;
-struct WorkerContext;
+struct ProxyContext;
 
-class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::EventSink {
+class ForwardTarget final : public upstream::UpstreamCallbacks,
+                            public sse::EventSink,
+                            public event::Flushable {
  public:
   using Outcome = core::Outcome;
 
@@ -54,7 +57,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::Even
 
   // A new request on the exchange (its first byte): the upstream request is bound to the
   // worker, no endpoint was used yet.
-  void begin(WorkerContext& w);
+  void begin(ProxyContext& w);
   // The request's stages start: nothing filtered, observed or prefixed yet.
   void reset() noexcept;
   // The exchange goes back to its pool: the upstream request released (never pooled), the
@@ -75,12 +78,14 @@ class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::Even
   // connection closed unless the upstream request pooled it.
   void release(bool record);
 
-  // The exchange's client side: streamed body bytes, the worker's flush and resume, the
-  // client drained below its low mark.
+  // The exchange's client side: streamed body bytes, the client drained below its low mark.
   void onBodyData(evbuffer* src, size_t n, bool end);
-  void flushUpstream();
-  void resumeUpstream();
   void resumeReading();
+  // event::Flushable (the worker's flush queue): the upstream request's output is written
+  // once per loop turn, with every other upstream-bound output of the turn; then what its
+  // write callbacks would have done.
+  void flushOutbound() noexcept override;
+  void afterFlush() override;
   // How a request whose client went away mid-exchange ends (forward_relay.cc).
   Outcome clientClosedOutcome() const noexcept;
 
@@ -113,6 +118,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::Even
   // upstream (one request: `up_`; the callbacks say which request reports)
   void upstreamError(upstream::UpstreamError e);
   void writeRequest();
+  void scheduleFlush();
   bool pinSession();
   void sessionNotFound(const char* message, Outcome outcome);
   static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
@@ -146,13 +152,14 @@ class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::Even
   Exchange& x_;
 
   // upstream
+  ProxyContext* w_ = nullptr;                     // the worker's (begin)
   size_t up_index_ = 0;                           // Settings::upstreams index of the target
   upstream::Http1Upstream up_;                    // the request to the route's upstream
   upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
   std::string xff_;                               // the X-Forwarded-For value up_head_ views
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
   bool up_open_ = false;     // up_ was started and has not ended (counted in streams)
-  bool up_drained_ = false;  // flushUpstream wrote the upstream output whole
+  bool up_drained_ = false;  // flushOutbound wrote the upstream output whole
   // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names
   // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
   int session_endpoint_ = -1;
@@ -163,7 +170,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks, public sse::Even
   bool resp_sse_ = false;
   bool capture_json_ = false;
   // The SSE answer's last complete event is a JSON-RPC response, which ends in the client's
-  // byte stream at bytes_out == response_end_ (noteResponseEvent; reset with framer_).
+  // byte stream at bytesSent() == response_end_ (noteResponseEvent; reset with framer_).
   bool response_relayed_ = false;
   std::unique_ptr<sse::Framer> framer_;
   uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked

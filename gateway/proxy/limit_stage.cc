@@ -4,12 +4,12 @@
 
 #include "gateway/core/assert.h"
 #include "gateway/mcp/jsonrpc.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 #include "gateway/ratelimit/redis_limiter.h"
 
 namespace gw::proxy {
 
-filters::FilterStatus LimitStage::run(filters::RequestContext& ctx, WorkerContext& w,
+filters::FilterStatus LimitStage::run(filters::RequestContext& ctx, ProxyContext& w,
                                       StageRunner& runner) {
   switch (state_) {
     case State::kAdmitted:
@@ -102,7 +102,7 @@ bool LimitStage::decide(const ratelimit::Decision& d) {
   return true;
 }
 
-void LimitStage::refundFirst(WorkerContext& w, size_t count) {
+void LimitStage::refundFirst(ProxyContext& w, size_t count) {
   for (size_t i = 0; i < count && i < checks_.size(); ++i) {
     if (checks_[i].charged_local) {
       w.shared->limiter->refund(checks_[i].key, checks_[i].rate);

@@ -25,7 +25,7 @@ struct Decision;
 
 namespace gw::proxy {
 
-struct WorkerContext;
+struct ProxyContext;
 
 class LimitStage {
  public:
@@ -37,13 +37,13 @@ class LimitStage {
   // kContinue: every limit admitted the request. kLocalReply: refused (ctx.reply). kStop: a
   // Redis decision is awaited; runner.resume() follows with the verdict. Once decided, run()
   // gives the same verdict again.
-  filters::FilterStatus run(filters::RequestContext& ctx, WorkerContext& w, StageRunner& runner);
+  filters::FilterStatus run(filters::RequestContext& ctx, ProxyContext& w, StageRunner& runner);
   // The request ends while a decision is awaited: no resume.
   void cancel() noexcept;
   // A new request (cancels).
   void reset() noexcept;
   // What every local limit took is given back (the request was refused after the limits).
-  void refund(WorkerContext& w) { refundFirst(w, checks_.size()); }
+  void refund(ProxyContext& w) { refundFirst(w, checks_.size()); }
   // The RateLimit fields of the answer (none without rate_limit_headers).
   std::span<const http::OwnedField> headerFields() const noexcept { return fields_; }
 
@@ -53,11 +53,11 @@ class LimitStage {
   filters::FilterStatus next();
   // True: admitted, go on with the next limit. False: refused (ctx_->reply).
   bool decide(const ratelimit::Decision& d);
-  void refundFirst(WorkerContext& w, size_t count);
+  void refundFirst(ProxyContext& w, size_t count);
 
   State state_ = State::kIdle;
   filters::RequestContext* ctx_ = nullptr;
-  WorkerContext* w_ = nullptr;
+  ProxyContext* w_ = nullptr;
   StageRunner* runner_ = nullptr;
   std::vector<filters::LimitCheck> checks_;
   size_t index_ = 0;

@@ -6,7 +6,7 @@
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
 #include "gateway/mcp/id_scan.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 
@@ -36,7 +36,7 @@ std::string_view methodOf(std::string_view json) {
 
 }  // namespace
 
-bool MergedListen::start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+bool MergedListen::start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
                          const settings::Route& route, std::string_view body,
                          std::span<const http::Field> fields, ListenOwner* owner) {
   close();
@@ -52,7 +52,7 @@ bool MergedListen::start(WorkerContext& w, std::shared_ptr<const settings::Setti
   held_bytes_ = 0;
   if (!ready_timer_) {
     ready_timer_.reset(evtimer_new(w.base, &MergedListen::onReadyTimer, this));
-    if (!ready_timer_ || !w.flush_queue.ready(w.base)) {
+    if (!ready_timer_ || !w.flush_queue->ready(w.base)) {
       return false;
     }
   }
@@ -105,7 +105,7 @@ void MergedListen::open(Slot& slot) {
 }
 
 void MergedListen::onUpstreamOutput(upstream::Http1Upstream&) {
-  w_->flush_queue.schedule(w_->base, *this);
+  w_->flush_queue->schedule(w_->base, *this);
 }
 
 void MergedListen::flushOutbound() noexcept {
@@ -339,7 +339,7 @@ void MergedListen::close() noexcept {
     evtimer_del(ready_timer_.get());
   }
   if (w_ != nullptr) {
-    w_->flush_queue.remove(*this);
+    w_->flush_queue->remove(*this);
   }
   held_.clear();
   held_bytes_ = 0;

@@ -27,7 +27,7 @@
 
 namespace gw::proxy {
 
-struct WorkerContext;
+struct ProxyContext;
 
 class ListenOwner {
  public:
@@ -53,7 +53,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   ~MergedListen() { close(); }
 
   // False: no timer could be had.
-  bool start(WorkerContext& w, std::shared_ptr<const settings::Settings> s,
+  bool start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
              const settings::Route& route, std::string_view body,
              std::span<const http::Field> fields, ListenOwner* owner);
   void close() noexcept;
@@ -99,7 +99,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   void onUpstreamOutput(upstream::Http1Upstream&) override;
   void onUpstreamRetry(upstream::Http1Upstream&, core::Nanos) override {}
 
-  WorkerContext* w_ = nullptr;
+  ProxyContext* w_ = nullptr;
   std::shared_ptr<const settings::Settings> s_;
   const settings::Route* route_ = nullptr;
   ListenOwner* owner_ = nullptr;

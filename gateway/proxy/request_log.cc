@@ -9,7 +9,7 @@
 
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
 
@@ -19,7 +19,7 @@ namespace {
 
 // The tool-name label of a trusted (or body-inspected legacy) tools/call (capped, see
 // metrics::ToolNames), else "". Only a request that reached an upstream may admit a new name.
-std::string_view toolLabel(WorkerContext& w, const filters::RequestContext& ctx,
+std::string_view toolLabel(ProxyContext& w, const filters::RequestContext& ctx,
                            const settings::Settings& s, bool forwarded) {
   if (!(ctx.trusted || ctx.body_view) || !ctx.mcp.has_method || ctx.mcp.method != "tools/call" ||
       !ctx.mcp.has_name) {
@@ -76,10 +76,10 @@ void Exchange::endRequest() {
     m.policy_decisions.at({v.name, v.allow ? "allow" : "deny", v.audit ? "audit" : "enforce"})
         .add(1);
   }
-  m.bytes_in.add(bytes_in);
-  m.bytes_out.add(bytes_out);
-  if (!garbage) {
-    logAccess();  // one line per request the gateway parsed (garbage: logGarbage)
+  m.bytes_in.add(stream_->bytesReceived());
+  m.bytes_out.add(stream_->bytesSent());
+  if (head.head_bytes > 0) {
+    logAccess();  // one line per request whose head arrived (else: the connection's logGarbage)
   }
 }
 
@@ -110,7 +110,7 @@ void Exchange::logAccess() {
   line += "{\"time\":\"";
   line += tbuf;
   line += "\",\"client\":\"";
-  mcp::appendJsonEscaped(line, ctx_.client_ip.empty() ? std::string_view(peer_) : ctx_.client_ip);
+  mcp::appendJsonEscaped(line, ctx_.client_ip.empty() ? peer_.address : ctx_.client_ip);
   line += "\",\"method\":\"";
   mcp::appendJsonEscaped(line, head.method);
   line += "\",\"path\":\"";
@@ -119,7 +119,7 @@ void Exchange::logAccess() {
   std::snprintf(nums, sizeof(nums),
                 "\",\"status\":%d,\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64
                 ",\"duration_ms\":%.3f",
-                status, bytes_in, bytes_out, ms);
+                status, stream_->bytesReceived(), stream_->bytesSent(), ms);
   line += nums;
   line += ",\"upstream\":";
   if (const upstream::Endpoint* endpoint = fwd_.endpoint()) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gateway/filters/snapshot.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 #include "gateway/server/watcher.h"
 #include "gateway/settings/settings.h"
 

@@ -1,8 +1,11 @@
 #pragma once
 // server/: one worker thread — its event_base, its listener (accept, the retry after an
 // accept error, pausing while the process is out of descriptors), its control pipe (drain,
-// stop), its upstream pools and connections, and its proxy::WorkerContext. Only server.cc
-// makes them.
+// stop), and what its connections and exchanges share: the connections'
+// downstream::ConnectionContext, the exchanges' proxy::ProxyContext (upstream pools, Redis,
+// spare exchanges), and the one flush queue both use. The worker wires them: its connections
+// get their exchanges from proxy's pool (a downstream::StreamFactory). Only server.cc makes
+// workers.
 
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -17,10 +20,12 @@
 #include <string>
 #include <thread>
 
+#include "gateway/downstream/context.h"
 #include "gateway/downstream/http1_connection.h"
+#include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/http/parser.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 #include "gateway/settings/settings.h"
 #include "gateway/upstream/pool.h"
 
@@ -38,6 +43,11 @@ class Worker {
     ctx_.id = id;
     ctx_.shared = &shared;
     ctx_.metrics = &shared.metrics.addWorker();
+    ctx_.flush_queue = &flush_queue_;
+    conns_.shared = &shared;
+    conns_.metrics = ctx_.metrics;
+    conns_.flush_queue = &flush_queue_;
+    conns_.streams = &ctx_.exchanges;
   }
   ~Worker() {
     if (thread_.joinable()) {
@@ -45,15 +55,16 @@ class Worker {
     }
     // Connections close themselves (and the reaper deletes them); the ones still open at exit
     // are closed and deleted here.
-    while (!ctx_.connections.empty()) {
-      (*ctx_.connections.begin())->closeNow();
+    while (!conns_.connections.empty()) {
+      (*conns_.connections.begin())->closeNow();
     }
-    downstream::Http1Connection::reapClosed(ctx_);
-    ctx_.reaper.reset();
+    downstream::Http1Connection::reapClosed(conns_);
+    conns_.reaper.reset();
+    conns_.garbage_timer.reset();
     listener_.reset();
     retry_.reset();
     control_.reset();
-    ctx_.flush_queue.clear();
+    flush_queue_.clear();
     ctx_.exchanges.clear();
     ctx_.pools.reset();
     ctx_.redis.reset();
@@ -78,6 +89,8 @@ class Worker {
     }
     ctx_.base = base_.get();
     ctx_.parser = http::makeHttp1Parser();
+    conns_.base = base_.get();
+    conns_.parser = http::makeHttp1Parser();
     ctx_.pools = std::make_unique<upstream::Pools>(ctx_.base, kPoolIdleTimeout);
     sockaddr_storage ss{};
     socklen_t len = 0;
@@ -158,7 +171,7 @@ class Worker {
     if (w->ctx_.shared->tls_on) {
       tls = w->ctx_.shared->tls.load(std::memory_order_acquire);
     }
-    downstream::Http1Connection::start(w->ctx_, fd, text, ip, tls.get());
+    downstream::Http1Connection::start(w->conns_, fd, text, ip, tls.get());
   }
 
   static void onAcceptError(evconnlistener*, void* arg) {
@@ -210,7 +223,8 @@ class Worker {
     // the backlog until the process exits.
     listener_.reset();
     ctx_.pools->closeIdle();
-    std::vector<downstream::Http1Connection*> all(ctx_.connections.begin(), ctx_.connections.end());
+    std::vector<downstream::Http1Connection*> all(conns_.connections.begin(),
+                                                  conns_.connections.end());
     for (downstream::Http1Connection* c : all) {
       c->closeIfIdle();
     }
@@ -226,8 +240,11 @@ class Worker {
     return true;
   }
 
-  proxy::WorkerContext ctx_;
   event::BasePtr base_;
+  // Declared before the contexts whose entries it may hold, so it outlives them.
+  event::FlushQueue flush_queue_;
+  proxy::ProxyContext ctx_;              // the exchanges'
+  downstream::ConnectionContext conns_;  // the connections'
   event::ListenerPtr listener_;
   event::EventPtr retry_;
   event::EventPtr control_;

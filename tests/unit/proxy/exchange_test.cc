@@ -26,7 +26,7 @@
 #include "gateway/filters/pipeline.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
-#include "gateway/proxy/worker_context.h"
+#include "gateway/proxy/proxy_context.h"
 #include "gateway/upstream/pool.h"
 #include "tests/unit/policy/test_util.h"
 
@@ -141,8 +141,10 @@ class FakeUpstream {
 
 // ---- the fake downstream stream ----------------------------------------------------------
 
+// Written against downstream/stream.h alone, as a second codec (HTTP/2) would be: the
+// exchange comes from the StreamFactory and hears everything through StreamCallbacks.
 struct FakeStream final : gw::downstream::Stream {
-  gw::proxy::Exchange* x = nullptr;
+  gw::downstream::StreamCallbacks* x = nullptr;
   std::string client_body;  // the request body the "client" sends when asked
   int status = 0;
   std::string data;  // body bytes encoded for the client
@@ -153,9 +155,10 @@ struct FakeStream final : gw::downstream::Stream {
   std::string reply_body;
   size_t buffered = 0;  // pretend this much is queued for a slow client
   bool read_disabled = false;
-  bool flush = false;
   std::vector<gw::http::Field> fields;
   std::string fields_text;
+  uint64_t in = 0;   // bytesReceived
+  uint64_t out = 0;  // bytesSent
 
   void encodeHeaders(const gw::downstream::ResponseHeaders& h) override {
     status = h.status;
@@ -168,29 +171,20 @@ struct FakeStream final : gw::downstream::Stream {
     std::string piece(n, '\0');
     evbuffer_remove(src, piece.data(), n);
     data += piece;
-    x->bytes_out += n;
+    out += n;
   }
-  void encodeEnd() override {
-    ended = true;
-    x->finish();
-  }
+  void encodeEnd() override { ended = true; }
   void encodeLocalReply(const gw::filters::LocalReply& r) override {
     local = true;
     reply = r;
     reply_body = gw::filters::renderReplyBody(r);
-    x->finish();
   }
   void resetStream() override { reset = true; }
   size_t bufferedBytes() const noexcept override { return buffered; }
-  void readBody(gw::downstream::BodyRead how) override {
+  void readBody(gw::downstream::BodyRead) override {
     gw::event::EvBufferPtr b = gw::event::makeBuffer();
-    if (how == gw::downstream::BodyRead::kBuffer) {
-      evbuffer_add(x->body.get(), client_body.data(), client_body.size());
-      x->bytes_in += client_body.size();
-      x->onBodyComplete();
-      return;
-    }
     evbuffer_add(b.get(), client_body.data(), client_body.size());
+    in += client_body.size();
     x->onBodyData(b.get(), client_body.size(), true);
   }
   bool skipBody(std::string* copy) override {
@@ -200,7 +194,8 @@ struct FakeStream final : gw::downstream::Stream {
     return true;
   }
   void readDisable(bool disable) override { read_disabled = disable; }
-  void scheduleFlush() override { flush = true; }
+  uint64_t bytesReceived() const noexcept override { return in; }
+  uint64_t bytesSent() const noexcept override { return out; }
 };
 
 // ---- a worker with one snapshot ---------------------------------------------------------
@@ -215,6 +210,7 @@ class Harness {
     w_.parser = gw::http::makeHttp1Parser();
     w_.pools = std::make_unique<gw::upstream::Pools>(base_.get(), 60s);
     w_.clock = &clock_;
+    w_.flush_queue = &flush_queue_;
   }
   // One upstream `backend` at 127.0.0.1:<port> (`upstream_extra`: more of its keys), one
   // route to it, `config_tail` appended to gateway.yaml, `policy` as a policy file.
@@ -239,34 +235,33 @@ class Harness {
     shared_.snapshot.store(snap);
   }
   ~Harness() {
-    if (x_ != nullptr) {
-      x_->cancel();
-      w_.exchanges.give(x_);
-    }
+    endStream();
+    flush_queue_.clear();
     w_.exchanges.clear();
     w_.pools.reset();
     w_.redis.reset();
     w_.retired_redis.clear();
   }
 
-  // Starts a request: `head` is the whole request head, `body` what the client sends.
+  // Starts a request: `head` is the whole request head, `body` what the client sends. The
+  // previous request's exchange goes back to the pool first (as its connection would).
   gw::proxy::Exchange& send(const std::string& head, const std::string& body = "") {
-    if (x_ != nullptr) {  // the previous request's exchange goes back to the pool
-      x_->cancel();
-      w_.exchanges.give(x_);
-    }
-    x_ = w_.exchanges.take(base_.get());
-    REQUIRE(x_ != nullptr);
-    stream.x = x_;
+    endStream();
+    stream = FakeStream{};
+    auto* x = w_.exchanges.newStream(stream, shared_.snapshot.load(), {"127.0.0.1", ""});
+    REQUIRE(x != nullptr);
+    x_ = static_cast<gw::proxy::Exchange*>(x);
+    stream.x = x;
     stream.client_body = body;
-    x_->begin(w_, stream, shared_.snapshot.load(), "127.0.0.1");
-    x_->head_buf = head;
+    head_buf_ = head;
     gw::http::HeadLimits hl{8192, 65536, 100, 8192};
-    auto pr = w_.parser->parseRequest(x_->head_buf, hl, x_->head);
+    auto parser = gw::http::makeHttp1Parser();
+    gw::http::RequestHead parsed;
+    auto pr = parser->parseRequest(head_buf_, hl, parsed);
     REQUIRE(pr.status == gw::http::ParseStatus::kComplete);
-    x_->bytes_in = x_->head.head_bytes;
-    x_->prepare();
-    x_->start();
+    stream.in = parsed.head_bytes;
+    x->onHeaders(parsed, nullptr);
+    head_buf_.assign(head_buf_.size(), 'x');  // the exchange keeps its own copy of the head
     return *x_;
   }
 
@@ -278,11 +273,6 @@ class Harness {
     auto until = std::chrono::steady_clock::now() + bound;
     const timeval turn{0, 1000};
     for (int i = 0; i < 100000 && !done() && std::chrono::steady_clock::now() < until; ++i) {
-      if (stream.flush && x_ != nullptr) {
-        stream.flush = false;
-        x_->flushUpstream();
-        x_->resumeUpstream();
-      }
       event_base_loopexit(base_.get(), &turn);
       event_base_loop(base_.get(), EVLOOP_ONCE);
     }
@@ -293,7 +283,7 @@ class Harness {
 
   event_base* base() { return base_.get(); }
   gw::core::FakeClock& clock() { return clock_; }
-  gw::proxy::WorkerContext& worker() { return w_; }
+  gw::proxy::ProxyContext& worker() { return w_; }
   FakeStream stream;
 
  private:
@@ -301,8 +291,19 @@ class Harness {
   gw::policy::test::TempDir dir_;
   gw::core::FakeClock clock_;
   gw::proxy::Shared shared_;
-  gw::proxy::WorkerContext w_;
+  gw::event::FlushQueue flush_queue_;
+  gw::proxy::ProxyContext w_;
   gw::proxy::Exchange* x_ = nullptr;
+  std::string head_buf_;
+
+  // The request is over: its exchange ends (recorded when it answered, else cancelled) and
+  // goes back to the pool.
+  void endStream() {
+    if (x_ != nullptr) {
+      w_.exchanges.endStream(*x_, stream.ended || stream.local);
+      x_ = nullptr;
+    }
+  }
 };
 
 std::string toolsCall(const std::string& tool = "echo", size_t body_len = 0,
@@ -363,7 +364,7 @@ TEST_CASE("exchange: a tools/call relayed to the upstream and back", "[proxy][ex
   REQUIRE(h.stream.ended);
   CHECK(h.stream.status == 200);
   CHECK(h.stream.data == kJsonAnswer);
-  CHECK(x.outcome == Outcome::kComplete);
+  CHECK(x.currentOutcome() == Outcome::kComplete);
   REQUIRE(up.requests().size() == 1);
   const std::string& req = up.requests()[0];
   CHECK(req.rfind("POST /mcp HTTP/1.1\r\n", 0) == 0);  // upstreams[].path
@@ -430,7 +431,7 @@ TEST_CASE("exchange: answers decided before the upstream, from the table", "[pro
       h.runUntilDone();
       REQUIRE(h.stream.local);
       CHECK(h.stream.reply.status == r.status);
-      CHECK(x.outcome == r.outcome);
+      CHECK(x.currentOutcome() == r.outcome);
       CHECK(gw::core::outcomeInfo(r.outcome).status == r.status);
       CHECK(up.requests().empty());  // decided before any upstream byte
     }
@@ -452,7 +453,7 @@ TEST_CASE("exchange: upstream failures become 502 and 504 with the request id",
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 502);
-    CHECK(x.outcome == Outcome::kConnectFailed);
+    CHECK(x.currentOutcome() == Outcome::kConnectFailed);
     CHECK(h.stream.reply_body.find("\"id\":7") != std::string::npos);
   }
   SECTION("closed before answering") {
@@ -464,7 +465,7 @@ TEST_CASE("exchange: upstream failures become 502 and 504 with the request id",
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 502);
-    CHECK(x.outcome == Outcome::kUpstreamReset);
+    CHECK(x.currentOutcome() == Outcome::kUpstreamReset);
   }
   SECTION("a malformed response head") {
     Harness h;
@@ -476,7 +477,7 @@ TEST_CASE("exchange: upstream failures become 502 and 504 with the request id",
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 502);
-    CHECK(x.outcome == Outcome::kUpstreamMalformed);
+    CHECK(x.currentOutcome() == Outcome::kUpstreamMalformed);
   }
   SECTION("an invalid Mcp-Session-Id from the upstream") {
     Harness h;
@@ -489,7 +490,7 @@ TEST_CASE("exchange: upstream failures become 502 and 504 with the request id",
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 502);
-    CHECK(x.outcome == Outcome::kUpstreamMalformed);
+    CHECK(x.currentOutcome() == Outcome::kUpstreamMalformed);
   }
   SECTION("no answer within response_timeout (the fake clock moves, no sleep)") {
     Harness h;
@@ -502,7 +503,7 @@ TEST_CASE("exchange: upstream failures become 502 and 504 with the request id",
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 504);
-    CHECK(x.outcome == Outcome::kResponseTimeout);
+    CHECK(x.currentOutcome() == Outcome::kResponseTimeout);
   }
 }
 
@@ -523,7 +524,7 @@ TEST_CASE("exchange: the rate-limit stage stops the exchange and resumes it",
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 429);
-    CHECK(x.outcome == Outcome::kRateLimited);
+    CHECK(x.currentOutcome() == Outcome::kRateLimited);
     CHECK(up.requests().size() == 1);
   }
   for (const char* on_error : {"deny", "allow"}) {
@@ -548,7 +549,7 @@ TEST_CASE("exchange: the rate-limit stage stops the exchange and resumes it",
       if (std::string(on_error) == "deny") {
         REQUIRE(h.stream.local);
         CHECK(h.stream.reply.status == 503);
-        CHECK(x.outcome == Outcome::kRateLimitUnavailable);
+        CHECK(x.currentOutcome() == Outcome::kRateLimitUnavailable);
         CHECK(up.requests().empty());
       } else {
         REQUIRE(h.stream.ended);  // resumed: on to the upstream
@@ -603,7 +604,7 @@ TEST_CASE("exchange: SSE relay, backpressure and cancellation", "[proxy][exchang
   }
   SECTION("the client going away cancels: the upstream connection is closed") {
     x.onStreamReset(Outcome::kClientClosed);
-    CHECK(x.outcome == Outcome::kClientClosed);
+    CHECK(x.currentOutcome() == Outcome::kClientClosed);
     h.run([&] { return up.sawClose(); });
     CHECK(up.sawClose());
     CHECK(h.worker().shared->streams.load() == 0);
@@ -612,20 +613,20 @@ TEST_CASE("exchange: SSE relay, backpressure and cancellation", "[proxy][exchang
     up.closeAll();
     h.runUntilDone();
     CHECK(h.stream.reset);
-    CHECK(x.outcome == Outcome::kUpstreamReset);
+    CHECK(x.currentOutcome() == Outcome::kUpstreamReset);
   }
   SECTION("a malformed chunk cuts the answer after what came before it") {
     FakeUpstream::send(stream_bev, chunk("data: 2\n\n") + "zz\r\n");
     h.runUntilDone();
     CHECK(h.stream.reset);
     CHECK(h.stream.data == "data: 1\n\ndata: 2\n\n");
-    CHECK(x.outcome == Outcome::kUpstreamBadChunk);
+    CHECK(x.currentOutcome() == Outcome::kUpstreamBadChunk);
   }
   SECTION("the last chunk completes the exchange") {
     FakeUpstream::send(stream_bev, chunk("data: 2\n\n") + "0\r\n\r\n");
     h.runUntilDone();
     CHECK(h.stream.ended);
-    CHECK(x.outcome == Outcome::kComplete);
+    CHECK(x.currentOutcome() == Outcome::kComplete);
   }
 }
 
@@ -653,8 +654,8 @@ TEST_CASE("exchange: the answer's own timeouts cut it (fake clock)", "[proxy][ex
       h.clock().advance(1s);  // the stream went quiet (and old) on the fake clock
       h.runUntilDone();
       CHECK(h.stream.reset);
-      CHECK(x.outcome == r.outcome);
-      CHECK(x.status == 200);  // the status that was relayed
+      CHECK(x.currentOutcome() == r.outcome);
+      CHECK(h.stream.status == 200);  // the status that was relayed
     }
   }
 }
@@ -668,7 +669,7 @@ TEST_CASE("exchange: more answers given without the upstream", "[proxy][exchange
     auto& x = h.send(toolsCall("echo", body.size()), body);
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 413);
-    CHECK(x.outcome == Outcome::kBodyTooLarge);
+    CHECK(x.currentOutcome() == Outcome::kBodyTooLarge);
   }
   SECTION("403: a policy rule denies the tool") {
     Harness h;
@@ -680,7 +681,7 @@ TEST_CASE("exchange: more answers given without the upstream", "[proxy][exchange
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 403);
-    CHECK(x.outcome == Outcome::kPolicyDenied);
+    CHECK(x.currentOutcome() == Outcome::kPolicyDenied);
     CHECK(up.requests().empty());
   }
   SECTION("404: a legacy session id no endpoint issued") {
@@ -693,7 +694,7 @@ TEST_CASE("exchange: more answers given without the upstream", "[proxy][exchange
     h.runUntilDone();
     REQUIRE(h.stream.local);
     CHECK(h.stream.reply.status == 404);
-    CHECK(x.outcome == Outcome::kSessionNotFound);
+    CHECK(x.currentOutcome() == Outcome::kSessionNotFound);
     CHECK(up.requests().empty());
   }
 }
@@ -712,12 +713,19 @@ TEST_CASE("exchange: its life is asserted (one start, one answer, nothing after 
   REQUIRE(h.stream.ended);
   CHECK_FALSE(aborts([] {}));  // the check itself can say no
   // Begun again without going back to the pool first.
-  CHECK(aborts([&] { x.begin(h.worker(), h.stream, h.worker().shared->snapshot.load(), "::1"); }));
+  CHECK(aborts([&] {
+    x.begin(h.worker(), h.stream, h.worker().shared->snapshot.load(), {"::1", ""});
+  }));
   // A second answer to a request already answered.
-  CHECK(aborts([&] { x.localReply(503, -31012, "again", Outcome::kBodyBufferFull); }));
+  CHECK(aborts([&] {
+    x.onEdgeReply(gw::downstream::EdgeReply{503, -31012, "again", Outcome::kBodyBufferFull});
+  }));
   // A stage resumed after the request was answered.
   CHECK(aborts([&] { x.resume(gw::filters::FilterStatus::kContinue); }));
-  // The stages started twice.
-  CHECK(aborts([&] { x.start(); }));
+  // A second head for the same request.
+  CHECK(aborts([&] {
+    gw::http::RequestHead again;
+    x.onHeaders(again, nullptr);
+  }));
 #endif
 }

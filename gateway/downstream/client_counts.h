@@ -14,7 +14,7 @@
 
 #include "gateway/core/cidr.h"
 
-namespace gw::proxy {
+namespace gw::downstream {
 
 class ClientCounts {
  public:
@@ -72,4 +72,4 @@ class ClientCounts {
   std::array<Stripe, 16> stripes_;
 };
 
-}  // namespace gw::proxy
+}  // namespace gw::downstream

@@ -1,18 +1,19 @@
 #pragma once
-// What every downstream connection of one worker shares: the worker's event_base, its
-// upstream pools, its HTTP parser, the current settings snapshot, the access log and the
-// process-wide counters. One per worker thread; never touched from another thread except the
-// atomics.
+// What every exchange of one worker shares (ProxyContext): the worker's event_base, its
+// upstream pools, its Redis client, its spare exchanges, the access log and the worker's
+// metrics; and the process-wide state (Shared: the client side's, the counters, the local
+// limits, the metrics registry). One ProxyContext per worker thread (owned by
+// server::Worker, beside the connections' downstream::ConnectionContext); never touched
+// from another thread except Shared's atomics.
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "gateway/core/clock.h"
-#include "gateway/core/line_budget.h"
+#include "gateway/downstream/context.h"
 #include "gateway/event/flush_queue.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/config_json.h"
@@ -20,7 +21,6 @@
 #include "gateway/http/parser.h"
 #include "gateway/metrics/metrics.h"
 #include "gateway/policy/policy.h"
-#include "gateway/proxy/client_counts.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
@@ -31,31 +31,13 @@ namespace spdlog {
 class logger;
 }
 
-namespace gw::downstream {
-class Http1Connection;
-}
-
 namespace gw::proxy {
 
 class Exchange;
 
-// The published snapshot; workers load it per request (lock-free).
-class SnapshotHolder {
- public:
-  std::shared_ptr<const filters::Snapshot> load() const noexcept {
-    return current_.load(std::memory_order_acquire);
-  }
-  void store(std::shared_ptr<const filters::Snapshot> s) noexcept {
-    current_.store(std::move(s), std::memory_order_release);
-  }
-
- private:
-  std::atomic<std::shared_ptr<const filters::Snapshot>> current_;
-};
-
-// Process-wide state shared by all workers.
-struct Shared {
-  SnapshotHolder snapshot;
+// Process-wide state shared by all workers: the client side's (downstream::Shared: the
+// snapshot, open connections, draining, connections per client) and the rest below.
+struct Shared : downstream::Shared {
   // listen/workers/admin as bound at start (set before any other thread runs; then read-only).
   filters::Bound bound;
   // Whether `listen` speaks TLS: fixed at start (set before any other thread runs). When it
@@ -64,7 +46,7 @@ struct Shared {
   bool tls_on = false;
   std::atomic<std::shared_ptr<const tls::ServerContext>> tls;
   // The access log (null: off). A reload reopens it (log rotation) or replaces it; workers
-  // notice through the generation and take a new reference (WorkerContext::accessLog).
+  // notice through the generation and take a new reference (ProxyContext::accessLog).
   void setAccessLog(std::shared_ptr<spdlog::logger> log) {
     std::lock_guard lock(access_log_mu);
     access_log = std::move(log);
@@ -75,14 +57,11 @@ struct Shared {
     return access_log;
   }
   std::atomic<uint64_t> access_log_gen{0};
-  std::atomic<int64_t> connections{0};  // open downstream connections
-  std::atomic<int64_t> streams{0};      // exchanges in flight
+  std::atomic<int64_t> streams{0};  // exchanges in flight
   std::atomic<uint64_t> requests{0};
-  std::atomic<bool> draining{false};
   std::atomic<uint64_t> buffered_body_bytes{0};  // request bodies held (max_buffered_body_bytes)
   // Upstream answers read whole (max_buffered_answer_bytes): see AnswerHold.
   std::atomic<uint64_t> buffered_answer_bytes{0};
-  ClientCounts client_counts;  // open connections per client address
   // Local rate-limit buckets, shared by every worker; they survive reloads.
   std::unique_ptr<ratelimit::LocalLimiter> limiter;
   metrics::Registry metrics;
@@ -92,37 +71,28 @@ struct Shared {
   std::shared_ptr<spdlog::logger> access_log;
 };
 
-struct WorkerContext {
+struct ProxyContext {
   int id = 0;
   event_base* base = nullptr;
   Shared* shared = nullptr;
   metrics::WorkerMetrics* metrics = nullptr;                  // this worker's, in shared->metrics
   const core::Clock* clock = &core::SteadyClock::instance();  // all the proxy's time
-  std::unique_ptr<http::Http1Parser> parser;
+  std::unique_ptr<http::Http1Parser> parser;                  // upstream answers' heads
   std::unique_ptr<upstream::Pools> pools;
-  int64_t local_connections = 0;  // this worker's open downstream connections
-  std::unordered_set<downstream::Http1Connection*> connections;  // every open downstream connection
   std::unique_ptr<ratelimit::RedisLimiter> redis;  // this worker's Redis client, lazily
   std::string redis_id;                            // the settings it was made for
   std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
-  std::string scratch;  // message heads are built here, then added to an output in one piece
-  // Connections, fan-outs and merged listen streams with output queued in this loop turn,
-  // written by one event after the turn's callbacks (event/flush_queue.h). Declared before
-  // the exchanges and refreshes whose fan-outs it may hold, so it outlives them.
-  event::FlushQueue flush_queue;
-  // Closed connections, deleted by the reaper event at the end of the loop turn (deferred
-  // deletion: no `delete this` with callers still on the stack).
-  std::vector<downstream::Http1Connection*> closed;
-  event::EventPtr reaper;
-  ExchangePool exchanges;  // spare request state (proxy/exchange.h)
+  // The worker's one flush queue (event/flush_queue.h; the worker owns it and outlives
+  // this): upstream requests, fan-outs and merged listen streams with output queued in this
+  // loop turn.
+  event::FlushQueue* flush_queue = nullptr;
+  // Spare request state (proxy/exchange.h); the worker's connections get exchanges from it
+  // (downstream::StreamFactory).
+  ExchangePool exchanges{*this};
   // Federation ownership refreshes (one per federated route and list method, reused).
   std::vector<std::unique_ptr<FederationRefresh>> fed_refreshes;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
-  // Log lines about requests whose head did not parse: at most 10 a second per worker; the
-  // rest are counted and summed up in one "suppressed" line a second later (garbage_timer).
-  core::LineBudget garbage_log{10};
-  event::EventPtr garbage_timer;
 
   // The current access log (null: off); one relaxed load per call unless a reload changed it.
   spdlog::logger* accessLog() {

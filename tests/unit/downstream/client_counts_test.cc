@@ -1,4 +1,4 @@
-// proxy::ClientCounts, the per-address connection counter behind
+// downstream::ClientCounts, the per-address connection counter behind
 // limits.max_connections_per_client (issue 12 item 9): the limit is per address and exact,
 // 0 means no limit, a slot given back is reusable, and IPv4 and IPv6 addresses never share a
 // count even when their first bytes agree.
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gateway/core/cidr.h"
-#include "gateway/proxy/client_counts.h"
+#include "gateway/downstream/client_counts.h"
 
 using gw::core::IpAddress;
-using gw::proxy::ClientCounts;
+using gw::downstream::ClientCounts;
 
 namespace {
 
@@ -27,7 +27,7 @@ IpAddress ip(const std::string& text) {
 TEST_CASE(
     "client counts: an address holds at most `limit` slots, 0 is no limit (issue 12 "
     "item 9, max_connections_per_client)",
-    "[proxy][edge]") {
+    "[downstream][edge]") {
   struct Row {
     const char* addr;
     uint32_t limit;
@@ -68,7 +68,7 @@ TEST_CASE(
 TEST_CASE(
     "client counts: addresses never share a count, IPv4 and IPv6 kept apart, a stray "
     "release does not underflow (issue 12 item 9)",
-    "[proxy][edge]") {
+    "[downstream][edge]") {
   ClientCounts counts;
   // 1.2.3.4 and 0102:0304:: have the same first four bytes; ::ffff:1.2.3.4 is another family.
   const std::vector<std::string> addrs = {
