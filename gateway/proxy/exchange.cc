@@ -13,6 +13,7 @@
 #include "gateway/http/forwarding.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/verifier.h"
+#include "gateway/proxy/local_target.h"
 #include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
@@ -28,7 +29,6 @@ void Exchange::begin(ProxyContext& w, downstream::Stream& stream,
   w_ = &w;
   stream_ = &stream;
   snap_ = std::move(snap);
-  s_ = snap_->settings.get();
   peer_ = peer;  // (the pool's give() dropped the previous request's context)
   status = 0;
   outcome = Outcome::kNone;
@@ -48,21 +48,19 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   keys_.reset();
   limits_.reset();
   step_ = Step::kHead;
-  body_mode = BodyMode::kNone;
-  body_read = false;
-  sent_id_ = mcp::RequestId{};
+  body.reset();
   forwarded_ = false;
   fwd_.reset();
   fed_.reset();
   if (refused != nullptr) {
-    localReply(refused->status, refused->code, refused->message, refused->outcome,
-               refused->retry_after_s);
+    local().error(refused->status, refused->code, refused->message, refused->outcome,
+                  refused->retry_after_s);
     return;
   }
   if (head.framing == http::BodyFraming::kContentLength &&
-      head.content_length > s_->limits.max_body_bytes) {
-    localReply(413, mcp::code::kBodyTooLarge, "Content Too Large: the body exceeds max_body_bytes",
-               Outcome::kBodyTooLarge);
+      head.content_length > settings().limits.max_body_bytes) {
+    local().error(413, mcp::code::kBodyTooLarge,
+                  "Content Too Large: the body exceeds max_body_bytes", Outcome::kBodyTooLarge);
     return;
   }
   run();
@@ -73,8 +71,8 @@ void Exchange::resetContext() {
   arena_.reset();
   ctx_.snapshot = snap_.get();
   ctx_.head = &head;
-  ctx_.client_ip =
-      http::clientAddress(head.fields, peer_.address, s_->trusted_proxies);  // views head_buf
+  ctx_.client_ip = http::clientAddress(head.fields, peer_.address,
+                                       settings().trusted_proxies);  // views head_buf
   ctx_.peer_subject = peer_.subject;
 }
 
@@ -99,7 +97,7 @@ void Exchange::run() {
         return;
       case filters::FilterStatus::kLocalReply:
         step_ = Step::kDone;
-        replyBeforeBody();
+        local().answer();
         return;
     }
   }
@@ -114,7 +112,7 @@ filters::FilterStatus Exchange::runStep() {
       // body uses no quota. (With Expect: 100-continue the limits come first: a request
       // that will get 429 must never see a 100. A legacy POST has no route and no view
       // before its body, so its limits always wait for it.)
-      if (body_mode == BodyMode::kBuffer && ctx_.need_body && !body_read &&
+      if (body.mode == BodyMode::kBuffer && ctx_.need_body && !body.whole &&
           (ctx_.legacy_inspect ||
            !(head.expect_continue && head.version == http::Version::kHttp11))) {
         return filters::FilterStatus::kNeedBody;
@@ -123,8 +121,8 @@ filters::FilterStatus Exchange::runStep() {
     case Step::kLimits:
       return limits_.run(ctx_, *w_, *this);
     case Step::kBody:
-      return body_mode == BodyMode::kBuffer && !body_read ? filters::FilterStatus::kNeedBody
-                                                          : filters::FilterStatus::kContinue;
+      return body.mode == BodyMode::kBuffer && !body.whole ? filters::FilterStatus::kNeedBody
+                                                           : filters::FilterStatus::kContinue;
     case Step::kOwner:
       return fed_.ownerStep();
     case Step::kTarget:
@@ -139,7 +137,7 @@ void Exchange::resume(filters::FilterStatus verdict) {
   GW_ASSERT(step_ != Step::kDone && step_ != Step::kTarget);
   if (verdict == filters::FilterStatus::kLocalReply) {
     step_ = Step::kDone;
-    replyBeforeBody();
+    local().answer();
     return;
   }
   if (step_ == Step::kHead) {
@@ -167,87 +165,50 @@ filters::FilterStatus Exchange::headStep() {
   }
   const bool has_body = head.framing != http::BodyFraming::kNone;
   if (st == filters::FilterStatus::kNeedBody || head.framing == http::BodyFraming::kChunked ||
-      (has_body &&
-       (s_->limits.request_buffering || (ctx_.route != nullptr && ctx_.route->federated())))) {
+      (has_body && (settings().limits.request_buffering ||
+                    (ctx_.route != nullptr && ctx_.route->federated())))) {
     // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
     // upstream with one Content-Length), and every body under request_buffering — a slow or
     // truncated body then never ties up an upstream connection.
-    body_mode = BodyMode::kBuffer;
+    body.mode = BodyMode::kBuffer;
   } else if (has_body) {
     // Straight through (Content-Length only: chunked is buffered): the body is streamed as it
     // arrives once the limits passed.
-    body_mode = BodyMode::kStream;
+    body.mode = BodyMode::kStream;
   }
   return filters::FilterStatus::kContinue;
 }
 
-// A request answered from its head alone (401, 403, 404, 405, 415, 429…): its body is never
-// read from the socket and no 100 Continue is sent. The id is echoed only when the whole body
-// is already in; otherwise the answer carries "id": null and the connection closes, since the
-// body bytes still to come cannot be told from a next request.
-void Exchange::replyBeforeBody() {
-  if (head.framing != http::BodyFraming::kNone) {
-    if (body_read) {
-      if (ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent && body) {
-        const size_t len = evbuffer_get_length(body.get());
-        ctx_.reply.id = mcp::extractId(
-            std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(body.get(), -1)), len));
-      }
-    } else {
-      const bool want_id =
-          ctx_.reply.echo_id && ctx_.reply.id.kind == mcp::RequestId::Kind::kAbsent;
-      verify_buf_.clear();
-      if (stream_->skipBody(want_id ? &verify_buf_ : nullptr) && want_id) {
-        ctx_.reply.id = mcp::extractId(verify_buf_);
-      }
-    }
-  }
-  sendLocalReply();
-}
-
 bool Exchange::reserveBody(uint64_t n) {
-  const uint64_t cap = s_->limits.max_buffered_body_bytes;
-  uint64_t held = w_->shared->buffered_body_bytes.fetch_add(n, std::memory_order_relaxed);
-  if (held + n > cap) {
-    w_->shared->buffered_body_bytes.fetch_sub(n, std::memory_order_relaxed);
-    return false;
-  }
-  body_reserved_ += n;
-  return true;
+  return body.reserve(w_->shared->buffered_body_bytes, settings().limits.max_buffered_body_bytes,
+                      n);
 }
 
 void Exchange::releaseBody() {
-  if (body_reserved_ > 0) {
-    w_->shared->buffered_body_bytes.fetch_sub(body_reserved_, std::memory_order_relaxed);
-    body_reserved_ = 0;
-  }
+  body.release(w_->shared->buffered_body_bytes);
 }
 
 // The whole body (bounded by max_body_bytes) is read into `body`, then onBodyComplete().
 void Exchange::beginBodyRead() {
-  body_mode = BodyMode::kBuffer;
-  if (!body) {
-    body = event::makeBuffer();
-  }
-  evbuffer_drain(body.get(), evbuffer_get_length(body.get()));
-  if (head.framing == http::BodyFraming::kContentLength && !reserveBody(head.content_length)) {
+  if (!body.startBuffer() ||
+      (head.framing == http::BodyFraming::kContentLength && !reserveBody(head.content_length))) {
     filters::setReply(ctx_, 503, mcp::code::kOverloaded,
                       "Service Unavailable: the gateway holds too many request bodies; retry",
                       "body_buffer_full");
     ctx_.reply.addField("Retry-After", "1");
-    replyBeforeBody();
+    local().answer();
     return;
   }
   stream_->readBody(downstream::BodyRead::kBuffer);
 }
 
 void Exchange::onBodyComplete() {
-  body_read = true;
-  size_t len = evbuffer_get_length(body.get());
+  body.whole = true;
+  size_t len = body.size();
   if (ctx_.need_body) {
     // The one body copy: contiguous and padded for simdjson (verify / classify only).
     verify_buf_.resize(len + mcp::bodyPadding());
-    evbuffer_copyout(body.get(), verify_buf_.data(), len);
+    evbuffer_copyout(body.buf.get(), verify_buf_.data(), len);
     std::memset(verify_buf_.data() + len, 0, mcp::bodyPadding());
     filters::FilterStatus st =
         filters::Pipeline::onBody(ctx_, std::string_view(verify_buf_.data(), len));
@@ -279,23 +240,6 @@ void Exchange::toTarget() {
   fwd_.connect();
 }
 
-void Exchange::rememberSentId() {
-  if (body_mode == BodyMode::kBuffer && body && sent_id_.kind == mcp::RequestId::Kind::kAbsent) {
-    char prefix[mcp::kIdScanBytes];
-    ev_ssize_t n = evbuffer_copyout(body.get(), prefix, sizeof(prefix));
-    sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
-    const size_t len = evbuffer_get_length(body.get());
-    if (sent_id_.kind == mcp::RequestId::Kind::kAbsent && len > sizeof(prefix)) {
-      // "id" after the first KiB (a client that writes params first): the whole buffered
-      // body, made contiguous once, is read for it.
-      const auto* p = evbuffer_pullup(body.get(), -1);
-      if (p != nullptr) {
-        sent_id_ = mcp::extractId(std::string_view(reinterpret_cast<const char*>(p), len));
-      }
-    }
-  }
-}
-
 // The upstream request ends (complete, failed, or cut from this side): the keep-alive timer
 // stops, then the forwarding target's counters, attempt metric and connection.
 void Exchange::releaseUpstream(bool record) {
@@ -317,7 +261,7 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
   if (retry_after_s > 0) {
     ctx_.reply.addField("Retry-After", std::to_string(retry_after_s));
   }
-  ctx_.reply.id = sent_id_;
+  ctx_.reply.id = fwd_.sentId();
   sendLocalReply();
 }
 
@@ -326,14 +270,14 @@ void Exchange::upstreamFailed(int st, int code, const char* message, Outcome why
 // Content-Length body.
 bool Exchange::injectKeepalive() const noexcept {
   if (fed_.listenOpen()) {
-    return s_->mcp.sse_keepalive.count() > 0;  // the merged stream: whole events only
+    return settings().mcp.sse_keepalive.count() > 0;  // the merged stream: whole events only
   }
-  return fwd_.relaysSseEvents() && s_->mcp.sse_keepalive.count() > 0;
+  return fwd_.relaysSseEvents() && settings().mcp.sse_keepalive.count() > 0;
 }
 
 void Exchange::armKeepalive() {
   if (injectKeepalive()) {
-    timeval tv = event::toTimeval(s_->mcp.sse_keepalive);
+    timeval tv = event::toTimeval(settings().mcp.sse_keepalive);
     evtimer_add(keepalive_timer.get(), &tv);
   }
 }
@@ -380,16 +324,6 @@ void Exchange::abortExchange(Outcome why) {
 
 // ---- local replies and the end ----------------------------------------------------------
 
-void Exchange::localReply(int st, int code, const char* message, Outcome why, int retry_after_s) {
-  stopStages();
-  releaseUpstream();
-  filters::setReply(ctx_, st, code, message, core::outcomeName(why).data(), false);
-  if (retry_after_s > 0) {
-    ctx_.reply.addField("Retry-After", std::to_string(retry_after_s));
-  }
-  sendLocalReply();
-}
-
 void Exchange::startResponse(downstream::ResponseHeaders& h) {
   GW_ASSERT(life_ == Life::kRunning);
   h.extra = limits_.headerFields();
@@ -405,7 +339,7 @@ void Exchange::startSseResponse(downstream::ResponseHeaders& h) {
 
 void Exchange::refuseBeforeBody() {
   limits_.refund(*w_);  // a refused request consumes no quota
-  replyBeforeBody();
+  local().answer();
 }
 
 void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
@@ -456,7 +390,7 @@ void Exchange::cancel() {
 // Body bytes from the client: kept whole (BodyMode::kBuffer, within max_body_bytes and the
 // process-wide max_buffered_body_bytes: 413 / 503 otherwise), or sent on as they come.
 void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
-  if (body_mode != BodyMode::kBuffer) {
+  if (body.mode != BodyMode::kBuffer) {
     fwd_.onBodyData(src, n, end);
     return;
   }
@@ -464,19 +398,19 @@ void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
     if (head.framing == http::BodyFraming::kChunked) {
       // A chunked body's size shows as it comes (a Content-Length one was checked and
       // reserved whole before it was read).
-      if (evbuffer_get_length(body.get()) + n > s_->limits.max_body_bytes) {
-        localReply(413, mcp::code::kBodyTooLarge,
-                   "Content Too Large: the body exceeds max_body_bytes", Outcome::kBodyTooLarge);
+      if (body.size() + n > settings().limits.max_body_bytes) {
+        local().error(413, mcp::code::kBodyTooLarge,
+                      "Content Too Large: the body exceeds max_body_bytes", Outcome::kBodyTooLarge);
         return;
       }
       if (!reserveBody(n)) {
-        localReply(503, mcp::code::kOverloaded,
-                   "Service Unavailable: the gateway holds too many request bodies; retry",
-                   Outcome::kBodyBufferFull, 1);
+        local().error(503, mcp::code::kOverloaded,
+                      "Service Unavailable: the gateway holds too many request bodies; retry",
+                      Outcome::kBodyBufferFull, 1);
         return;
       }
     }
-    evbuffer_remove_buffer(src, body.get(), n);
+    evbuffer_remove_buffer(src, body.buf.get(), n);
   }
   if (end) {
     onBodyComplete();
@@ -484,7 +418,7 @@ void Exchange::onBodyData(evbuffer* src, size_t n, bool end) {
 }
 
 void Exchange::onEdgeReply(const downstream::EdgeReply& r) {
-  localReply(r.status, r.code, r.message, r.outcome, r.retry_after_s);
+  local().error(r.status, r.code, r.message, r.outcome, r.retry_after_s);
 }
 
 // The connection answered in plain text itself. A head that did not parse or arrive (the
@@ -584,9 +518,7 @@ void ExchangePool::give(Exchange* x) noexcept {
   x->limits_.reset();
   x->stream_ = nullptr;
   x->snap_.reset();
-  if (x->body) {
-    evbuffer_drain(x->body.get(), evbuffer_get_length(x->body.get()));
-  }
+  x->body.reset();
   trim(x->head_buf);
   trim(x->verify_buf_);
   if (free_.size() >= kKeep) {

@@ -3,8 +3,9 @@
 // pipeline stages (the asynchronous rate-limit stage stops and resumes it), the body mode,
 // the response start (startResponse / respond / local replies), SSE keep-alive comments, the
 // outcome, the metrics and the access-log line. The answer comes from a target chosen once
-// after routing: ForwardTarget (one upstream request, the relay, list filtering, pin
-// observation; forward_target.h) or FederatedTarget (federated_target.h). It talks to its
+// after the stages: LocalTarget (the gateway's own reply; local_target.h), or, after
+// routing, ForwardTarget (one upstream request, the relay, list filtering, pin observation;
+// forward_target.h) or FederatedTarget (federated_target.h). It talks to its
 // client only through downstream::Stream and hears from it through
 // downstream::StreamCallbacks; it never sees HTTP/1 framing, and the connection never
 // touches its fields.
@@ -36,6 +37,8 @@
 #include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/keys_wait.h"
 #include "gateway/proxy/limit_stage.h"
+#include "gateway/proxy/local_target.h"
+#include "gateway/proxy/request_body.h"
 #include "gateway/proxy/stage.h"
 #include "gateway/ratelimit/gcra.h"
 
@@ -45,7 +48,7 @@ struct ProxyContext;
 
 class Exchange final : public downstream::StreamCallbacks, public StageRunner {
  public:
-  enum class BodyMode : uint8_t { kNone, kStream, kBuffer };
+  using BodyMode = RequestBody::Mode;
   using Outcome = core::Outcome;
 
   Exchange() = default;
@@ -85,12 +88,13 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // recordAttempt and now.
   friend class FederatedTarget;
   friend class ForwardTarget;
+  friend class LocalTarget;
 
   // ---- what a target (federated_target.h, forward_target.h) reaches of the request ----
   filters::RequestContext& ctx() noexcept { return ctx_; }
   const filters::RequestContext& ctx() const noexcept { return ctx_; }
   const std::shared_ptr<const filters::Snapshot>& snapshot() const noexcept { return snap_; }
-  const settings::Settings& settings() const noexcept { return *s_; }
+  const settings::Settings& settings() const noexcept { return *snap_->settings; }
   ProxyContext& worker() const noexcept { return *w_; }
   downstream::Stream* stream() const noexcept { return stream_; }  // null between requests
   // The body's padded copy (verify / classify only; shorter than the padding when unread).
@@ -106,14 +110,8 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // startResponse for an SSE answer the gateway makes itself (counted in the SSE streams).
   void startSseResponse(downstream::ResponseHeaders& h);
   // A target refuses the request before anything went upstream: the limits' charge is
-  // refunded (a refused request consumes no quota) and ctx().reply is sent (replyBeforeBody).
+  // refunded (a refused request consumes no quota) and ctx().reply is sent (LocalTarget).
   void refuseBeforeBody();
-  // The id of a buffered body that leaves for the upstream (502/504 echo it).
-  void rememberSentId();
-  // An answer decided before the stages ran (413, 417, a refused head, 408): the exchange
-  // renders it.
-  void localReply(int status, int code, const char* message, Outcome outcome,
-                  int retry_after_s = 0);  // Retry-After seconds (0: none)
   // Holds n more request-body bytes against limits.max_buffered_body_bytes (all
   // connections). False: over the cap; nothing was taken.
   bool reserveBody(uint64_t n);
@@ -138,7 +136,6 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   void stopStages() noexcept;  // whatever stage waits is cancelled
   // request and body
   void resetContext();  // the pipeline's context for `head`, as new
-  void replyBeforeBody();
   void beginBodyRead();
   void sendLocalReply();
   // The one response start: the head, with the RateLimit fields of the limits that admitted
@@ -147,8 +144,11 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // A whole answer with resp_fields_ as its head and `answer` as its Content-Length body; the
   // exchange is over (kComplete).
   void respond(int status, std::string_view reason, std::string_view answer);
-  // The target chosen once after routing: the forwarding target (one upstream), or the
-  // federated one, which may hand a call to the forwarding target once it chose the owner.
+  // The target chosen once after the stages: the gateway's own reply when a stage decided
+  // one (LocalTarget, made on the spot), else, after routing, the forwarding target (one
+  // upstream) or the federated one, which may hand a call to the forwarding target once it
+  // chose the owner.
+  LocalTarget local() noexcept { return LocalTarget(*this); }
   void toTarget();
   // An answer the upstream side could not give (502, 504, 404 for a session): the exchange
   // renders it, or cuts an answer already started.
@@ -174,15 +174,12 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   ProxyContext* w_ = nullptr;
   downstream::Stream* stream_ = nullptr;
   std::shared_ptr<const filters::Snapshot> snap_;
-  const settings::Settings* s_ = nullptr;
   downstream::StreamPeer peer_;  // the connection's (outlives the exchange)
 
   // The request (a target reads these; see the friends above).
-  std::string head_buf;     // the request head's bytes (capacity reused); `head` views them
-  http::RequestHead head;   // onHeaders' copy
-  event::EvBufferPtr body;  // BodyMode::kBuffer: the whole body
-  BodyMode body_mode = BodyMode::kNone;
-  bool body_read = false;  // `body` holds the whole request body
+  std::string head_buf;    // the request head's bytes (capacity reused); `head` views them
+  http::RequestHead head;  // onHeaders' copy
+  RequestBody body;        // how it is read; a buffered body's bytes
   int status = 0;          // the answer's status (0: none yet)
   Outcome outcome = Outcome::kNone;
   // SSE keep-alive comments (made by the pool); while a list answer is read whole for
@@ -191,10 +188,8 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
 
   filters::RequestContext ctx_;
   mcp::ValueArena arena_{64 * 1024};
-  std::string verify_buf_;      // contiguous padded copy (verify / classify / id echo only)
-  bool logged_ = false;         // endRequest ran
-  uint64_t body_reserved_ = 0;  // bytes of Shared::buffered_body_bytes this request holds
-  mcp::RequestId sent_id_;      // the id of a buffered body sent upstream (502/504 echo it)
+  std::string verify_buf_;  // contiguous padded copy (verify / classify / id echo only)
+  bool logged_ = false;     // endRequest ran
 
   // The exchange's life, with asserted transitions: taken from the pool (kIdle) → begin
   // (kBegun: a request's first byte) → onHeaders (kRunning: its stages) → one response start

@@ -150,10 +150,8 @@ void FederatedTarget::onRefreshed() {
 
 std::string FederatedTarget::requestIdJson() {
   mcp::RequestId id;
-  if (x_.body && evbuffer_get_length(x_.body.get()) > 0) {
-    const size_t len = evbuffer_get_length(x_.body.get());
-    id = mcp::extractId(
-        std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)), len));
+  if (x_.body.size() > 0) {
+    id = mcp::extractId(x_.body.view());
   }
   return id.kind == mcp::RequestId::Kind::kJson ? id.json : std::string("null");
 }
@@ -166,9 +164,8 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
   x_.forward().buildUpstreamHead();
   std::string_view b;
   std::string copy;
-  if (x_.body && evbuffer_get_length(x_.body.get()) > 0) {
-    const size_t len = evbuffer_get_length(x_.body.get());
-    b = std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)), len);
+  if (x_.body.size() > 0) {
+    b = x_.body.view();
   }
   // The client's Mcp-Method, or none when it sent none (a notification may omit it).
   const std::string_view method =
@@ -368,9 +365,8 @@ void FederatedTarget::startListen() {
   }
   x_.forward().buildUpstreamHead();
   std::string_view b;
-  if (x_.body && evbuffer_get_length(x_.body.get()) > 0) {
-    const size_t len = evbuffer_get_length(x_.body.get());
-    b = std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)), len);
+  if (x_.body.size() > 0) {
+    b = x_.body.view();
   }
   x_.noteForwarded();
   if (!listen_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, b,

@@ -162,8 +162,8 @@ filters::FilterStatus FederatedTarget::unknownName(federation::ListKind kind) {
   if (kind != federation::ListKind::kTools && kind != federation::ListKind::kPrompts) {
     return chooseOwner(0);
   }
-  if (x_.body_read && x_.body && x_.verifyBuffer().size() >= mcp::bodyPadding()) {
-    const size_t len = evbuffer_get_length(x_.body.get());
+  if (x_.body.whole && x_.verifyBuffer().size() >= mcp::bodyPadding()) {
+    const size_t len = x_.body.size();
     mcp::VerifyOptions opts;
     opts.check_headers = true;
     mcp::VerifyResult vr = mcp::verifyBody(std::string_view(x_.verifyBuffer().data(), len),
@@ -204,10 +204,8 @@ filters::FilterStatus FederatedTarget::rejectUnknownName(federation::ListKind ki
     x_.ctx().reply.data_json = std::move(data);
   }
   x_.ctx().reply.id = mcp::RequestId::absent();
-  if (x_.body_read && x_.body) {
-    x_.ctx().reply.id = mcp::extractId(
-        std::string_view(reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1)),
-                         evbuffer_get_length(x_.body.get())));
+  if (x_.body.whole) {
+    x_.ctx().reply.id = mcp::extractId(x_.body.view());
   }
   if (x_.ctx().reply.id.kind == mcp::RequestId::Kind::kAbsent) {
     x_.ctx().reply.id = mcp::RequestId::null();
@@ -273,11 +271,11 @@ void FederatedTarget::proceedTo(size_t owner) {
 // string changes; Content-Length follows the new length), and so does Mcp-Name (in
 // buildUpstreamHead).
 bool FederatedTarget::rewriteForOwner() {
-  if (x_.body_mode != Exchange::BodyMode::kBuffer || !x_.body) {
+  if (x_.body.mode != Exchange::BodyMode::kBuffer || !x_.body.buf) {
     return true;
   }
-  const size_t len = evbuffer_get_length(x_.body.get());
-  const auto* p = reinterpret_cast<const char*>(evbuffer_pullup(x_.body.get(), -1));
+  const size_t len = x_.body.size();
+  const auto* p = reinterpret_cast<const char*>(evbuffer_pullup(x_.body.buf.get(), -1));
   std::string out;
   if (p == nullptr || !federation::rewriteParamsName(std::string_view(p, len), fed_name_, out)) {
     filters::setReply(x_.ctx(), 400, -32602,
@@ -287,8 +285,8 @@ bool FederatedTarget::rewriteForOwner() {
         mcp::extractId(std::string_view(p != nullptr ? p : "", p != nullptr ? len : 0));
     return false;
   }
-  evbuffer_drain(x_.body.get(), len);
-  evbuffer_add(x_.body.get(), out.data(), out.size());
+  evbuffer_drain(x_.body.buf.get(), len);
+  evbuffer_add(x_.body.buf.get(), out.data(), out.size());
   return true;
 }
 

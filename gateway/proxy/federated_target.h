@@ -14,8 +14,7 @@
 // upstream).
 // Exchange names it a friend for that, since those are private to the connection's side:
 // the target calls Exchange's methods (exchange.h lists them) and touches none of its
-// private fields; of the request's public state it reads head, body, body_read and
-// body_mode, and sets outcome.
+// private fields but the request's head, body (request_body.h) and outcome.
 //
 // federated_target.cc: the choice of owner and the request's own bookkeeping;
 // federated_fanout.cc: the shared refresh, the fan-out and its merged answer, the merged

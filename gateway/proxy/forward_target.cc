@@ -35,6 +35,7 @@ void ForwardTarget::begin(ProxyContext& w) {
 }
 
 void ForwardTarget::reset() noexcept {
+  sent_id_ = mcp::RequestId{};
   filtering_ = filtered_ = false;
   legacy_prefix_.clear();
   hidden_ = 0;
@@ -130,10 +131,10 @@ void ForwardTarget::buildUpstreamHead() {
   // The listener is plain HTTP; a TLS listener passes "https".
   http::addClientAddressFields(uh.fields, xff_, head.fields, x_.peer(), trusted_peer, "http");
   uh.pinned_endpoint = session_endpoint_;
-  if (x_.body_mode == Exchange::BodyMode::kBuffer) {
-    x_.rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
-    uh.content_length = evbuffer_get_length(x_.body.get());
-  } else if (x_.body_mode == Exchange::BodyMode::kStream) {
+  if (x_.body.mode == Exchange::BodyMode::kBuffer) {
+    rememberSentId();  // the body leaves for the upstream now: its id for a 502/504 later
+    uh.content_length = x_.body.size();
+  } else if (x_.body.mode == Exchange::BodyMode::kStream) {
     uh.content_length = head.content_length;
   } else {
     uh.content_length = 0;
@@ -143,11 +144,11 @@ void ForwardTarget::buildUpstreamHead() {
 
 // The head is written by start(); the body follows (whole, streamed, or none).
 void ForwardTarget::writeRequest() {
-  if (x_.body_mode == Exchange::BodyMode::kBuffer) {
-    evbuffer_add_buffer(up_.output(), x_.body.get());
+  if (x_.body.mode == Exchange::BodyMode::kBuffer) {
+    evbuffer_add_buffer(up_.output(), x_.body.buf.get());
     x_.releaseBody();
     up_.requestComplete();
-  } else if (x_.body_mode == Exchange::BodyMode::kStream) {
+  } else if (x_.body.mode == Exchange::BodyMode::kStream) {
     x_.stream()->readBody(downstream::BodyRead::kStream);  // onBodyData from here on
   } else {
     up_.requestComplete();
@@ -177,13 +178,29 @@ void ForwardTarget::onBodyData(evbuffer* src, size_t n, bool end) {
 void ForwardTarget::onUpstreamWritable(upstream::Http1Upstream&) {
   // Below the low mark again, and the body not all sent (Http1Upstream asks only then): take
   // more of it from the client.
-  if (x_.body_mode == Exchange::BodyMode::kStream && up_open_) {
+  if (x_.body.mode == Exchange::BodyMode::kStream && up_open_) {
     x_.stream()->readDisable(false);
   }
 }
 
 void ForwardTarget::onUpstreamOutput(upstream::Http1Upstream&) {
   scheduleFlush();
+}
+
+void ForwardTarget::rememberSentId() {
+  if (x_.body.mode != Exchange::BodyMode::kBuffer ||
+      sent_id_.kind != mcp::RequestId::Kind::kAbsent) {
+    return;
+  }
+  char prefix[mcp::kIdScanBytes];
+  const ev_ssize_t n =
+      x_.body.buf ? evbuffer_copyout(x_.body.buf.get(), prefix, sizeof(prefix)) : 0;
+  sent_id_ = mcp::scanIdPrefix(std::string_view(prefix, n > 0 ? static_cast<size_t>(n) : 0));
+  if (sent_id_.kind == mcp::RequestId::Kind::kAbsent && x_.body.size() > sizeof(prefix)) {
+    // "id" after the first KiB (a client that writes params first): the whole buffered
+    // body, made contiguous once, is read for it.
+    sent_id_ = mcp::extractId(x_.body.view());
+  }
 }
 
 void ForwardTarget::scheduleFlush() {
@@ -247,7 +264,7 @@ bool ForwardTarget::pinSession() {
 }
 
 void ForwardTarget::sessionNotFound(const char* message, Outcome why) {
-  x_.rememberSentId();
+  rememberSentId();
   x_.upstreamFailed(404, mcp::code::kSessionNotFound, message, why);
 }
 

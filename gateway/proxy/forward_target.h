@@ -34,6 +34,7 @@
 #include "gateway/event/owners.h"
 #include "gateway/federation/federation.h"
 #include "gateway/http/message.h"
+#include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/sse_response.h"
 #include "gateway/sse/framer.h"
@@ -105,6 +106,10 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // tool_pinning (forward_pins.cc)
   void observePins(std::string_view upstream, std::span<const std::string> items);
 
+  // The id of the buffered body that left for the upstream (a 502/504 echoes it); absent
+  // before it left, or for a streamed body.
+  const mcp::RequestId& sentId() const noexcept { return sent_id_; }
+
   // The access log: the endpoint last tried (owned by the pool; null before any), and the
   // "pins_pending" and "list_hidden" fields.
   const upstream::Endpoint* endpoint() const noexcept { return endpoint_; }
@@ -119,6 +124,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   void upstreamError(upstream::UpstreamError e);
   void writeRequest();
   void scheduleFlush();
+  void rememberSentId();
   bool pinSession();
   void sessionNotFound(const char* message, Outcome outcome);
   static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
@@ -158,6 +164,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
   std::string xff_;                               // the X-Forwarded-For value up_head_ views
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
+  mcp::RequestId sent_id_;                        // sentId()
   bool up_open_ = false;     // up_ was started and has not ended (counted in streams)
   bool up_drained_ = false;  // flushOutbound wrote the upstream output whole
   // Legacy session affinity: the endpoint index the client's wrapped Mcp-Session-Id names

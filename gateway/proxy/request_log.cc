@@ -37,9 +37,9 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
 void Exchange::recordAttempt(Outcome error_type, core::Nanos duration) {
-  const settings::Upstream& up = s_->upstreams[fwd_.upstreamIndex()];
+  const settings::Upstream& up = settings().upstreams[fwd_.upstreamIndex()];
   w_->metrics->client_ops
-      .at({up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, *s_, true),
+      .at({up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, settings(), true),
            core::outcomeName(error_type)})
       .observe(duration);
 }
@@ -67,7 +67,7 @@ void Exchange::endRequest() {
   }
   m.server_ops
       .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
-           toolLabel(*w_, ctx_, *s_, forwarded_), status_text, error_type})
+           toolLabel(*w_, ctx_, settings(), forwarded_), status_text, error_type})
       .observe(now() - started_);
   if (failed) {
     m.rejections.at({name}).add(1);
