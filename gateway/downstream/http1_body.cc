@@ -121,17 +121,7 @@ void Http1Connection::readBodyBytes() {
     x_->onBodyData(in, 0, true);
     return;
   }
-  const size_t n = std::min<uint64_t>(body_remaining_, evbuffer_get_length(in));
-  body_remaining_ -= n;
-  req_in_ += n;
-  const bool end = body_remaining_ == 0;
-  if (end) {
-    bodyDone();
-    state_ = State::kExchange;
-  }
-  if (n > 0 || end) {
-    x_->onBodyData(in, n, end);
-  }
+  pumpBody();
 }
 
 void Http1Connection::bodyDone() {
@@ -141,7 +131,7 @@ void Http1Connection::bodyDone() {
   down_.setReadHigh(kPipelineHigh);
 }
 
-// A streamed body (Content-Length): hands what arrived to the exchange, exactly
+// A Content-Length body, buffered or streamed: hands what arrived to the handler, exactly
 // body_remaining_ bytes in all.
 void Http1Connection::pumpBody() {
   evbuffer* in = down_.input();
@@ -151,6 +141,7 @@ void Http1Connection::pumpBody() {
   const bool end = body_remaining_ == 0;
   if (end) {
     bodyDone();
+    state_ = State::kExchange;  // (a buffered body read in kBody)
   }
   x_->onBodyData(in, n, end);
 }
