@@ -499,8 +499,8 @@ TEST_CASE("admin: the healthcheck command exits 0 only while /healthz answers 20
   CliResult wrong = run({"--port", std::to_string(gw.port())});
   CHECK(wrong.rc == 1);
   CHECK(wrong.err.find("status 404") != std::string::npos);
-  uint16_t closed = freePort();
-  CliResult refused = run({"--port", std::to_string(closed)});
+  ClosedPort closed;
+  CliResult refused = run({"--port", std::to_string(closed.port())});
   CHECK(refused.rc == 1);
   CHECK(refused.err.find("Connection refused") != std::string::npos);
   CHECK(run({"--port", "0"}).rc == 2);

@@ -526,8 +526,8 @@ TEST_CASE(
     "[edge][edge-conn][slow]") {
   const std::string_view ids[] = {"7", R"("id-seven")", "-3", R"("x\"y")"};
   SECTION("502: the upstream endpoint is a closed port") {
-    uint16_t closed = freePort();
-    Gateway gw(edgeYaml({.upstream = "127.0.0.1:" + std::to_string(closed)}));
+    ClosedPort closed;
+    Gateway gw(edgeYaml({.upstream = closed.address()}));
     for (std::string_view id : ids) {
       INFO("id " << id);
       for (bool split : {false, true}) {
@@ -549,8 +549,8 @@ TEST_CASE(
     }
   }
   SECTION("502: the id comes after 8 KiB of params (past the 1 KiB prefix scan)") {
-    uint16_t closed = freePort();
-    Gateway gw(edgeYaml({.upstream = "127.0.0.1:" + std::to_string(closed)}));
+    ClosedPort closed;
+    Gateway gw(edgeYaml({.upstream = closed.address()}));
     for (std::string_view id : ids) {
       INFO("id " << id);
       Split s = call("echo", id);

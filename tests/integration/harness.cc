@@ -371,6 +371,26 @@ uint16_t freePort() {
   return ntohs(addr.sin_port);
 }
 
+ClosedPort::ClosedPort() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+    throw std::runtime_error("ClosedPort: bind failed");
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+ClosedPort::~ClosedPort() {
+  ::close(fd_);
+}
+
 long rssKb(pid_t pid) {
   std::string status = readFile("/proc/" + std::to_string(pid) + "/status");
   size_t pos = status.find("VmRSS:");

@@ -31,6 +31,25 @@ using Ms = std::chrono::milliseconds;
 
 // A port that was free on 127.0.0.1 a moment ago (bound to :0, read back, closed).
 uint16_t freePort();
+// A loopback port where nothing listens, for as long as this object lives: a socket bound to
+// 127.0.0.1:0 without SO_REUSEADDR and never listening holds it. A connect to it is refused
+// (RST), and no other socket can take the port meanwhile: the kernel hands it to no bind(0) and
+// no outgoing connect, and an explicit bind to it fails. (A port read from a socket that was then
+// closed could be taken by another test under `ctest -j` before this one used it.)
+class ClosedPort {
+ public:
+  ClosedPort();  // throws std::runtime_error when no socket can be bound
+  ~ClosedPort();
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
 // Resident set size of a live process in KiB (VmRSS of /proc/<pid>/status); -1 if unknown.
 long rssKb(pid_t pid);
 std::string readFile(const std::string& path);

@@ -382,8 +382,8 @@ TEST_CASE("host_header: what Host the upstream receives in each mode (RFC 9110 7
 TEST_CASE("host_header: a connect retried on the next endpoint names that endpoint",
           "[session][host-header]") {
   RawUpstream up(RawUpstream::respond(200, "{}"));
-  std::string dead = "127.0.0.1:" + std::to_string(freePort());  // nothing listens
-  Gateway gw(sessionYaml({dead, up.address()}, 1, "    balance: first_healthy\n"));
+  ClosedPort dead;
+  Gateway gw(sessionYaml({dead.address(), up.address()}, 1, "    balance: first_healthy\n"));
   Response r = fetch(gw.port(), mcpPost(toolsCallBody("echo", 1)));
   CHECK(r.status == 200);
   REQUIRE(up.waitForRequests(1, Ms(2000)));
