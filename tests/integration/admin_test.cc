@@ -522,10 +522,10 @@ TEST_CASE("admin: a gateway that cannot bind its listener exits 1 at once, admin
   REQUIRE(::getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len) == 0);
   TempDir dir;
   std::string config = dir.file("gateway.yaml");
-  REQUIRE(writeFile(config, "listen: 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
-                                "\nadmin: 127.0.0.1:" + std::to_string(freePort()) +
-                                "\nworkers: 2\nupstreams:\n  - name: u\n    endpoints: "
-                                "[127.0.0.1:1]\nroutes:\n  - name: d\n    upstream: u\n"));
+  REQUIRE(writeFile(config,
+                    "listen: 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
+                        "\nadmin: 127.0.0.1:0\nworkers: 2\nupstreams:\n  - name: u\n    endpoints: "
+                        "[127.0.0.1:1]\nroutes:\n  - name: d\n    upstream: u\n"));
   Process p({GW_BINARY, "run", "-c", config}, dir.path(), "bindfail");
   auto rc = p.wait(Ms(5000));  // the admin thread, started first, is stopped too
   ::close(holder);
