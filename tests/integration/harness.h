@@ -29,8 +29,6 @@ namespace gw::itest {
 using Clock = std::chrono::steady_clock;
 using Ms = std::chrono::milliseconds;
 
-// A port that was free on 127.0.0.1 a moment ago (bound to :0, read back, closed).
-uint16_t freePort();
 // A loopback port where nothing listens, for as long as this object lives: a socket bound to
 // 127.0.0.1:0 without SO_REUSEADDR and never listening holds it. A connect to it is refused
 // (RST), and no other socket can take the port meanwhile: the kernel hands it to no bind(0) and
@@ -50,6 +48,20 @@ class ClosedPort {
   uint16_t port_ = 0;
 };
 
+// How one try of startOnFreePort's `start` ended.
+enum class PortStart {
+  kStarted,    // the server listens on the port (its own output says so)
+  kPortTaken,  // it could not bind the port (EADDRINUSE): taken between the pick and the bind
+  kFailed,     // anything else
+};
+// For servers that can neither bind port 0 and report the port they got nor be given a listening
+// socket (redis-server, nginx; everything else here binds port 0): picks a port free on
+// 127.0.0.1 right now and calls start(port). Another process may take that port before the
+// server binds it (more so under `ctest -j`); then the server fails to bind, says so, and a fresh
+// port is tried, at most `attempts` times in all. `start` must stop a server that did not start,
+// and must tell kStarted from its own server's output, never by connecting (that could reach
+// whoever took the port). The port started on, or 0 when no try succeeded.
+uint16_t startOnFreePort(const std::function<PortStart(uint16_t)>& start, int attempts = 5);
 // Resident set size of a live process in KiB (VmRSS of /proc/<pid>/status); -1 if unknown.
 long rssKb(pid_t pid);
 std::string readFile(const std::string& path);
@@ -179,7 +191,7 @@ std::string gatewayYaml(const GatewayConfig& cfg);
 
 // The proxy under test: writes its config into a temp dir with ${PORT} as 0, starts
 // `GW_BINARY run -c FILE --ports-file F` and reads the ports it bound from F (≤ 5 s); in
-// stand-in mode starts nginx on a port chosen beforehand and waits until it accepts. A config
+// stand-in mode starts nginx through startOnFreePort and waits until it bound its port. A config
 // may name `admin: 127.0.0.1:0` too: adminPort() is the port the gateway chose.
 // Throws std::runtime_error with the child's stderr when it does not come up. Stops it on
 // destruction.
@@ -208,6 +220,7 @@ class Gateway {
 
  private:
   void start(const std::vector<std::string>& argv, std::vector<std::string> env = {});
+  void startNginx(const GatewayConfig& cfg);
   // Reads the ports file into port_ and admin_port_; whether it named the listen port.
   bool readPorts();
 

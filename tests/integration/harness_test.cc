@@ -10,6 +10,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/harness.h"
 
@@ -45,6 +46,34 @@ TEST_CASE("harness: ClosedPort refuses connects and keeps its port, TempDir clea
   }
   CHECK(readFile(path + "/x.txt").empty());
   CHECK(expand("a ${X} b ${X} ${Y}", {{"X", "1"}}) == "a 1 b 1 ${Y}");
+}
+
+TEST_CASE("harness: startOnFreePort retries a taken port, a bounded number of times", "[harness]") {
+  std::vector<uint16_t> tried;
+  auto takenTwice = [&](uint16_t port) {
+    tried.push_back(port);
+    return tried.size() <= 2 ? PortStart::kPortTaken : PortStart::kStarted;
+  };
+  uint16_t got = startOnFreePort(takenTwice);
+  REQUIRE(tried.size() == 3);
+  CHECK(got == tried.back());
+  CHECK(got > 0);
+
+  tried.clear();
+  auto alwaysTaken = [&](uint16_t port) {
+    tried.push_back(port);
+    return PortStart::kPortTaken;
+  };
+  CHECK(startOnFreePort(alwaysTaken, 4) == 0);
+  CHECK(tried.size() == 4);
+
+  tried.clear();
+  auto fails = [&](uint16_t port) {
+    tried.push_back(port);
+    return PortStart::kFailed;
+  };
+  CHECK(startOnFreePort(fails) == 0);
+  CHECK(tried.size() == 1);  // a failure that is not a taken port is not retried
 }
 
 TEST_CASE("harness: Process captures output, exit code and terminates", "[harness]") {
