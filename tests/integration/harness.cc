@@ -462,6 +462,26 @@ bool canConnect(uint16_t port) {
   return true;
 }
 
+size_t openConnectionsTo(uint16_t port) {
+  // "  sl  local_address rem_address   st ...", addresses as hex IPv4:port (the IPv4 address
+  // in the kernel's byte order, so 127.0.0.1 is 0100007F), the state as hex.
+  char remote[32];
+  std::snprintf(remote, sizeof(remote), "0100007F:%04X", port);
+  std::istringstream in(readFile("/proc/net/tcp"));
+  std::string line;
+  std::getline(in, line);  // the header
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, rem, state;
+    if (fields >> slot >> local >> rem >> state && rem == remote &&
+        (state == "01" || state == "08")) {  // ESTABLISHED, CLOSE_WAIT
+      ++n;
+    }
+  }
+  return n;
+}
+
 // ---------------------------------------------------------------------------------------------
 // TempDir
 

@@ -116,6 +116,10 @@ bool waitFor(Pred done, Ms timeout) {
 }
 // Whether 127.0.0.1:port accepts a TCP connection right now.
 bool canConnect(uint16_t port);
+// TCP connections on this host to 127.0.0.1:port whose local end is still open: ESTABLISHED or
+// CLOSE_WAIT in /proc/net/tcp. Once a server on that port stopped, 0 says every client of it
+// (the gateway's pooled connections, say) has seen the close and closed its end.
+size_t openConnectionsTo(uint16_t port);
 
 // A private directory made with mkdtemp, removed with everything in it on destruction.
 class TempDir {

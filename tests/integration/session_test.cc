@@ -12,7 +12,6 @@
 #include <catch.hpp>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -285,7 +284,9 @@ TEST_CASE("session: an endpoint removed from config (reload) or refusing connect
   SECTION("refusing connects: 404 (the session is gone with its server), never moved") {
     size_t b_before = b.requestCount();
     a.stop();
-    std::this_thread::sleep_for(Ms(200));  // the gateway's idle connections to A see the close
+    // The gateway's idle connections to A have seen the close (a pooled connection found dead
+    // would make a request fail as closed, not as a refused connect).
+    REQUIRE(waitFor([&] { return openConnectionsTo(a.port()) == 0; }, Ms(3000)));
     for (int i = 0; i < 6; ++i) {
       Response r = fetch(gw.port(), legacyRequest("POST", sessionLine(on_a), toolsList(40 + i)));
       INFO(r.head << r.body);
