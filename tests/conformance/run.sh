@@ -67,7 +67,9 @@ if [[ "${url}" == fixture:* ]]; then
   server_pid=$!
   port=""
   for _ in $(seq 1 100); do
-    port="$(sed -n 's/^LISTENING \([0-9][0-9]*\)$/\1/p' "${out}/${name}.stdout")"
+    # The file may not exist yet: the shell that opens it runs in the background.
+    port="$(sed -n 's/^LISTENING \([0-9][0-9]*\)$/\1/p' "${out}/${name}.stdout" 2> /dev/null \
+      || true)"
     [[ -n "${port}" ]] && break
     kill -0 "${server_pid}" 2> /dev/null || break
     sleep 0.1

@@ -68,7 +68,9 @@ start_upstream() {
   children+=("${upstream_pid}")
   upstream_port=""
   for _ in $(seq 1 100); do
-    upstream_port="$(sed -n 's/^LISTENING \([0-9][0-9]*\)$/\1/p' "${dir}/${name}.stdout")"
+    # The file may not exist yet: the shell that opens it runs in the background.
+    upstream_port="$(sed -n 's/^LISTENING \([0-9][0-9]*\)$/\1/p' "${dir}/${name}.stdout" \
+      2> /dev/null || true)"
     [[ -n "${upstream_port}" ]] && return 0
     kill -0 "${upstream_pid}" 2> /dev/null || break
     sleep 0.1

@@ -499,8 +499,8 @@ TEST_CASE("admin: the healthcheck command exits 0 only while /healthz answers 20
   CliResult wrong = run({"--port", std::to_string(gw.port())});
   CHECK(wrong.rc == 1);
   CHECK(wrong.err.find("status 404") != std::string::npos);
-  uint16_t closed = freePort();
-  CliResult refused = run({"--port", std::to_string(closed)});
+  ClosedPort closed;
+  CliResult refused = run({"--port", std::to_string(closed.port())});
   CHECK(refused.rc == 1);
   CHECK(refused.err.find("Connection refused") != std::string::npos);
   CHECK(run({"--port", "0"}).rc == 2);
@@ -522,10 +522,10 @@ TEST_CASE("admin: a gateway that cannot bind its listener exits 1 at once, admin
   REQUIRE(::getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len) == 0);
   TempDir dir;
   std::string config = dir.file("gateway.yaml");
-  REQUIRE(writeFile(config, "listen: 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
-                                "\nadmin: 127.0.0.1:" + std::to_string(freePort()) +
-                                "\nworkers: 2\nupstreams:\n  - name: u\n    endpoints: "
-                                "[127.0.0.1:1]\nroutes:\n  - name: d\n    upstream: u\n"));
+  REQUIRE(writeFile(config,
+                    "listen: 127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
+                        "\nadmin: 127.0.0.1:0\nworkers: 2\nupstreams:\n  - name: u\n    endpoints: "
+                        "[127.0.0.1:1]\nroutes:\n  - name: d\n    upstream: u\n"));
   Process p({GW_BINARY, "run", "-c", config}, dir.path(), "bindfail");
   auto rc = p.wait(Ms(5000));  // the admin thread, started first, is stopped too
   ::close(holder);

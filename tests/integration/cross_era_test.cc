@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -131,29 +132,30 @@ class SdkServer : public Backend {
   uint16_t port_ = 0;
 };
 
-// server-everything in Streamable HTTP mode (PORT env, path /mcp), bound to 127.0.0.1 by the
+// server-everything in Streamable HTTP mode (path /mcp), bound to 127.0.0.1 by the
 // force-loopback preload, with an empty environment: its get-env tool prints the environment
-// and the test must not leak the runner's.
+// and the test must not leak the runner's. PORT=0: the kernel picks the port, and the preload
+// (FORCE_LOOPBACK_REPORT=1) says which one (server-everything itself only repeats the 0).
 class EverythingServer : public Backend {
  public:
   EverythingServer(const TempDir& dir, const std::string& name) {
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      port_ = freePort();
-      process_ = std::make_unique<Process>(
-          std::vector<std::string>{"/usr/bin/env", "-i", "PORT=" + std::to_string(port_), kNode22,
-                                   "-r", kFixtures + "/force-loopback.cjs", kEverything,
-                                   "streamableHttp"},
-          dir.path(), name + "-" + std::to_string(attempt));
-      auto deadline = Clock::now() + Ms(15000);
-      while (Clock::now() < deadline && process_->running()) {
-        if (process_->stderrText().find("listening on port") != std::string::npos &&
-            canConnect(port_)) {
-          return;
-        }
-        std::this_thread::sleep_for(Ms(20));
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{"/usr/bin/env", "-i", "PORT=0", "FORCE_LOOPBACK_REPORT=1", kNode22,
+                                 "-r", kFixtures + "/force-loopback.cjs", kEverything,
+                                 "streamableHttp"},
+        dir.path(), name);
+    constexpr std::string_view kListening = "force-loopback: listening on 127.0.0.1:";
+    auto deadline = Clock::now() + Ms(15000);
+    while (Clock::now() < deadline && process_->running()) {
+      const std::string err = process_->stderrText();
+      const size_t at = err.find(kListening);
+      if (at != std::string::npos && err.find('\n', at) != std::string::npos) {
+        port_ = static_cast<uint16_t>(std::stoi(err.substr(at + kListening.size())));
+        return;
       }
-      process_->terminate();  // port taken meanwhile (EADDRINUSE) or too slow: try another
+      std::this_thread::sleep_for(Ms(20));
     }
+    process_->terminate();
     throw std::runtime_error("server-everything did not listen; stderr:\n" +
                              process_->stderrText());
   }

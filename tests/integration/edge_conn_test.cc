@@ -526,8 +526,8 @@ TEST_CASE(
     "[edge][edge-conn][slow]") {
   const std::string_view ids[] = {"7", R"("id-seven")", "-3", R"("x\"y")"};
   SECTION("502: the upstream endpoint is a closed port") {
-    uint16_t closed = freePort();
-    Gateway gw(edgeYaml({.upstream = "127.0.0.1:" + std::to_string(closed)}));
+    ClosedPort closed;
+    Gateway gw(edgeYaml({.upstream = closed.address()}));
     for (std::string_view id : ids) {
       INFO("id " << id);
       for (bool split : {false, true}) {
@@ -549,8 +549,8 @@ TEST_CASE(
     }
   }
   SECTION("502: the id comes after 8 KiB of params (past the 1 KiB prefix scan)") {
-    uint16_t closed = freePort();
-    Gateway gw(edgeYaml({.upstream = "127.0.0.1:" + std::to_string(closed)}));
+    ClosedPort closed;
+    Gateway gw(edgeYaml({.upstream = closed.address()}));
     for (std::string_view id : ids) {
       INFO("id " << id);
       Split s = call("echo", id);
@@ -608,13 +608,20 @@ TEST_CASE(
   std::string body_a = bodyOf("31");
   std::string body_b = bodyOf("32");
   REQUIRE(body_a.size() == 1500);
-  auto headOf = [](const std::string& body) {
-    return mcpPost("", "Content-Length: " + std::to_string(body.size()) + "\r\n", "echo", false);
+  auto headOf = [](const std::string& body, const std::string& extra = "") {
+    return mcpPost("", "Content-Length: " + std::to_string(body.size()) + "\r\n" + extra, "echo",
+                   false);
   };
+  // A head that asks for 100 Continue: the gateway reserves the whole Content-Length before it
+  // sends the 100, so the 100 says the reservation is in place.
+  const std::string expect = "Expect: 100-continue\r\n";
 
   Client a(gw.port());
-  REQUIRE(a.send(headOf(body_a) + body_a.substr(0, 600)));
-  std::this_thread::sleep_for(Ms(150));  // A's reservation is in place
+  REQUIRE(a.send(headOf(body_a, expect)));
+  auto a_continue = a.readResponse(Ms(2000));
+  REQUIRE(a_continue);
+  REQUIRE(a_continue->status == 100);
+  REQUIRE(a.send(body_a.substr(0, 600)));
 
   for (bool whole : {true, false}) {
     INFO((whole ? "B sends its whole request" : "B sends its head only"));
@@ -662,8 +669,11 @@ TEST_CASE(
   // A body that never completes gives its bytes back when its client goes away.
   {
     Client gone(gw.port());
-    REQUIRE(gone.send(headOf(body_b) + body_b.substr(0, 700)));
-    std::this_thread::sleep_for(Ms(100));  // the gateway reads (and reserves) the 700 bytes
+    REQUIRE(gone.send(headOf(body_b, expect)));
+    auto gone_continue = gone.readResponse(Ms(2000));  // its body is reserved
+    REQUIRE(gone_continue);
+    REQUIRE(gone_continue->status == 100);
+    REQUIRE(gone.send(body_b.substr(0, 700)));
   }
   // The gateway logs the exchange, then gives its bytes back, before it reads the next request.
   CHECK(accessLinesWithOutcome(gw.accessLogPath(), "client_closed", 1, Ms(3000)) == 1);

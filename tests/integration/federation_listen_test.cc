@@ -5,7 +5,7 @@
 
 #include <catch.hpp>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "tests/integration/harness.h"
 
@@ -73,16 +73,23 @@ TEST_CASE("federation: an upstream listen stream that acks then ends is reopened
   REQUIRE(head);
   REQUIRE(head->status == 200);
   REQUIRE(client.readBodyUntil("notifications/subscriptions/acknowledged", Ms(5000)));
-  const auto t0 = Clock::now();
 
-  // 6.5 s with the client listening: reopened after 1 s, then 2 s, then 4 s (t = 1, 3, 7 s)
-  // — not every second.
-  std::this_thread::sleep_for(Ms(6500));
-  const size_t opened = flaky.requestCount();
-  INFO("flaky upstream's listen requests in the first " << msBetween(t0, Clock::now())
-                                                        << " ms: " << opened);
-  CHECK(opened >= 2);  // it is reopened
-  CHECK(opened <= 4);  // 1 + reopens at ~1 s and ~3 s (7 with a 1 s backoff that never grows)
+  // With the client listening, the flaky stream is reopened 1 s after it ended, then 2 s after
+  // the reopened one ended (t = 1, 3 s) — not every second. The upstream records when each
+  // listen request arrived; the stream ends at once, so the gaps are the backoffs.
+  const bool reopened_twice = flaky.waitForRequests(3, Ms(6000));
+  const std::vector<RecordedRequest> opens = flaky.requests();
+  REQUIRE(opens.size() >= 2);
+  const long long first_gap = msBetween(opens[0].at, opens[1].at);
+  INFO("flaky upstream's listen requests: " << opens.size() << ", 1st reopen after " << first_gap
+                                            << " ms");
+  CHECK(first_gap >= 950);
+  CHECK(first_gap < 1900);
+  REQUIRE(reopened_twice);
+  const long long second_gap = msBetween(opens[1].at, opens[2].at);
+  INFO("2nd reopen after " << second_gap << " ms");
+  CHECK(second_gap >= 1950);  // the backoff doubled
+  CHECK(second_gap < 3500);
   CHECK(steady.requestCount() == 1);
   client.close();
 }

@@ -353,7 +353,11 @@ std::string nginxConf(const GatewayConfig& cfg, const std::string& dir, uint16_t
 // ---------------------------------------------------------------------------------------------
 // Free helpers
 
-uint16_t freePort() {
+namespace {
+
+// A port that was free on 127.0.0.1 a moment ago (bound to :0, read back, closed): only for
+// startOnFreePort, which retries when someone else took it meanwhile.
+uint16_t pickPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -363,12 +367,49 @@ uint16_t freePort() {
     if (fd >= 0) {
       ::close(fd);
     }
-    throw std::runtime_error("freePort: bind failed");
+    throw std::runtime_error("pickPort: bind failed");
   }
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+uint16_t startOnFreePort(const std::function<PortStart(uint16_t)>& start, int attempts) {
+  for (int i = 0; i < attempts; ++i) {
+    const uint16_t port = pickPort();
+    switch (start(port)) {
+      case PortStart::kStarted:
+        return port;
+      case PortStart::kPortTaken:
+        continue;
+      case PortStart::kFailed:
+        return 0;
+    }
+  }
+  return 0;
+}
+
+ClosedPort::ClosedPort() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+    throw std::runtime_error("ClosedPort: bind failed");
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+ClosedPort::~ClosedPort() {
+  ::close(fd_);
 }
 
 long rssKb(pid_t pid) {
@@ -419,6 +460,26 @@ bool canConnect(uint16_t port) {
   }
   ::close(fd);
   return true;
+}
+
+size_t openConnectionsTo(uint16_t port) {
+  // "  sl  local_address rem_address   st ...", addresses as hex IPv4:port (the IPv4 address
+  // in the kernel's byte order, so 127.0.0.1 is 0100007F), the state as hex.
+  char remote[32];
+  std::snprintf(remote, sizeof(remote), "0100007F:%04X", port);
+  std::istringstream in(readFile("/proc/net/tcp"));
+  std::string line;
+  std::getline(in, line);  // the header
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, rem, state;
+    if (fields >> slot >> local >> rem >> state && rem == remote &&
+        (state == "01" || state == "08")) {  // ESTABLISHED, CLOSE_WAIT
+      ++n;
+    }
+  }
+  return n;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,11 +642,7 @@ bool Gateway::standIn() {
 Gateway::Gateway(const GatewayConfig& cfg) {
   access_log_ = dir_.file("access.log");
   if (standIn()) {
-    port_ = freePort();  // nginx cannot report a port it chose
-    config_text_ = nginxConf(cfg, dir_.path(), port_, access_log_);
-    std::string file = dir_.file("nginx.conf");
-    writeFile(file, config_text_);
-    start({"nginx", "-c", file, "-p", dir_.path(), "-e", dir_.file("nginx-error.log")});
+    startNginx(cfg);
     return;
   }
   config_text_ = expand(gatewayYaml(cfg), {{"PORT", "0"}, {"ACCESS_LOG", access_log_}});
@@ -596,6 +653,9 @@ Gateway::Gateway(const GatewayConfig& cfg) {
 
 Gateway::Gateway(std::string yaml_template, const std::map<std::string, std::string>& vars,
                  std::vector<std::string> env) {
+  if (standIn()) {
+    throw std::runtime_error("stand-in mode: raw gateway YAML has no nginx equivalent");
+  }
   access_log_ = dir_.file("access.log");
   config_text_ =
       expand(expand(std::move(yaml_template), {{"PORT", "0"}, {"ACCESS_LOG", access_log_}}), vars);
@@ -620,22 +680,49 @@ bool Gateway::readPorts() {
 
 void Gateway::start(const std::vector<std::string>& argv, std::vector<std::string> env) {
   process_ = std::make_unique<Process>(argv, dir_.path(), "gateway", std::move(env));
-  // The gateway writes its ports file once it listens (nginx listens on the port chosen
-  // beforehand).
-  const bool ready =
-      waitFor([&] { return (standIn() ? canConnect(port_) : readPorts()) || !process_->running(); },
-              Ms(5000));
+  // The gateway writes its ports file once it listens.
+  const bool ready = waitFor([&] { return readPorts() || !process_->running(); }, Ms(5000));
   if (ready && process_->running()) {
     return;
   }
-  std::string why = "proxy did not listen (port " + std::to_string(port_) + ", " + argv[0] +
-                    "); stderr:\n" + process_->stderrText() + "\nstdout:\n" +
-                    process_->stdoutText() + "\nconfig:\n" + config_text_;
-  if (standIn()) {
-    why += "\nnginx error log:\n" + readFile(dir_.file("nginx-error.log"));
-  }
+  std::string why = "proxy did not listen (" + argv[0] + "); stderr:\n" + process_->stderrText() +
+                    "\nstdout:\n" + process_->stdoutText() + "\nconfig:\n" + config_text_;
   process_->terminate();
   throw std::runtime_error(why);
+}
+
+// nginx can neither bind port 0 and say which port it got nor take a listening socket from us,
+// so startOnFreePort picks the port and retries when it was taken. nginx says it bound its
+// listener by writing its pid file (it does so after opening the listeners); one that exits
+// with "Address already in use" in its error log lost the port to someone else.
+void Gateway::startNginx(const GatewayConfig& cfg) {
+  const std::string file = dir_.file("nginx.conf");
+  const std::string pid_file = dir_.file("nginx.pid");
+  const std::string error_log = dir_.file("nginx-error.log");
+  const auto wrotePid = [&] { return readFile(pid_file).ends_with("\n"); };
+  port_ = startOnFreePort([&](uint16_t port) {
+    config_text_ = nginxConf(cfg, dir_.path(), port, access_log_);
+    writeFile(file, config_text_);
+    writeFile(error_log, "");
+    std::filesystem::remove(pid_file);
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{"nginx", "-c", file, "-p", dir_.path(), "-e", error_log},
+        dir_.path(), "gateway");
+    // nginx tries a taken port 5 times, 500 ms apart, before it gives up.
+    waitFor([&] { return wrotePid() || !process_->running(); }, Ms(8000));
+    if (wrotePid() && process_->running()) {
+      return PortStart::kStarted;
+    }
+    process_->terminate();
+    return readFile(error_log).find("Address already in use") != std::string::npos
+               ? PortStart::kPortTaken
+               : PortStart::kFailed;
+  });
+  if (port_ == 0) {
+    throw std::runtime_error("nginx did not listen; stderr:\n" + process_->stderrText() +
+                             "\nnginx error log:\n" + readFile(error_log) + "\nconfig:\n" +
+                             config_text_);
+  }
 }
 
 Gateway::~Gateway() {

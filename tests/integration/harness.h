@@ -29,8 +29,39 @@ namespace gw::itest {
 using Clock = std::chrono::steady_clock;
 using Ms = std::chrono::milliseconds;
 
-// A port that was free on 127.0.0.1 a moment ago (bound to :0, read back, closed).
-uint16_t freePort();
+// A loopback port where nothing listens, for as long as this object lives: a socket bound to
+// 127.0.0.1:0 without SO_REUSEADDR and never listening holds it. A connect to it is refused
+// (RST), and no other socket can take the port meanwhile: the kernel hands it to no bind(0) and
+// no outgoing connect, and an explicit bind to it fails. (A port read from a socket that was then
+// closed could be taken by another test under `ctest -j` before this one used it.)
+class ClosedPort {
+ public:
+  ClosedPort();  // throws std::runtime_error when no socket can be bound
+  ~ClosedPort();
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+// How one try of startOnFreePort's `start` ended.
+enum class PortStart {
+  kStarted,    // the server listens on the port (its own output says so)
+  kPortTaken,  // it could not bind the port (EADDRINUSE): taken between the pick and the bind
+  kFailed,     // anything else
+};
+// For servers that can neither bind port 0 and report the port they got nor be given a listening
+// socket (redis-server, nginx; everything else here binds port 0): picks a port free on
+// 127.0.0.1 right now and calls start(port). Another process may take that port before the
+// server binds it (more so under `ctest -j`); then the server fails to bind, says so, and a fresh
+// port is tried, at most `attempts` times in all. `start` must stop a server that did not start,
+// and must tell kStarted from its own server's output, never by connecting (that could reach
+// whoever took the port). The port started on, or 0 when no try succeeded.
+uint16_t startOnFreePort(const std::function<PortStart(uint16_t)>& start, int attempts = 5);
 // Resident set size of a live process in KiB (VmRSS of /proc/<pid>/status); -1 if unknown.
 long rssKb(pid_t pid);
 std::string readFile(const std::string& path);
@@ -85,6 +116,10 @@ bool waitFor(Pred done, Ms timeout) {
 }
 // Whether 127.0.0.1:port accepts a TCP connection right now.
 bool canConnect(uint16_t port);
+// TCP connections on this host to 127.0.0.1:port whose local end is still open: ESTABLISHED or
+// CLOSE_WAIT in /proc/net/tcp. Once a server on that port stopped, 0 says every client of it
+// (the gateway's pooled connections, say) has seen the close and closed its end.
+size_t openConnectionsTo(uint16_t port);
 
 // A private directory made with mkdtemp, removed with everything in it on destruction.
 class TempDir {
@@ -160,7 +195,7 @@ std::string gatewayYaml(const GatewayConfig& cfg);
 
 // The proxy under test: writes its config into a temp dir with ${PORT} as 0, starts
 // `GW_BINARY run -c FILE --ports-file F` and reads the ports it bound from F (≤ 5 s); in
-// stand-in mode starts nginx on a port chosen beforehand and waits until it accepts. A config
+// stand-in mode starts nginx through startOnFreePort and waits until it bound its port. A config
 // may name `admin: 127.0.0.1:0` too: adminPort() is the port the gateway chose.
 // Throws std::runtime_error with the child's stderr when it does not come up. Stops it on
 // destruction.
@@ -189,6 +224,7 @@ class Gateway {
 
  private:
   void start(const std::vector<std::string>& argv, std::vector<std::string> env = {});
+  void startNginx(const GatewayConfig& cfg);
   // Reads the ports file into port_ and admin_port_; whether it named the listen port.
   bool readPorts();
 

@@ -1,22 +1,42 @@
 // Self-tests of the integration harness: RawUpstream and Client against each other directly,
 // with no proxy in between, so a failing gateway test points at the gateway, not the harness.
 
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch.hpp>
 
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/harness.h"
 
 using namespace gw::itest;
 
-TEST_CASE("harness: freePort gives a bindable port and TempDir cleans up", "[harness]") {
-  uint16_t p = freePort();
-  CHECK(p > 0);
-  CHECK_FALSE(canConnect(p));
+TEST_CASE("harness: ClosedPort refuses connects and keeps its port, TempDir cleans up",
+          "[harness]") {
+  {
+    ClosedPort closed;
+    CHECK(closed.port() > 0);
+    CHECK(closed.address() == "127.0.0.1:" + std::to_string(closed.port()));
+    CHECK_FALSE(canConnect(closed.port()));
+    // Nobody else can bind the port while it is held, SO_REUSEADDR or not.
+    for (int reuse : {0, 1}) {
+      INFO("SO_REUSEADDR " << reuse);
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      REQUIRE(fd >= 0);
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(closed.port());
+      CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0);
+      ::close(fd);
+    }
+  }
   std::string path;
   {
     TempDir dir;
@@ -26,6 +46,34 @@ TEST_CASE("harness: freePort gives a bindable port and TempDir cleans up", "[har
   }
   CHECK(readFile(path + "/x.txt").empty());
   CHECK(expand("a ${X} b ${X} ${Y}", {{"X", "1"}}) == "a 1 b 1 ${Y}");
+}
+
+TEST_CASE("harness: startOnFreePort retries a taken port, a bounded number of times", "[harness]") {
+  std::vector<uint16_t> tried;
+  auto takenTwice = [&](uint16_t port) {
+    tried.push_back(port);
+    return tried.size() <= 2 ? PortStart::kPortTaken : PortStart::kStarted;
+  };
+  uint16_t got = startOnFreePort(takenTwice);
+  REQUIRE(tried.size() == 3);
+  CHECK(got == tried.back());
+  CHECK(got > 0);
+
+  tried.clear();
+  auto alwaysTaken = [&](uint16_t port) {
+    tried.push_back(port);
+    return PortStart::kPortTaken;
+  };
+  CHECK(startOnFreePort(alwaysTaken, 4) == 0);
+  CHECK(tried.size() == 4);
+
+  tried.clear();
+  auto fails = [&](uint16_t port) {
+    tried.push_back(port);
+    return PortStart::kFailed;
+  };
+  CHECK(startOnFreePort(fails) == 0);
+  CHECK(tried.size() == 1);  // a failure that is not a taken port is not retried
 }
 
 TEST_CASE("harness: Process captures output, exit code and terminates", "[harness]") {

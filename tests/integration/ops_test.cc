@@ -37,15 +37,15 @@ struct OpsConfig {
   std::string response_timeout = "10s";
   std::string drain_timeout = "10s";
   int workers = 1;
-  uint16_t admin_port = 0;  // 0 = no admin listener
+  bool admin = false;  // an admin listener on a port the gateway chooses (Gateway::adminPort)
 };
 
 std::string opsYaml(const OpsConfig& c) {
   std::string y = "listen: 127.0.0.1:${PORT}\n";
   y += "endpoint: /mcp\n";
   y += "workers: " + std::to_string(c.workers) + "\n";
-  if (c.admin_port != 0) {
-    y += "admin: 127.0.0.1:" + std::to_string(c.admin_port) + "\n";
+  if (c.admin) {
+    y += "admin: 127.0.0.1:0\n";
   }
   y += "drain_timeout: " + c.drain_timeout + "\n";
   y += "limits:\n  keepalive_timeout: 60s\n";
@@ -447,11 +447,11 @@ TEST_CASE("ops: SIGTERM drains an open SSE stream to its end, refuses new work, 
           "[ops][drain][sse][slow]") {
   constexpr int kEvents = 8;
   RawUpstream up(sseScript(kEvents, Ms(150)));
-  OpsConfig cfg{
-      .tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s", .admin_port = freePort()};
+  OpsConfig cfg{.tag = "a", .upstream_addr = up.address(), .drain_timeout = "10s", .admin = true};
   Gateway gw(opsYaml(cfg));
+  const uint16_t admin = gw.adminPort();
   REQUIRE(waitSignalsCaught(gw.pid(), {SIGTERM}, Ms(3000)));
-  CHECK(adminStatus(cfg.admin_port, "/readyz") == 200);
+  CHECK(adminStatus(admin, "/readyz") == 200);
 
   Client c(gw.port());
   REQUIRE(c.send(mcpPost(toolsCallBody())));
@@ -468,7 +468,7 @@ TEST_CASE("ops: SIGTERM drains an open SSE stream to its end, refuses new work, 
   int ready = 0;
   auto ready_deadline = Clock::now() + Ms(2000);
   while (Clock::now() < ready_deadline) {
-    ready = adminStatus(cfg.admin_port, "/readyz");
+    ready = adminStatus(admin, "/readyz");
     if (ready == 503) {
       break;
     }
@@ -559,8 +559,9 @@ TEST_CASE("ops: SIGTERM closes idle keep-alive connections at once and exits qui
                 .upstream_addr = up.address(),
                 .drain_timeout = "10s",
                 .workers = 2,
-                .admin_port = freePort()};
+                .admin = true};
   Gateway gw(opsYaml(cfg));
+  const uint16_t admin = gw.adminPort();
   REQUIRE(waitSignalsCaught(gw.pid(), {SIGTERM}, Ms(3000)));
 
   std::vector<std::unique_ptr<Client>> idle;
@@ -578,8 +579,7 @@ TEST_CASE("ops: SIGTERM closes idle keep-alive connections at once and exits qui
   // All five accepted (and idle) by the gateway.
   REQUIRE(waitFor(
       [&] {
-        return sample(adminGet(cfg.admin_port, "/metrics").body,
-                      "mcp_gateway_active_connections") == 5;
+        return sample(adminGet(admin, "/metrics").body, "mcp_gateway_active_connections") == 5;
       },
       Ms(3000)));
   std::vector<size_t> had;

@@ -763,14 +763,14 @@ TEST_CASE("policy holds: a tool listed in a form that cannot be pinned is hidden
 TEST_CASE("policy holds: a fan-out the client leaves gives its answer budget back",
           "[policy_holds][federation][slow]") {
   std::string half(20 * 1024, ' ');
-  // An upstream that sends 20 KB of a 40 KB answer, then stalls.
+  // An upstream that sends 20 KB of a 40 KB answer, then stalls until the gateway closes.
   RawUpstream stalling([&](UpstreamConn& c) {
     if (!c.readRequest(Ms(5000))) {
       return;
     }
     c.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40960\r\n\r\n" +
            half);
-    c.stall();
+    c.waitPeerClose(Ms(30000));
   });
   std::string tools;
   for (int i = 0; tools.size() < 24 * 1024; ++i) {
@@ -809,8 +809,9 @@ policies: [${POLICY}]
       // Stays: the gateway takes in the 20 KB (nothing to observe that by).
       std::this_thread::sleep_for(Ms(200));
     }  // the client leaves
-    // Stays: the gateway sees the client leave (nothing to observe that by).
-    std::this_thread::sleep_for(Ms(200));
+    // The gateway has seen the client leave: it let the stalled upstream answer go.
+    REQUIRE(waitFor([&] { return stalling.peerCloses().size() == static_cast<size_t>(round + 1); },
+                    Ms(3000)));
     Response r = fetch(gw.port(), request(false, "tools/list", ""));
     INFO("round " << round << ": " << r.head << r.body.substr(0, 300));
     CHECK(r.status == 200);

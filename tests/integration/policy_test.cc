@@ -107,25 +107,36 @@ bool allDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// redis-server on a free loopback port, no persistence; SIGTERM (then SIGKILL) on stop().
+// redis-server on a loopback port, no persistence; SIGTERM (then SIGKILL) on stop(). It cannot
+// bind port 0 and report the port it got, and the gateway reaches redis over TCP only (no unix
+// socket), so startOnFreePort picks the port: redis says "Ready to accept connections" once it
+// listens, and exits with "Address already in use" when someone took the port first (then a
+// fresh one is tried).
 class RedisServer {
  public:
-  explicit RedisServer(const TempDir& dir) : port_(freePort()) {
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{"redis-server", "--port", std::to_string(port_), "--bind",
-                                 "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize",
-                                 "no"},
-        dir.path(), "redis");
-    auto deadline = Clock::now() + Ms(5000);
-    while (Clock::now() < deadline && !canConnect(port_)) {
-      if (!process_->running()) {
-        break;
+  explicit RedisServer(const TempDir& dir) {
+    int attempt = 0;
+    port_ = startOnFreePort([&](uint16_t port) {
+      process_ = std::make_unique<Process>(
+          std::vector<std::string>{"redis-server", "--port", std::to_string(port), "--bind",
+                                   "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize",
+                                   "no"},
+          dir.path(), "redis-" + std::to_string(attempt++));
+      const auto ready = [&] {
+        return process_->stdoutText().find("Ready to accept connections") != std::string::npos;
+      };
+      waitFor([&] { return ready() || !process_->running(); }, Ms(5000));
+      if (ready() && process_->running()) {
+        return PortStart::kStarted;
       }
-      std::this_thread::sleep_for(Ms(10));
-    }
-    if (!canConnect(port_)) {
-      throw std::runtime_error("redis-server did not come up; stderr:\n" + process_->stderrText() +
-                               process_->stdoutText());
+      process_->terminate();
+      return process_->stdoutText().find("Address already in use") != std::string::npos
+                 ? PortStart::kPortTaken
+                 : PortStart::kFailed;
+    });
+    if (port_ == 0) {
+      throw std::runtime_error("redis-server did not come up; stdout:\n" + process_->stdoutText() +
+                               "\nstderr:\n" + process_->stderrText());
     }
   }
   ~RedisServer() { stop(); }
@@ -141,7 +152,7 @@ class RedisServer {
   }
 
  private:
-  uint16_t port_;
+  uint16_t port_ = 0;
   std::unique_ptr<Process> process_;
 };
 

@@ -239,8 +239,9 @@ TEST_CASE("proxy: a bad request followed by a good one in one write: 400, close,
 TEST_CASE("proxy: upstream failures map to 502 / 504 with JSON-RPC bodies, no retry", "[proxy]") {
   std::string body = toolsCallBody();
   SECTION("connection refused: 502") {
+    ClosedPort closed;
     GatewayConfig cfg;
-    cfg.upstream_endpoints = {"127.0.0.1:" + std::to_string(freePort())};
+    cfg.upstream_endpoints = {closed.address()};
     Gateway gw(cfg);
     Client c(gw.port());
     REQUIRE(c.send(mcpPost(body)));

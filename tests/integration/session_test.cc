@@ -12,7 +12,6 @@
 #include <catch.hpp>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -285,7 +284,9 @@ TEST_CASE("session: an endpoint removed from config (reload) or refusing connect
   SECTION("refusing connects: 404 (the session is gone with its server), never moved") {
     size_t b_before = b.requestCount();
     a.stop();
-    std::this_thread::sleep_for(Ms(200));  // the gateway's idle connections to A see the close
+    // The gateway's idle connections to A have seen the close (a pooled connection found dead
+    // would make a request fail as closed, not as a refused connect).
+    REQUIRE(waitFor([&] { return openConnectionsTo(a.port()) == 0; }, Ms(3000)));
     for (int i = 0; i < 6; ++i) {
       Response r = fetch(gw.port(), legacyRequest("POST", sessionLine(on_a), toolsList(40 + i)));
       INFO(r.head << r.body);
@@ -382,8 +383,8 @@ TEST_CASE("host_header: what Host the upstream receives in each mode (RFC 9110 7
 TEST_CASE("host_header: a connect retried on the next endpoint names that endpoint",
           "[session][host-header]") {
   RawUpstream up(RawUpstream::respond(200, "{}"));
-  std::string dead = "127.0.0.1:" + std::to_string(freePort());  // nothing listens
-  Gateway gw(sessionYaml({dead, up.address()}, 1, "    balance: first_healthy\n"));
+  ClosedPort dead;
+  Gateway gw(sessionYaml({dead.address(), up.address()}, 1, "    balance: first_healthy\n"));
   Response r = fetch(gw.port(), mcpPost(toolsCallBody("echo", 1)));
   CHECK(r.status == 200);
   REQUIRE(up.waitForRequests(1, Ms(2000)));

@@ -153,7 +153,8 @@ TEST_CASE("upstream tls: a refused connect is not a TLS failure, the next endpoi
           "[tls][upstream]") {
   Pki pki;
   TlsUpstream up(pki.dir, pki.server);
-  const std::string closed = "127.0.0.1:" + std::to_string(freePort());
+  const ClosedPort closed_port;
+  const std::string closed = closed_port.address();
   {
     Gateway gw(config(closed, "      ca: " + pki.ca.cert + "\n      server_name: localhost\n"));
     Response r = fetch(gw.port(), call(10));

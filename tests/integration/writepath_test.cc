@@ -760,7 +760,8 @@ TEST_CASE("writepath: 8 clients x 100 requests on 2 workers share pooled connect
 TEST_CASE("writepath: a refused connect is retried on the next endpoint with the request bytes",
           "[writepath][retry]") {
   RawUpstream live(echoAlternating());
-  uint16_t dead = freePort();
+  ClosedPort closed;
+  const uint16_t dead = closed.port();
   GatewayConfig cfg;
   cfg.response_timeout = "3s";
   // Request i is echoed, in time (a retry, not a timeout).

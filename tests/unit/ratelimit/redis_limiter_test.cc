@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -56,7 +57,10 @@ std::optional<std::string> findRedisServer() {
   return std::nullopt;
 }
 
-uint16_t freePort() {
+// A port that was free on 127.0.0.1 a moment ago (bound to :0, read back, closed). redis-server
+// cannot bind port 0 and report the port it got, and RedisLimiter speaks TCP only, so this is the
+// one way to give it a port; RedisServer::start retries when someone took the port meanwhile.
+uint16_t pickPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -90,10 +94,12 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
   ~RedisServer() { kill9(); }
 
-  // Starts on a free port and waits (≤ 5 s) until it answers PING; up to 3 ports are tried.
+  // Starts on a free port and waits (≤ 5 s) until it answers as itself (INFO's process_id is
+  // this child's pid: another server that took the port first would answer PING too). A server
+  // that exits at start lost the port: up to 5 ports are tried.
   bool start(const std::string& binary, std::string& why) {
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      port_ = freePort();
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      port_ = pickPort();
       if (port_ == 0) {
         why = "no free port";
         continue;
@@ -126,8 +132,10 @@ class RedisServer {
           break;
         }
         if (auto c = connectSync()) {
-          Reply r(static_cast<redisReply*>(redisCommand(c.get(), "PING")));
-          if (r && r->type == REDIS_REPLY_STATUS) {
+          Reply r(static_cast<redisReply*>(redisCommand(c.get(), "INFO server")));
+          const std::string mine = "\r\nprocess_id:" + std::to_string(pid_) + "\r\n";
+          if (r && r->type == REDIS_REPLY_STRING &&
+              std::string_view(r->str, r->len).find(mine) != std::string_view::npos) {
             return true;
           }
         }
@@ -135,7 +143,7 @@ class RedisServer {
       }
       kill9();
       if (why.empty()) {
-        why = "redis-server did not answer PING within 5 s";
+        why = "redis-server did not answer as itself within 5 s";
       }
     }
     return false;
