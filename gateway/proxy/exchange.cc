@@ -481,6 +481,10 @@ downstream::StreamCallbacks* ExchangePool::newStream(
 void ExchangePool::endStream(downstream::StreamCallbacks& s, bool answered) {
   auto& x = static_cast<Exchange&>(s);
   if (answered) {
+    // Answered means a response started (or the connection answered a head it could not
+    // parse): an exchange that ends as answered without one had no target take it.
+    GW_ASSERT(x.life_ == Exchange::Life::kAnswering ||
+              (x.life_ == Exchange::Life::kBegun && x.status != 0));
     x.finish();
   } else {
     x.cancel();

@@ -729,3 +729,21 @@ TEST_CASE("exchange: its life is asserted (one start, one answer, nothing after 
   }));
 #endif
 }
+
+TEST_CASE("exchange: one that ends as answered without an answer is caught (no target)",
+          "[proxy][exchange]") {
+#ifdef NDEBUG
+  WARN("GW_ASSERT is compiled out of this build; the Debug (ASan) build runs these checks");
+#else
+  Harness h;
+  FakeUpstream up(h.base(), [](FakeUpstream&, bufferevent*, const std::string&) {});  // silent
+  h.configure(up.port());
+  const std::string body = callBody();
+  auto& x = h.send(toolsCall("echo", body.size()), body);
+  h.run([&] { return !up.requests().empty(); });
+  REQUIRE(up.requests().size() == 1);  // it waits on the upstream: nothing was answered
+  CHECK(aborts([&] { h.worker().exchanges.endStream(x, true); }));
+  // Ended as cancelled (the client left) it is fine.
+  CHECK_FALSE(aborts([&] { h.worker().exchanges.endStream(x, false); }));
+#endif
+}
