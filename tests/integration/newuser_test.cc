@@ -4,9 +4,19 @@
 // closed (logged `complete`, not `client_closed`), the missing-version 400's data.supported,
 // and the command line: --help/-h/help, and the messages for an unreadable config file and an
 // unknown upstream name.
+// Issue 26 item 5: `check` warns about an upstream no route uses and about a federated route's
+// endpoint it cannot reach, and still exits 0; `run` logs the first at start and reload.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch.hpp>
 
+#include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -277,4 +287,287 @@ TEST_CASE("newuser: check names why a config file cannot be read, and a near ups
   CHECK(u.rc == 1);
   CHECK(u.err.find(config + ":7:15: route 'default' names unknown upstream 'waether'; did you mean "
                             "'weather'?\n") != std::string::npos);
+}
+
+// ---- 6. check's warnings (issue 26 item 5) -----------------------------------------------
+
+namespace {
+
+// A port on 127.0.0.1 held by a socket that is bound but does not listen: a connect to it is
+// refused for as long as this lives, and no other process can take the port meanwhile.
+class RefusingPort {
+ public:
+  RefusingPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("RefusingPort: bind failed");
+    }
+    port_ = ntohs(a.sin_port);
+  }
+  ~RefusingPort() { ::close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+// A port on 127.0.0.1 that never answers a connect: a listener with a backlog of 0 whose one
+// queue slot is taken by a connection nobody accepts, so the kernel drops every further SYN.
+class SilentPort {
+ public:
+  SilentPort() {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::listen(listen_fd_, 0) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("SilentPort: listen failed");
+    }
+    port_ = ntohs(a.sin_port);
+    filler_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (filler_fd_ < 0 || ::connect(filler_fd_, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+      throw std::runtime_error("SilentPort: filler connect failed");
+    }
+  }
+  ~SilentPort() {
+    ::close(filler_fd_);
+    ::close(listen_fd_);
+  }
+  SilentPort(const SilentPort&) = delete;
+  SilentPort& operator=(const SilentPort&) = delete;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int listen_fd_ = -1;
+  int filler_fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+// `mcp-gateway check -c FILE` on `yaml` written to FILE in `dir`.
+Run checkYaml(const TempDir& dir, const std::string& yaml) {
+  REQUIRE(writeFile(dir.file("gateway.yaml"), yaml));
+  return runBinary({"check", "-c", dir.file("gateway.yaml")});
+}
+
+size_t warningLines(const std::string& text) {
+  size_t n = 0;
+  for (size_t pos = text.find(": warning: "); pos != std::string::npos;
+       pos = text.find(": warning: ", pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+std::string unusedMessage(const std::string& upstream) {
+  return "warning: upstream '" + upstream +
+         "' is not used by any route (none names it in 'upstream' or 'upstreams'): it gets no "
+         "requests\n";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "newuser: check warns about an upstream no route uses, at its name, and exits 0; a use "
+    "in `upstream:` or in `upstreams:` counts",
+    "[newuser][cli][check]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  // Upstream i's name is on line 3 + 2i, column 11.
+  auto config = [&](const std::vector<std::string>& names, const std::string& default_route) {
+    std::string y = "listen: 127.0.0.1:8080\nupstreams:\n";
+    for (const std::string& n : names) {
+      y += "  - name: " + n + "\n    endpoints: [" + up.address() + "]\n";
+    }
+    return y +
+           "routes:\n"
+           "  - name: tools\n"
+           "    match: { method: \"tools/*\" }\n"
+           "    upstreams: [fed_a, fed_b]\n" +
+           default_route;
+  };
+  struct Case {
+    const char* what;
+    std::vector<std::string> upstreams;
+    std::string default_route;
+    std::vector<std::string> warnings;  // "line:column: warning: message"
+  };
+  const Case cases[] = {
+      {"plain used only as `upstream:`, fed_a and fed_b only in a federated `upstreams:`",
+       {"plain", "fed_a", "fed_b"},
+       "  - name: default\n    upstream: plain\n",
+       {}},
+      {"a spare upstream",
+       {"plain", "fed_a", "fed_b", "spare"},
+       "  - name: default\n    upstream: plain\n",
+       {"9:11: " + unusedMessage("spare")}},
+      {"plain unused: both routes are federated",
+       {"plain", "fed_a", "fed_b"},
+       "  - name: default\n    upstreams: [fed_b, fed_a]\n",
+       {"3:11: " + unusedMessage("plain")}},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    const std::string file = dir.file("gateway.yaml");
+    Run r = checkYaml(dir, config(c.upstreams, c.default_route));
+    INFO(c.what << ": rc " << r.rc << "\nstdout:\n" << r.out << "stderr:\n" << r.err);
+    CHECK(r.rc == 0);
+    CHECK(warningLines(r.err) == c.warnings.size());
+    for (const std::string& w : c.warnings) {
+      CHECK(r.err.find(file + ":" + w) != std::string::npos);
+    }
+    if (c.warnings.empty()) {
+      CHECK(r.out == file + ": ok\n");
+      CHECK(r.err.empty());
+    } else {
+      CHECK(r.out == file + ": ok, 1 warning\n");
+    }
+  }
+}
+
+TEST_CASE(
+    "newuser: check warns about a federated route's endpoint it cannot reach, and exits 0; a "
+    "plain route is not probed",
+    "[newuser][cli][check]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  RefusingPort closed;
+  const std::string head =
+      "listen: 127.0.0.1:8080\n"
+      "upstreams:\n"
+      "  - name: weather\n"
+      "    endpoints: [" +
+      up.address() +
+      "]\n"
+      "  - name: files\n"
+      "    endpoints: [" +
+      up.address() + ", " + closed.address() +
+      "]\n"
+      "routes:\n";
+  struct Case {
+    const char* what;
+    std::string routes;
+    std::vector<std::string> warnings;  // after "FILE:0:0: warning: "
+  };
+  const std::string files_down = "upstream 'files' endpoint " + closed.address() +
+                                 " cannot be reached now (Connection refused); until it can, its "
+                                 "tools, prompts and resources are missing from the route's lists";
+  const Case cases[] = {
+      {"one federated route",
+       "  - name: default\n    upstreams: [weather, files]\n",
+       {"federated route 'default': " + files_down}},
+      {"two federated routes share the upstream: each is named",
+       "  - name: tools\n    match: { method: \"tools/*\" }\n    upstreams: [files, weather]\n"
+       "  - name: default\n    upstreams: [weather, files]\n",
+       {"federated route 'tools': " + files_down, "federated route 'default': " + files_down}},
+      {"a plain route: its 502 says it; not probed",
+       "  - name: tools\n    match: { method: \"tools/*\" }\n    upstream: files\n"
+       "  - name: default\n    upstream: weather\n",
+       {}},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    const std::string file = dir.file("gateway.yaml");
+    Run r = checkYaml(dir, head + c.routes);
+    INFO(c.what << ": rc " << r.rc << "\nstdout:\n" << r.out << "stderr:\n" << r.err);
+    CHECK(r.rc == 0);
+    CHECK(warningLines(r.err) == c.warnings.size());
+    size_t at = 0;
+    for (const std::string& w : c.warnings) {
+      const size_t pos = r.err.find(file + ":0:0: warning: " + w + "\n", at);
+      CHECK(pos != std::string::npos);  // in route order
+      at = pos == std::string::npos ? at : pos + 1;
+    }
+    CHECK(r.err.find("'weather'") == std::string::npos);
+    if (c.warnings.empty()) {
+      CHECK(r.out == file + ": ok\n");
+    } else {
+      CHECK(r.out == file + ": ok, " + std::to_string(c.warnings.size()) + " warning" +
+                         (c.warnings.size() == 1 ? "" : "s") + "\n");
+    }
+  }
+  // The probe connects and sends nothing: the upstream saw connections, never a request.
+  CHECK(up.requestCount() == 0);
+}
+
+TEST_CASE(
+    "newuser: check's probe of federated routes is bounded in total: silent endpoints are "
+    "reported after one second, all together",
+    "[newuser][cli][check][slow]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  SilentPort silent_a;
+  SilentPort silent_b;
+  TempDir dir;
+  const std::string file = dir.file("gateway.yaml");
+  const auto t0 = Clock::now();
+  Run r = checkYaml(dir,
+                    "listen: 127.0.0.1:8080\n"
+                    "upstreams:\n"
+                    "  - name: weather\n"
+                    "    endpoints: [" +
+                        silent_a.address() + ", " + up.address() +
+                        "]\n"
+                        "  - name: files\n"
+                        "    endpoints: [" +
+                        silent_b.address() +
+                        "]\n"
+                        "routes:\n"
+                        "  - name: default\n"
+                        "    upstreams: [weather, files]\n");
+  const long long ms = msBetween(t0, Clock::now());
+  INFO("rc " << r.rc << " after " << ms << " ms\nstdout:\n" << r.out << "stderr:\n" << r.err);
+  CHECK(r.rc == 0);
+  CHECK(ms >= 1000);
+  CHECK(ms < 4000);  // one second for both, not one each, plus the process's own start
+  CHECK(warningLines(r.err) == 2);
+  for (const auto& [upstream, address] :
+       {std::pair{std::string("weather"), silent_a.address()}, {"files", silent_b.address()}}) {
+    CHECK(r.err.find(file + ":0:0: warning: federated route 'default': upstream '" + upstream +
+                     "' endpoint " + address +
+                     " cannot be reached now (no answer within 1000 ms)") != std::string::npos);
+  }
+  CHECK(r.out == file + ": ok, 2 warnings\n");
+}
+
+TEST_CASE("newuser: run logs an upstream no route uses at start and at every reload",
+          "[newuser][check]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  const std::string spare = "  - name: spare\n    endpoints: [" + up.address() + "]\n";
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\n"
+      "upstreams:\n"
+      "  - name: main\n"
+      "    endpoints: [" +
+      up.address() + "]\n" + spare +
+      "routes:\n"
+      "  - name: default\n"
+      "    upstream: main\n"
+      "access_log:\n"
+      "  path: ${ACCESS_LOG}\n"
+      "watch_files: false\n");
+  CHECK(gw.process().waitForOutput(
+      "warning " + gw.configPath() + ":5:11: upstream 'spare' is not used by any route", Ms(3000),
+      false, true));
+  // The gateway serves all the same.
+  CHECK(fetch(gw.port(), mcpPost(toolsCallBody())).status == 200);
+
+  std::string text = gw.configText();
+  text.insert(text.find(spare), "  - name: spare2\n    endpoints: [" + up.address() + "]\n");
+  REQUIRE(writeFile(gw.configPath(), text));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  INFO(gw.process().stderrText());
+  CHECK(gw.process().waitForOutput("reloaded ", Ms(3000), false, true));
+  CHECK(gw.process().waitForOutput(
+      "warning reload: " + gw.configPath() + ":5:11: upstream 'spare2' is not used", Ms(3000),
+      false, true));
+  CHECK(gw.process().stderrText().find("reload: " + gw.configPath() + ":7:11: upstream 'spare'") !=
+        std::string::npos);
 }
