@@ -561,8 +561,8 @@ std::string unusedMessage(const std::string& upstream) {
 }  // namespace
 
 TEST_CASE(
-    "newuser: check warns about an upstream no route uses, at its name, and exits 0; a use "
-    "in `upstream:` or in `upstreams:` counts",
+    "newuser: check warns about an upstream no route uses, at its name, and exits 0 (a use "
+    "as a route's upstream or in a federated route's upstreams counts)",
     "[newuser][cli][check]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   // Upstream i's name is on line 3 + 2i, column 11.
@@ -618,8 +618,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "newuser: check warns about a federated route's endpoint it cannot reach, and exits 0; a "
-    "plain route is not probed",
+    "newuser: check warns about a federated route's endpoint it cannot reach, and exits 0 (a "
+    "plain route is not probed)",
     "[newuser][cli][check]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   RefusingPort closed;
