@@ -17,6 +17,7 @@
 #include "gateway/filters/explain.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/pins/command.h"
+#include "gateway/server/config_check.h"
 #include "gateway/server/healthcheck.h"
 #include "gateway/server/server.h"
 #include "gateway/settings/settings.h"
@@ -28,7 +29,9 @@ constexpr const char* kUsage =
     "                                    run the gateway; with --ports-file, write PATH once\n"
     "                                    every listener is bound: a `listen PORT` and an\n"
     "                                    `admin PORT` line (port 0 in FILE: the one chosen)\n"
-    "       mcp-gateway check -c FILE    validate FILE (and the files it names); exit 1 on error\n"
+    "       mcp-gateway check -c FILE    validate FILE (and the files it names); exit 1 on error;\n"
+    "                                    warn about an upstream no route uses and a federated\n"
+    "                                    route's endpoint it cannot reach now\n"
     "       mcp-gateway explain -c FILE --method M [--name N] [--param Name=value]...\n"
     "                  [--header 'Name: value']... [--token T] [--version V] [--body JSON]\n"
     "                                    print what the gateway would do with that request\n"
@@ -41,6 +44,9 @@ constexpr const char* kUsage =
     "                                    GW_ADMIN_PORT environment variable, else 9901)\n"
     "       mcp-gateway version          print the version\n"
     "       mcp-gateway help             print this text (also -h, --help)\n";
+
+// How long `check` waits, in all, for the endpoints of federated routes to accept a connection.
+constexpr std::chrono::milliseconds kCheckProbeTimeout{1000};
 
 int usage() {
   std::fputs(kUsage, stderr);
@@ -194,7 +200,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "check") {
-    std::printf("%s: ok\n", path.c_str());
+    // Warnings go to stderr beside errors; they never change the exit status.
+    const size_t warnings =
+        gw::server::printCheckWarnings(*snap->settings, path, kCheckProbeTimeout, stderr);
+    if (warnings == 0) {
+      std::printf("%s: ok\n", path.c_str());
+    } else {
+      std::printf("%s: ok, %zu warning%s\n", path.c_str(), warnings, warnings == 1 ? "" : "s");
+    }
     return 0;
   }
   auto logger = spdlog::stderr_color_mt("gateway");

@@ -185,6 +185,9 @@ void Server::reload() {
     spdlog::error("reload: keeping the access log at {}", was.access_log.path);
   }
   spdlog::set_level(spdlog::level::from_str(now.log_level));
+  for (const settings::Diagnostic& d : now.warnings) {
+    spdlog::warn("reload: {}", d.str());
+  }
   shared_.snapshot.store(std::move(next));
   shared_.metrics.reloaded(true);
   spdlog::info("reloaded {}", config_path_);
@@ -386,6 +389,9 @@ int Server::run() {
   if (s.listen.port == 0 || (s.admin && s.admin->port == 0)) {
     spdlog::info("bound ports: listen {}, admin {}", listen.port,
                  s.admin ? std::to_string(admin.port()) : "off");
+  }
+  for (const settings::Diagnostic& d : s.warnings) {
+    spdlog::warn("{}", d.str());
   }
   if (s.tls) {
     const tls::CertificateInfo& cert = s.tls->context->certificate();

@@ -66,10 +66,12 @@ class Loader : public config::Walker {
   void readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
   void walkRoutes(const Entry& re, Settings& s);
   void checkRoutes(Settings& s);
+  void warnUnusedUpstreams(Settings& s);
 
   std::string source_;  // the file's absolute, normalized path
   std::filesystem::path base_dir_;
   std::vector<RouteRef> route_refs_;
+  std::vector<YAML::Mark> upstream_marks_;  // where each of Settings::upstreams is named
 };
 
 }  // namespace gw::settings

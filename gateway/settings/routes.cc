@@ -215,6 +215,7 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
     }
     if (named) {
       s.upstreams.push_back(std::move(u));
+      upstream_marks_.push_back(valueMark(*find(es, "name")));
     }
   }
 }
@@ -513,6 +514,34 @@ void Loader::checkRoutes(Settings& s) {
     } else if (!r.has_match) {
       default_route = &r;
       default_line = static_cast<size_t>(ref.name_mark.line + 1);
+    }
+  }
+  warnUnusedUpstreams(s);
+}
+
+// An upstream no route names, in `upstream:` or in a federated route's `upstreams:`, gets no
+// request: most often a route was forgotten or names another upstream by mistake. Only a
+// warning, so a file can keep a spare upstream ready for a later route.
+void Loader::warnUnusedUpstreams(Settings& s) {
+  std::vector<bool> used(s.upstreams.size(), false);
+  for (const Route& r : s.routes) {
+    for (const std::string& name : r.upstreams) {
+      if (int idx = s.upstreamIndex(name); idx >= 0) {
+        used[static_cast<size_t>(idx)] = true;
+      }
+    }
+    if (int idx = s.upstreamIndex(r.upstream); idx >= 0) {
+      used[static_cast<size_t>(idx)] = true;
+    }
+  }
+  for (size_t i = 0; i < s.upstreams.size() && i < upstream_marks_.size(); ++i) {
+    if (!used[i]) {
+      const YAML::Mark& m = upstream_marks_[i];
+      s.warnings.push_back(Diagnostic{file(), m.is_null() ? 0 : m.line + 1,
+                                      m.is_null() ? 0 : m.column + 1,
+                                      "upstream '" + s.upstreams[i].name +
+                                          "' is not used by any route (none names it in "
+                                          "'upstream' or 'upstreams'): it gets no requests"});
     }
   }
 }

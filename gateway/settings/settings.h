@@ -204,6 +204,11 @@ struct Settings {
   std::vector<core::Cidr> trusted_proxies;  // peers whose X-Forwarded-* / Forwarded are kept
   std::vector<std::string> trusted_proxies_text;  // as written (for /config)
   std::string source_file;                        // the config file this came from (absolute)
+  // What loads but is probably a mistake, with file:line:column: an upstream no route uses.
+  // Messages carry no "warning:" prefix (who prints them adds one).
+  // Never a reason to refuse the file: `check` prints them and still exits 0, `run` logs them
+  // as warnings at start and at every reload.
+  std::vector<Diagnostic> warnings;
 
   // Index of the upstream with this name, or -1.
   int upstreamIndex(std::string_view name) const noexcept;
