@@ -24,6 +24,17 @@
 
 namespace gw::pins {
 
+// ---- settings -------------------------------------------------------------------------------
+
+// A policy file's `tool_pinning` section as the pin book reads it (policy/loader_pins.cc
+// parses it; policy::ToolPinning adds where it was set).
+struct Config {
+  enum class Mode : uint8_t { kOff, kLog, kBlock };
+  Mode mode = Mode::kOff;
+  std::string store;       // absolute (relative paths are taken from the policy file's dir)
+  bool block_new = false;  // new_tools: block
+};
+
 // ---- definitions ----------------------------------------------------------------------------
 
 // The members of a tool object that are pinned, in the order Definition::fields holds them.
