@@ -210,6 +210,11 @@ class Store {
   bool dirty_ = false;
 };
 
+// The text of the store file at `path`, unparsed, read as Store::load() reads it: a missing
+// file is "" with existed = false; a file that is there but cannot be read, is not a regular
+// file or is larger than 64 MiB is false with `error` naming the path (existed = true).
+bool readStoreFile(const std::string& path, std::string& text, bool& existed, std::string& error);
+
 // An exclusive advisory lock (flock(2)) on "<store path>.lock", taken by every writer of a
 // store file — the gateways sharing it and `mcp-gateway pins approve` — from re-reading the
 // file to replacing it, so that no writer replaces what another wrote without merging it.
