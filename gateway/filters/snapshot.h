@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "gateway/federation/registry.h"
-#include "gateway/filters/pin_book.h"
 #include "gateway/mcp/schema.h"
+#include "gateway/pins/book.h"
 #include "gateway/policy/policy.h"
 #include "gateway/router/route_table.h"
 #include "gateway/settings/settings.h"
@@ -38,10 +38,10 @@ struct Snapshot {
   // are the registry's learned state.
   std::shared_ptr<federation::Registry> federation;
   std::vector<std::shared_ptr<federation::RouteCatalog>> catalogs;
-  // tool_pinning (null when off): the pins and pending changes, learned from upstreams and
-  // approved by operators; kept across reloads while the store path stays the same. (Its
-  // settings are the policy's ToolPinning: compiled config.)
-  std::shared_ptr<PinBook> pins;
+  // tool_pinning (null when off): the pin book (pins/book.h), the pins and pending changes
+  // learned from upstreams and approved by operators; kept across reloads while the store path
+  // stays the same. (Its settings are the policy's ToolPinning: compiled config.)
+  std::shared_ptr<pins::Book> pins;
 
   // The catalog of a federated route of these settings (null otherwise).
   federation::RouteCatalog* catalogOf(const settings::Route& r) const noexcept;
@@ -58,7 +58,7 @@ struct Snapshot {
       const std::string& config_path, std::shared_ptr<mcp::SchemaCache> schemas,
       std::vector<settings::Diagnostic>& errors,
       std::shared_ptr<federation::Registry> federation = nullptr,
-      std::shared_ptr<PinBook> pins = nullptr);
+      std::shared_ptr<pins::Book> pins = nullptr);
 };
 
 // The published snapshot; workers load it per request (lock-free).

@@ -8,6 +8,7 @@
 
 #include "gateway/filters/pipeline.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/pins/book.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/proxy_context.h"
@@ -22,17 +23,28 @@ std::string escaped(std::string_view s) {
   return out;
 }
 
+// A tools/list item's name as the list shows it (pins::Book::ItemName). The items observed
+// passed federation::checkItem when the list was read: each has one string name.
+std::string itemName(std::string_view item) {
+  std::string name;
+  if (federation::checkItem(federation::ListKind::kTools, item, 0, name) !=
+      federation::ItemFault::kNone) {
+    name.clear();
+  }
+  return name;
+}
+
 }  // namespace
 
 void ForwardTarget::observePins(std::string_view upstream, std::span<const std::string> items) {
-  filters::PinBook* book = x_.snapshot()->pins.get();
+  pins::Book* book = x_.snapshot()->pins.get();
   if (book == nullptr) {
     return;
   }
-  filters::PinBook::Observed seen;
-  book->observe(upstream, items, filters::utcNow(), seen);
+  pins::Book::Observed seen;
+  book->observe(upstream, items, pins::utcNow(), itemName, seen);
   pin_observed_ = true;
-  for (const filters::PinBook::Finding& f : seen.pending) {
+  for (const pins::Book::Finding& f : seen.pending) {
     std::string fields;
     for (std::string_view name : f.fields) {
       fields += fields.empty() ? "" : ",";
@@ -86,7 +98,7 @@ bool ForwardTarget::pinCuts() const noexcept {
 // A tools/list item this request's answer leaves out (block mode): `key` is the name as the
 // client sees it (on a federated route, maybe prefixed).
 bool ForwardTarget::pinHidden(std::string_view key) const {
-  const filters::PinBook& book = *x_.snapshot()->pins;
+  const pins::Book& book = *x_.snapshot()->pins;
   const settings::Route* r = x_.ctx().route;
   if (!legacy_prefix_.empty()) {  // a legacy client's prefixed view of the first upstream
     return key.starts_with(legacy_prefix_) &&
@@ -109,7 +121,7 @@ bool ForwardTarget::pinHidden(std::string_view key) const {
 
 // Block mode: a tools/call of a tool awaiting approval is refused. True: go on.
 bool ForwardTarget::pinAdmits() {
-  const filters::PinBook* book = x_.snapshot()->pins.get();
+  const pins::Book* book = x_.snapshot()->pins.get();
   if (book == nullptr || !book->blocks() || !x_.ctx().mcp.has_method || !x_.ctx().mcp.has_name ||
       x_.ctx().mcp.method != "tools/call") {
     return true;
@@ -120,9 +132,9 @@ bool ForwardTarget::pinAdmits() {
   if (!book->blocked(upstream, tool)) {
     return true;
   }
-  filters::setReply(x_.ctx(), 403, mcp::code::kPolicyDenied, filters::kPinBlockedMessage,
+  filters::setReply(x_.ctx(), 403, mcp::code::kPolicyDenied, pins::kBlockedMessage,
                     "tool_pin_blocked", true);
-  x_.ctx().reply.data_json = filters::pinBlockedData(upstream);
+  x_.ctx().reply.data_json = pins::blockedData(upstream);
   x_.refuseBeforeBody();  // the limits refunded: a refused request consumes no quota
   return false;
 }
