@@ -78,6 +78,15 @@ class Book {
     return pending_.load(std::memory_order_acquire) > 0 ||
            unpinnable_count_.load(std::memory_order_acquire) > 0;
   }
+  // Block mode with a tool blocked: tools/list answers lose the blocked tools' items (the
+  // caller maps each item to its upstream and tool and asks blocked()).
+  bool hidesTools() const noexcept { return blocks() && anyPending(); }
+  // Block mode refuses this request: a tools/call of a blocked tool of `upstream` (403 with
+  // kBlockedMessage and blockedData(upstream)).
+  bool refusesCall(std::string_view method, std::string_view upstream,
+                   std::string_view tool) const noexcept {
+    return blocks() && method == "tools/call" && blocked(upstream, tool);
+  }
 
   // The store file holds exactly what this book last wrote (its own write, not an edit).
   bool isOwnWrite() const;
