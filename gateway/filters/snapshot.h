@@ -51,9 +51,10 @@ struct Snapshot {
   // Loads the config file and every policy file it names, validates them whole and
   // compiles the snapshot. On any error returns null with every problem in `errors`.
   // `schemas` carries learned tool schemas over from the previous snapshot (null: new), and
-  // `federation` what federated routes learned, `pins` the running pin book (its contents
-  // are replaced by the store file's). A pins store that cannot be read or parsed is an
-  // error like any other (never an empty store).
+  // `federation` what federated routes learned, `pins` the running pin book (kept when the
+  // store path is the same, with the store file's contents merged in: pins::Book::replace).
+  // A pins store that cannot be read or parsed is an error like any other (never an empty
+  // store).
   static std::shared_ptr<const Snapshot> load(
       const std::string& config_path, std::shared_ptr<mcp::SchemaCache> schemas,
       std::vector<settings::Diagnostic>& errors,
