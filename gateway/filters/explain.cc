@@ -20,6 +20,7 @@
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/sentinel.h"
 #include "gateway/mcp/verifier.h"
+#include "gateway/pins/book.h"
 
 namespace gw::filters {
 
@@ -501,8 +502,8 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
   }
   std::string_view upstream;
   if (forward && pinBlocked(snap, ctx, upstream)) {
-    setReply(ctx, 403, mcp::code::kPolicyDenied, kPinBlockedMessage, "tool_pin_blocked", true);
-    ctx.reply.data_json = pinBlockedData(upstream);
+    setReply(ctx, 403, mcp::code::kPolicyDenied, pins::kBlockedMessage, "tool_pin_blocked", true);
+    ctx.reply.data_json = pins::blockedData(upstream);
     forward = false;
   }
   return render(snap, ctx, forward, results);

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "gateway/filters/pin_book.h"
+#include "gateway/pins/book.h"
 #include "gateway/pins/pins.h"
 #include "gateway/router/route_table.h"
 #include "gateway/settings/loader.h"
@@ -38,7 +38,7 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
                                                std::shared_ptr<mcp::SchemaCache> schemas,
                                                std::vector<settings::Diagnostic>& errors,
                                                std::shared_ptr<federation::Registry> federation,
-                                               std::shared_ptr<PinBook> pins) {
+                                               std::shared_ptr<pins::Book> pins) {
   settings::LoadResult r = settings::loadFile(config_path);
   if (!r.errors.empty()) {
     errors = std::move(r.errors);
@@ -49,7 +49,7 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
     return nullptr;
   }
   const policy::ToolPinning& pinning = policy->toolPinning();
-  std::shared_ptr<PinBook> book;
+  std::shared_ptr<pins::Book> book;
   if (pinning.mode != policy::ToolPinning::Mode::kOff) {
     pins::Store store;
     bool existed = false;
@@ -63,7 +63,7 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
       pins->replace(pinning, std::move(store), existed);
       book = std::move(pins);
     } else {
-      book = std::make_shared<PinBook>(pinning, std::move(store), existed);
+      book = std::make_shared<pins::Book>(pinning, std::move(store), existed);
     }
   }
   auto snap = std::make_shared<Snapshot>();

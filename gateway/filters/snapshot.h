@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "gateway/federation/registry.h"
-#include "gateway/filters/pin_book.h"
 #include "gateway/mcp/schema.h"
+#include "gateway/pins/book.h"
 #include "gateway/policy/policy.h"
 #include "gateway/router/route_table.h"
 #include "gateway/settings/settings.h"
@@ -38,10 +38,10 @@ struct Snapshot {
   // are the registry's learned state.
   std::shared_ptr<federation::Registry> federation;
   std::vector<std::shared_ptr<federation::RouteCatalog>> catalogs;
-  // tool_pinning (null when off): the pins and pending changes, learned from upstreams and
-  // approved by operators; kept across reloads while the store path stays the same. (Its
-  // settings are the policy's ToolPinning: compiled config.)
-  std::shared_ptr<PinBook> pins;
+  // tool_pinning (null when off): the pin book (pins/book.h), the pins and pending changes
+  // learned from upstreams and approved by operators; kept across reloads while the store path
+  // stays the same. (Its settings are the policy's ToolPinning: compiled config.)
+  std::shared_ptr<pins::Book> pins;
 
   // The catalog of a federated route of these settings (null otherwise).
   federation::RouteCatalog* catalogOf(const settings::Route& r) const noexcept;
@@ -51,14 +51,15 @@ struct Snapshot {
   // Loads the config file and every policy file it names, validates them whole and
   // compiles the snapshot. On any error returns null with every problem in `errors`.
   // `schemas` carries learned tool schemas over from the previous snapshot (null: new), and
-  // `federation` what federated routes learned, `pins` the running pin book (its contents
-  // are replaced by the store file's). A pins store that cannot be read or parsed is an
-  // error like any other (never an empty store).
+  // `federation` what federated routes learned, `pins` the running pin book (kept when the
+  // store path is the same, with the store file's contents merged in: pins::Book::replace).
+  // A pins store that cannot be read or parsed is an error like any other (never an empty
+  // store).
   static std::shared_ptr<const Snapshot> load(
       const std::string& config_path, std::shared_ptr<mcp::SchemaCache> schemas,
       std::vector<settings::Diagnostic>& errors,
       std::shared_ptr<federation::Registry> federation = nullptr,
-      std::shared_ptr<PinBook> pins = nullptr);
+      std::shared_ptr<pins::Book> pins = nullptr);
 };
 
 // The published snapshot; workers load it per request (lock-free).

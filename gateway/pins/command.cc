@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/filters/pin_book.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/pins/book.h"
 #include "gateway/pins/pins.h"
 
 namespace gw::pins {
@@ -90,7 +90,7 @@ int command(int argc, char** argv, SnapshotLoader load) {
   }
   if (sub == "list") {
     if (json) {
-      std::printf("%s\n", filters::pinsJson(store, cfg).c_str());
+      std::printf("%s\n", storeJson(store, cfg).c_str());
       return 0;
     }
     size_t count = 0;
@@ -113,7 +113,7 @@ int command(int argc, char** argv, SnapshotLoader load) {
                 store.pendingCount(), cfg.store.c_str(), existed ? "" : ": not written yet");
     return 0;
   }
-  const std::string now = filters::utcNow();
+  const std::string now = utcNow();
   const size_t n = one              ? store.approve(upstream, tool, now)
                    : whole_upstream ? store.approveUpstream(upstream, now)
                                     : store.approveAll(now);

@@ -3,11 +3,14 @@
 // keeps the SHA-256 of every tool's definition in a store file; the first sight of a tool
 // records its pin, a definition that differs from its pin is a pending change (the tool is
 // hidden and its calls refused in block mode) until an operator approves it with
-// `mcp-gateway pins approve`. This module hashes tools/list items, holds the store as a plain
+// `mcp-gateway pins approve`. This header hashes tools/list items, holds the store as a plain
 // value, merges two stores, reads and writes its file (atomically) and locks it for writers
 // sharing it (FileLock), and nothing else: no logging, no event loop, no clocks read (callers
 // pass `now` as RFC 3339 UTC text), no in-process locks (the owner of a Store serialises
-// access to it), no exceptions thrown (allocation failure aside).
+// access to it), no exceptions thrown (allocation failure aside). The rest of the feature is
+// beside it: book.h, the store the running gateway shares between its workers;
+// command.cc, `mcp-gateway pins` (linked into the binary). The request path's glue is
+// proxy/forward_pins.cc; the `tool_pinning` section of a policy file, policy/loader_pins.cc.
 //
 // Inputs from upstreams are untrusted: hashTool() parses the whole text strictly (RFC 8259,
 // UTF-8 checked, nesting bounded) and returns false with a short reason for anything else.
@@ -23,6 +26,17 @@
 #include <vector>
 
 namespace gw::pins {
+
+// ---- settings -------------------------------------------------------------------------------
+
+// A policy file's `tool_pinning` section as the pin book reads it (policy/loader_pins.cc
+// parses it; policy::ToolPinning adds where it was set).
+struct Config {
+  enum class Mode : uint8_t { kOff, kLog, kBlock };
+  Mode mode = Mode::kOff;
+  std::string store;       // absolute (relative paths are taken from the policy file's dir)
+  bool block_new = false;  // new_tools: block
+};
 
 // ---- definitions ----------------------------------------------------------------------------
 
@@ -198,6 +212,11 @@ class Store {
   Upstreams upstreams_;
   bool dirty_ = false;
 };
+
+// The text of the store file at `path`, unparsed, read as Store::load() reads it: a missing
+// file is "" with existed = false; a file that is there but cannot be read, is not a regular
+// file or is larger than 64 MiB is false with `error` naming the path (existed = true).
+bool readStoreFile(const std::string& path, std::string& text, bool& existed, std::string& error);
 
 // An exclusive advisory lock (flock(2)) on "<store path>.lock", taken by every writer of a
 // store file — the gateways sharing it and `mcp-gateway pins approve` — from re-reading the

@@ -83,7 +83,7 @@ bool writeAll(int fd, std::string_view data) noexcept {
 
 }  // namespace
 
-bool Store::load(const std::string& path, Store& out, bool& existed, std::string& error) {
+bool readStoreFile(const std::string& path, std::string& text, bool& existed, std::string& error) {
   existed = false;
   // O_NONBLOCK: a FIFO at `path` must not hang the caller (it is refused below); it has no
   // effect on a regular file.
@@ -91,7 +91,7 @@ bool Store::load(const std::string& path, Store& out, bool& existed, std::string
   if (fd.get() < 0) {
     const int err = errno;
     if (err == ENOENT) {
-      out = Store{};
+      text.clear();
       return true;
     }
     existed = true;  // something is there (or may be) that we cannot read: never a reset
@@ -112,7 +112,7 @@ bool Store::load(const std::string& path, Store& out, bool& existed, std::string
     error = "pins store " + path + ": larger than 64 MiB";
     return false;
   }
-  std::string text;
+  text.clear();
   text.reserve(static_cast<size_t>(st.st_size));
   char buf[16384];
   while (true) {
@@ -133,6 +133,18 @@ bool Store::load(const std::string& path, Store& out, bool& existed, std::string
       error = "pins store " + path + ": larger than 64 MiB";
       return false;
     }
+  }
+  return true;
+}
+
+bool Store::load(const std::string& path, Store& out, bool& existed, std::string& error) {
+  std::string text;
+  if (!readStoreFile(path, text, existed, error)) {
+    return false;
+  }
+  if (!existed) {
+    out = Store{};
+    return true;
   }
   Store parsed;
   std::string detail;

@@ -1,6 +1,6 @@
 // policy/: the `tool_pinning` section of a policy file (see loader_internal.h): the mode,
 // the pins store path (relative to the policy file) and what happens to tools not yet
-// pinned. The pins themselves are pins/; the stage that applies them is filters/pin_book.
+// pinned. The pins themselves, and the pin book that applies them at run time, are pins/.
 
 #include <filesystem>
 

@@ -18,6 +18,7 @@
 
 #include "gateway/http/message.h"
 #include "gateway/mcp/contract.h"
+#include "gateway/pins/pins.h"
 #include "gateway/router/glob.h"
 #include "gateway/settings/settings.h"
 
@@ -154,12 +155,10 @@ struct Verdict {
 // `tool_pinning` (issue #16): the SHA-256 of every tool definition an upstream lists is kept
 // in `store`; a definition that differs from its pin is reported (log) or also hidden and its
 // calls refused (block) until approved. The store itself is read by the snapshot loader.
-struct ToolPinning {
-  enum class Mode : uint8_t { kOff, kLog, kBlock };
-  Mode mode = Mode::kOff;
-  std::string store;       // absolute (relative paths are taken from the policy file's dir)
-  bool block_new = false;  // new_tools: block
-  std::string file;        // the policy file that set it
+// Mode, store and new_tools are the pin book's settings (pins::Config); this adds where they
+// were set.
+struct ToolPinning : pins::Config {
+  std::string file;  // the policy file that set it
   int line = 0;
 };
 

@@ -1,13 +1,17 @@
-// tool_pinning (issue #16) on the request path: each upstream's tools/list answer is observed
-// in the pin book (a warning, a counter and the access log's "pins_pending" for every
-// definition awaiting approval); in block mode such a tool is cut from lists (forward_lists.cc,
-// serveMerged) and its calls get 403 / -31004 with data.reason "tool_definition_changed".
-// A call pays nothing while no tool is pending, else one lookup.
+// tool_pinning (issue #16) on the request path: the glue between the forwarding target and
+// pins/. Each upstream's tools/list answer is observed in the pin book (pins::Book) and what
+// that means (pins::report: warnings, counters, the access log's "pins_pending") is written
+// here; in block mode a blocked tool is cut from lists (forward_lists.cc, serveMerged) and its
+// calls get 403 / -31004 with data.reason "tool_definition_changed". A call pays nothing while
+// no tool is pending, else one lookup. Deciding is pins/'s; this file reads the exchange (the
+// snapshot's book, the route, the federated owner) and applies the decision.
 
 #include <spdlog/spdlog.h>
 
 #include "gateway/filters/pipeline.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/pins/book.h"
+#include "gateway/pins/report.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/proxy_context.h"
@@ -16,77 +20,51 @@ namespace gw::proxy {
 
 namespace {
 
-std::string escaped(std::string_view s) {
-  std::string out;
-  mcp::appendJsonEscaped(out, s);
-  return out;
+// A tools/list item's name as the list shows it (pins::Book::ItemName). The items observed
+// passed federation::checkItem when the list was read: each has one string name.
+std::string itemName(std::string_view item) {
+  std::string name;
+  if (federation::checkItem(federation::ListKind::kTools, item, 0, name) !=
+      federation::ItemFault::kNone) {
+    name.clear();
+  }
+  return name;
 }
 
 }  // namespace
 
 void ForwardTarget::observePins(std::string_view upstream, std::span<const std::string> items) {
-  filters::PinBook* book = x_.snapshot()->pins.get();
+  pins::Book* book = x_.snapshot()->pins.get();
   if (book == nullptr) {
     return;
   }
-  filters::PinBook::Observed seen;
-  book->observe(upstream, items, filters::utcNow(), seen);
+  pins::Book::Observed seen;
+  book->observe(upstream, items, pins::utcNow(), itemName, seen);
   pin_observed_ = true;
-  for (const filters::PinBook::Finding& f : seen.pending) {
-    std::string fields;
-    for (std::string_view name : f.fields) {
-      fields += fields.empty() ? "" : ",";
-      fields += name;
-    }
-    pin_log_ += pin_log_.empty() ? "{" : ",{";
-    pin_log_ += "\"upstream\":\"" + escaped(upstream) + "\",\"tool\":\"" + escaped(f.tool) +
-                "\",\"change\":\"" + (f.is_new ? "new" : "changed") + "\"";
-    if (!f.is_new) {
-      pin_log_ += ",\"fields\":[";
-      for (size_t i = 0; i < f.fields.size(); ++i) {
-        pin_log_ += (i == 0 ? "\"" : ",\"") + std::string(f.fields[i]) + "\"";
-      }
-      pin_log_ += ']';
-    }
-    pin_log_ += '}';
-    if (!f.fresh) {
-      continue;  // warned when this definition was first seen
-    }
-    x_.worker().metrics->tool_pin_changes.at({upstream, f.is_new ? "new" : "changed"}).add(1);
-    const char* effect =
-        book->blocks() ? "hidden and its calls refused until approved" : "not blocked (mode: log)";
-    if (f.is_new) {
-      spdlog::warn(
-          "tool pinning: upstream '{}' lists a new tool \"{}\"; {} (mcp-gateway pins approve)",
-          upstream, escaped(f.tool), effect);
-    } else {
-      spdlog::warn(
-          "tool pinning: upstream '{}' changed the definition of tool \"{}\" ({}); {} "
-          "(mcp-gateway pins approve)",
-          upstream, escaped(f.tool), fields, effect);
-    }
+  const pins::Report report = pins::report(upstream, seen, book->blocks());
+  if (!report.pending_log.empty()) {
+    pin_log_ += pin_log_.empty() ? "" : ",";
+    pin_log_ += report.pending_log;
   }
-  for (const std::string& why : seen.invalid) {
-    spdlog::warn("tool pinning: upstream '{}' listed a tool that cannot be pinned: {}{}", upstream,
-                 why, book->blocks() ? " (hidden and its calls refused)" : "");
+  for (std::string_view change : report.changes) {
+    x_.worker().metrics->tool_pin_changes.at({upstream, change}).add(1);
   }
-  if (!seen.save_error.empty()) {
-    spdlog::error(
-        "tool pinning: {} (the pins are kept in memory and written with the next "
-        "change)",
-        seen.save_error);
+  for (const std::string& line : report.warnings) {
+    spdlog::warn("{}", line);
+  }
+  if (!report.error.empty()) {
+    spdlog::error("{}", report.error);
   }
 }
 
 bool ForwardTarget::pinCuts() const noexcept {
-  return x_.snapshot()->pins != nullptr && x_.snapshot()->pins->blocks() &&
-         x_.snapshot()->pins->anyPending();
+  return x_.snapshot()->pins != nullptr && x_.snapshot()->pins->hidesTools();
 }
 
 // A tools/list item this request's answer leaves out (block mode): `key` is the name as the
 // client sees it (on a federated route, maybe prefixed).
 bool ForwardTarget::pinHidden(std::string_view key) const {
-  const filters::PinBook& book = *x_.snapshot()->pins;
+  const pins::Book& book = *x_.snapshot()->pins;
   const settings::Route* r = x_.ctx().route;
   if (!legacy_prefix_.empty()) {  // a legacy client's prefixed view of the first upstream
     return key.starts_with(legacy_prefix_) &&
@@ -109,20 +87,19 @@ bool ForwardTarget::pinHidden(std::string_view key) const {
 
 // Block mode: a tools/call of a tool awaiting approval is refused. True: go on.
 bool ForwardTarget::pinAdmits() {
-  const filters::PinBook* book = x_.snapshot()->pins.get();
-  if (book == nullptr || !book->blocks() || !x_.ctx().mcp.has_method || !x_.ctx().mcp.has_name ||
-      x_.ctx().mcp.method != "tools/call") {
+  const pins::Book* book = x_.snapshot()->pins.get();
+  if (book == nullptr || !x_.ctx().mcp.has_method || !x_.ctx().mcp.has_name) {
     return true;
   }
   const std::string_view upstream = x_.settings().upstreams[up_index_].name;
   const std::string_view tool =
       x_.federated().ownerName().empty() ? x_.ctx().mcp.name.value : x_.federated().ownerName();
-  if (!book->blocked(upstream, tool)) {
+  if (!book->refusesCall(x_.ctx().mcp.method, upstream, tool)) {
     return true;
   }
-  filters::setReply(x_.ctx(), 403, mcp::code::kPolicyDenied, filters::kPinBlockedMessage,
+  filters::setReply(x_.ctx(), 403, mcp::code::kPolicyDenied, pins::kBlockedMessage,
                     "tool_pin_blocked", true);
-  x_.ctx().reply.data_json = filters::pinBlockedData(upstream);
+  x_.ctx().reply.data_json = pins::blockedData(upstream);
   x_.refuseBeforeBody();  // the limits refunded: a refused request consumes no quota
   return false;
 }

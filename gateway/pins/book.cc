@@ -1,43 +1,64 @@
-// tool_pinning at run time (pin_book.h).
+// pins/: the pin book, tool_pinning at run time (book.h).
 
-#include "gateway/filters/pin_book.h"
+#include "gateway/pins/book.h"
 
 #include <chrono>
 #include <ctime>
 #include <utility>
 
 #include "gateway/core/clock.h"
-#include "gateway/federation/federation.h"
-#include "gateway/filters/json_writer.h"
-#include "gateway/mcp/jsonrpc.h"
-#include "gateway/settings/settings.h"
+#include "gateway/core/json_escape.h"
 
-namespace gw::filters {
+namespace gw::pins {
 
 namespace {
 
 // How long a write waits for another writer of the store file (one re-read, merge and save).
 constexpr std::chrono::milliseconds kLockWait{2000};
 
-std::string_view modeName(policy::ToolPinning::Mode m) {
+std::string_view modeName(Config::Mode m) {
   switch (m) {
-    case policy::ToolPinning::Mode::kLog:
+    case Config::Mode::kLog:
       return "log";
-    case policy::ToolPinning::Mode::kBlock:
+    case Config::Mode::kBlock:
       return "block";
     default:
       return "off";
   }
 }
 
+// Appends `s` as a JSON string: control characters and DEL escaped, bytes that are not UTF-8
+// replaced (as mcp::appendJsonEscaped, which the admin answers use).
+void appendString(std::string& out, std::string_view s) {
+  core::appendJsonString(out, s, {.escape_del = true, .replace_invalid_utf8 = true});
+}
+
+// `"key":` after a comma unless it is the first member of its object.
+void appendKey(std::string& out, std::string_view key, bool first = false) {
+  if (!first) {
+    out += ',';
+  }
+  appendString(out, key);
+  out += ':';
+}
+
+// A string member whose value may be absent (null).
+void appendStringOrNull(std::string& out, bool present, std::string_view s) {
+  if (present) {
+    appendString(out, s);
+  } else {
+    out += "null";
+  }
+}
+
 }  // namespace
 
-PinBook::PinBook(const policy::ToolPinning& cfg, pins::Store store, bool existed)
+Book::Book(const Config& cfg, Store store, bool existed)
     : cfg_(cfg), store_(std::move(store)), existed_(existed) {
   pending_.store(store_.pendingCount(), std::memory_order_release);
 }
 
-void PinBook::replace(const policy::ToolPinning& cfg, pins::Store store, bool existed) {
+void Book::replace(const Config& cfg, Store store, bool existed) {
   std::lock_guard lock(mu_);
   cfg_ = cfg;
   // Merged, not replaced: a replica's write must not make this one forget pins it holds.
@@ -46,24 +67,22 @@ void PinBook::replace(const policy::ToolPinning& cfg, pins::Store store, bool ex
   pending_.store(store_.pendingCount(), std::memory_order_release);
 }
 
-void PinBook::observe(std::string_view upstream, std::span<const std::string> items,
-                      std::string_view now, Observed& out) {
+void Book::observe(std::string_view upstream, std::span<const std::string> items,
+                   std::string_view now, ItemName item_name, Observed& out) {
   // Hashing needs no lock: only the store's transitions do.
-  std::vector<std::pair<std::string, pins::Definition>> defs;
+  std::vector<std::pair<std::string, Definition>> defs;
   defs.reserve(items.size());
   std::set<std::string, std::less<>> unpinnable;
   for (const std::string& item : items) {
-    pins::Definition d;
+    Definition d;
     std::string error;
     std::string name;
-    if (!pins::hashTool(item, d, error, &name)) {
-      // Its name as the list shows it (the item passed federation::checkItem: one string name).
-      if (federation::checkItem(federation::ListKind::kTools, item, 0, name) ==
-              federation::ItemFault::kNone &&
-          !name.empty()) {
-        std::string named = "\"";
-        mcp::appendJsonEscaped(named, name.substr(0, 128));
-        error = named + "\": " + error;
+    if (!hashTool(item, d, error, &name)) {
+      name = item_name != nullptr ? item_name(item) : std::string();
+      if (!name.empty()) {
+        std::string named;
+        appendString(named, name.substr(0, 128));
+        error = named + ": " + error;
         unpinnable.insert(std::move(name));
       }
       out.invalid.push_back(std::move(error));
@@ -90,15 +109,15 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
   // Before a write, what other writers (replicas sharing the file, `pins approve`) put there
   // is merged in under the file's lock, so that no one's pins are lost and this listing is
   // judged against every pin there is. A store the file cannot be read as is left alone.
-  pins::FileLock file_lock;
+  FileLock file_lock;
   bool can_write = false;
   if (must_write) {
     std::string error;
-    pins::Store disk;
+    Store disk;
     bool disk_existed = false;
     if (!file_lock.acquire(cfg_.store, kLockWait, error)) {
       out.save_error = std::move(error);
-    } else if (!pins::Store::load(cfg_.store, disk, disk_existed, error)) {
+    } else if (!Store::load(cfg_.store, disk, disk_existed, error)) {
       out.save_error = std::move(error) +
                        "; the file is left as it is, never overwritten, until it is repaired or "
                        "removed";
@@ -119,13 +138,13 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
   for (auto& [name, def] : defs) {
     store_.clearDirty();
     std::vector<std::string_view> fields;
-    const pins::Seen seen = store_.observe(upstream, name, def, block_new, now, &fields);
+    const Seen seen = store_.observe(upstream, name, def, block_new, now, &fields);
     const bool fresh = store_.dirty();
     changed = changed || fresh;
-    if (seen == pins::Seen::kChanged || seen == pins::Seen::kNewPending) {
+    if (seen == Seen::kChanged || seen == Seen::kNewPending) {
       Finding f;
       f.tool = name;
-      f.is_new = seen == pins::Seen::kNewPending;
+      f.is_new = seen == Seen::kNewPending;
       f.fresh = fresh;
       f.fields = std::move(fields);
       out.pending.push_back(std::move(f));
@@ -148,7 +167,7 @@ void PinBook::observe(std::string_view upstream, std::span<const std::string> it
   pending_.store(store_.pendingCount(), std::memory_order_release);
 }
 
-bool PinBook::blocked(std::string_view upstream, std::string_view tool) const noexcept {
+bool Book::blocked(std::string_view upstream, std::string_view tool) const noexcept {
   if (!anyPending()) {
     return false;
   }
@@ -160,25 +179,27 @@ bool PinBook::blocked(std::string_view upstream, std::string_view tool) const no
   return store_.blocked(upstream, tool);
 }
 
-bool PinBook::isOwnWrite() const {
+bool Book::isOwnWrite() const {
   std::string text;
-  std::string reason;
-  if (!settings::readWholeFile(cfg_.store, text, reason)) {
+  bool existed = false;
+  std::string error;
+  if (!readStoreFile(cfg_.store, text, existed, error) || !existed) {
     return false;
   }
   std::lock_guard lock(mu_);
   return !last_written_.empty() && text == last_written_;
 }
 
-std::string PinBook::json() const {
+std::string Book::json() const {
   std::lock_guard lock(mu_);
-  return pinsJson(store_, cfg_);
+  return storeJson(store_, cfg_);
 }
 
-std::string pinBlockedData(std::string_view upstream) {
-  JsonWriter j;
-  j.open('{').key("reason").str("tool_definition_changed").key("upstream").str(upstream);
-  return j.close('}').take();
+std::string blockedData(std::string_view upstream) {
+  std::string out = "{\"reason\":\"tool_definition_changed\",\"upstream\":";
+  appendString(out, upstream);
+  out += '}';
+  return out;
 }
 
 std::string utcNow() {
@@ -190,36 +211,54 @@ std::string utcNow() {
   return std::string(b, n);
 }
 
-std::string pinsJson(const pins::Store& store, const policy::ToolPinning& cfg) {
-  JsonWriter j;
-  j.open('{').key("store").str(cfg.store).key("mode").str(modeName(cfg.mode));
-  j.key("new_tools").str(cfg.block_new ? "block" : "allow");
-  j.key("pending").num(store.pendingCount());
-  j.key("upstreams").open('{');
+std::string storeJson(const Store& store, const Config& cfg) {
+  std::string j = "{";
+  appendKey(j, "store", true);
+  appendString(j, cfg.store);
+  appendKey(j, "mode");
+  appendString(j, modeName(cfg.mode));
+  appendKey(j, "new_tools");
+  appendString(j, cfg.block_new ? "block" : "allow");
+  appendKey(j, "pending");
+  j += std::to_string(store.pendingCount());
+  appendKey(j, "upstreams");
+  j += '{';
+  bool first_upstream = true;
   for (const auto& [upstream, tools] : store.upstreams()) {
-    j.key(upstream).open('{');
+    appendKey(j, upstream, std::exchange(first_upstream, false));
+    j += '{';
+    bool first_tool = true;
     for (const auto& [tool, e] : tools) {
-      j.key(tool).open('{');
-      j.key("state").str(!e.pending ? "pinned" : e.pending->is_new ? "new" : "changed");
-      j.key("sha256").strOrNull(e.pin.has_value(), e.pin ? e.pin->def.sha256 : "");
-      j.key("since").strOrNull(e.pin.has_value(), e.pin ? e.pin->since : "");
+      appendKey(j, tool, std::exchange(first_tool, false));
+      j += '{';
+      appendKey(j, "state", true);
+      appendString(j, !e.pending ? "pinned" : e.pending->is_new ? "new" : "changed");
+      appendKey(j, "sha256");
+      appendStringOrNull(j, e.pin.has_value(), e.pin ? e.pin->def.sha256 : "");
+      appendKey(j, "since");
+      appendStringOrNull(j, e.pin.has_value(), e.pin ? e.pin->since : "");
       if (e.pending) {
-        j.key("pending_sha256").str(e.pending->def.sha256);
-        j.key("pending_since").str(e.pending->since);
-        j.key("changed").open('[');
+        appendKey(j, "pending_sha256");
+        appendString(j, e.pending->def.sha256);
+        appendKey(j, "pending_since");
+        appendString(j, e.pending->since);
+        appendKey(j, "changed");
+        j += '[';
         if (e.pin) {
-          for (std::string_view f : pins::changedFields(e.pin->def, e.pending->def)) {
-            j.str(f);
+          bool first_field = true;
+          for (std::string_view f : changedFields(e.pin->def, e.pending->def)) {
+            j += std::exchange(first_field, false) ? "" : ",";
+            appendString(j, f);
           }
         }
-        j.close(']');
+        j += ']';
       }
-      j.close('}');
+      j += '}';
     }
-    j.close('}');
+    j += '}';
   }
-  j.close('}').close('}');
-  return j.take();
+  j += "}}";
+  return j;
 }
 
-}  // namespace gw::filters
+}  // namespace gw::pins
