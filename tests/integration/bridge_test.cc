@@ -223,6 +223,10 @@ TEST_CASE("bridge: the fixture server in 2025-only mode, and its restart", "[bri
   CHECK(token(r.out, "summary") == "\"ok|403/-31004|ok|ok|429/-31005\"");
   CHECK(token(r.out, "prompt") == "\"Hello, x\"");
   CHECK(token(r.out, "resource") == "\"fixture readme\"");
+  // The server's progress notifications reach the client; its elicitation (a
+  // server-to-client request) is refused at once: the gateway's session declared none.
+  CHECK(token(r.out, "progress") == "3");
+  CHECK(token(r.out, "confirm") == "\"tool_error\"");
   // One session for the whole client run (and every tool call ran in it); the denied and
   // the limited calls never reached the server.
   const std::string traces = server->process().stderrText();
