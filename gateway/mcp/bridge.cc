@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "gateway/mcp/id_scan.h"
+#include "gateway/mcp/json_internal.h"
 
 namespace gw::mcp::bridge {
 
@@ -150,6 +151,32 @@ std::string discoverAnswer(const InitResult& init, std::span<const std::string> 
   }
   out += "}}";
   return out;
+}
+
+bool serverRequest(std::string_view message, std::string& id_json) {
+  if (message.empty() || message.size() > kMaxAnswer) {
+    return false;
+  }
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(message);
+  simdjson::dom::element root;
+  simdjson::dom::object obj;
+  if (parser.parse(padded).get(root) != simdjson::SUCCESS ||
+      root.get_object().get(obj) != simdjson::SUCCESS) {
+    return false;
+  }
+  std::string_view method;
+  simdjson::dom::element id;
+  if (obj["method"].get_string().get(method) != simdjson::SUCCESS ||
+      obj["id"].get(id) != simdjson::SUCCESS || !(id.is_string() || id.is_number())) {
+    return false;
+  }
+  const RequestId rid = requestIdOf(id, std::string_view(padded.data(), padded.size()));
+  if (rid.kind != RequestId::Kind::kJson) {
+    return false;
+  }
+  id_json = rid.json;
+  return true;
 }
 
 std::string refusalFor(std::string_view id_json) {

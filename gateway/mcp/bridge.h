@@ -64,6 +64,12 @@ bool probeSaysModern(int status, std::string_view body, bool sse);
 std::string discoverAnswer(const InitResult& init, std::span<const std::string> offered,
                            const RequestId& id);
 
+// Whether `message` is a server-to-client request (an object with a string "method" and an
+// "id"); `id_json` is then its id as JSON text. A 2025 server may make one inside a bridged
+// call (on its SSE answer) although the gateway declared no capabilities: it is answered
+// with refusalFor(id_json), never relayed to a 2026-07-28 client (which takes no requests).
+bool serverRequest(std::string_view message, std::string& id_json);
+
 // The JSON-RPC error the gateway answers a legacy upstream's server-to-client request
 // (sampling, elicitation, roots, ping) within a bridged call: -32601, since the gateway
 // declared no client capabilities. `id_json` is the request's id as JSON text.

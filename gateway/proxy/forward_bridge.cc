@@ -148,9 +148,18 @@ void ForwardTarget::bridgeFailed(bool connect_failed) {
 
 // One event of a bridged SSE answer, as a 2026-07-28 client reads it: `event: message`, its
 // data (a result with resultType), no `id:` line; the empty event that primes a 2025
-// client's reconnection id is dropped.
+// client's reconnection id is dropped, and a server-to-client request is answered here.
 void ForwardTarget::bridgeEvent(std::string_view data) {
   if (data.empty()) {
+    return;
+  }
+  std::string id;
+  if (mcp::bridge::serverRequest(data, id)) {
+    // Sampling, elicitation, roots, ping: never relayed (a 2026-07-28 client takes no
+    // requests on a response stream); the server gets -32601 in the session, so its call
+    // goes on instead of waiting for an answer that cannot come.
+    x_.worker().legacySessions().answerServer(x_.settings().upstreams[up_index_], bridge_endpoint_,
+                                              mcp::bridge::refusalFor(id));
     return;
   }
   std::string completed;

@@ -285,6 +285,24 @@ void LegacySessions::sendInitialized(const settings::Upstream& up, size_t index)
   });
 }
 
+void LegacySessions::answerServer(const settings::Upstream& up, size_t index, std::string body) {
+  const Session* s = session(up, index);
+  if (s == nullptr || !http_) {
+    return;
+  }
+  client::Request req = requestTo(up, index, std::move(body));
+  req.headers.emplace_back("MCP-Protocol-Version", s->init.version);
+  if (!s->id.empty()) {
+    req.headers.emplace_back("Mcp-Session-Id", s->id);
+  }
+  http_->send(std::move(req), [name = up.name](client::Result&& r) {
+    if (!r.ok() || r.response.status >= 300) {
+      spdlog::warn("upstream '{}': the refusal of its server-to-client request was not taken: {}",
+                   name, r.ok() ? "HTTP " + std::to_string(r.response.status) : r.reason);
+    }
+  });
+}
+
 // The probe or handshake of `key`'s endpoint `index` ended: every waiter hears it (a waiter
 // may wait again from its callback: the list is taken first).
 void LegacySessions::done(const std::string& key, size_t index, bool ok, const char* why) {

@@ -79,6 +79,10 @@ class LegacySessions {
   // The session `generation` of `up`'s endpoint `index` was lost by the server (404): it is
   // dropped (a later generation is kept), and for `auto` the era is probed again.
   void expire(const settings::Upstream& up, size_t index, uint64_t generation);
+  // Sends `body` (a JSON-RPC response: mcp::bridge::refusalFor) to `up`'s endpoint `index` in
+  // its session: the answer to a server-to-client request made inside a bridged call. Fire
+  // and forget (a failure is logged).
+  void answerServer(const settings::Upstream& up, size_t index, std::string body);
   // An `auto` upstream answered a 2026-07-28 request as a modern server does (2xx).
   void noteModern(const settings::Upstream& up);
   // A bridged request to `up` could not connect: for `auto`, probe again next time.

@@ -41,9 +41,9 @@ size_t countOf(const std::string& text, std::string_view needle) {
 class FixtureServer {
  public:
   FixtureServer(const TempDir& dir, const std::string& name, const std::string& mode,
-                uint16_t port = 0)
+                uint16_t port = 0, const std::string& script = "mcp-server.mjs")
       : process_({"/usr/bin/env", "MCP_LEGACY=" + mode, "MCP_TRACE=1", kNode22,
-                  kFixtures + "/mcp-server.mjs", std::to_string(port)},
+                  kFixtures + "/" + script, std::to_string(port)},
                  dir.path(), name) {
     auto deadline = Clock::now() + Ms(15000);
     while (Clock::now() < deadline) {
@@ -281,4 +281,20 @@ TEST_CASE("bridge: era modern on a 2025-only server fails at the client's first 
   CHECK(token(r.out, "ok") == "false");
   const std::string traces = server.process().stderrText();
   CHECK(countOf(traces, "SESSION_NEW ") == 0);
+}
+
+TEST_CASE("bridge: a server-to-client request inside a bridged call is refused, not relayed",
+          "[bridge]") {
+  requireFixtures();
+  TempDir dir;
+  // A 2025 server that asks for sampling whatever the client declared, and says what it got.
+  FixtureServer server(dir, "asker", "only", 0, "legacy-asker.mjs");
+  Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "legacy"}});
+  Ran r = runClient(dir, gw.port(), R"([{"name":"ask","arguments":{}}])", "client");
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  REQUIRE(r.code == 0);
+  CHECK(token(r.out, "server") == "\"legacy-asker\"");
+  CHECK(token(r.out, "summary") == "\"ok\"");
+  CHECK(r.out.find("refused -32601") != std::string::npos);
+  CHECK(r.out.find("sampling/createMessage") == std::string::npos);
 }

@@ -158,3 +158,22 @@ TEST_CASE("bridge: a 2025 result gets resultType complete", "[bridge]") {
   CHECK(bridge::isCacheable("tools/list"));
   CHECK_FALSE(bridge::isCacheable("tools/call"));
 }
+
+TEST_CASE("bridge: a server-to-client request inside a bridged call", "[bridge]") {
+  std::string id;
+  REQUIRE(bridge::serverRequest(
+      R"({"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{}})", id));
+  CHECK(id == R"("s-1")");
+  REQUIRE(bridge::serverRequest(R"({"method":"roots/list","id":7,"jsonrpc":"2.0"})", id));
+  CHECK(id == "7");
+  CHECK(bridge::refusalFor(id) ==
+        R"({"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: the )"
+        R"(gateway bridges this session for a 2026-07-28 client and takes no server-to-client )"
+        R"(requests"}})");
+  // Notifications, responses and what is not JSON are not requests.
+  CHECK_FALSE(bridge::serverRequest(R"({"jsonrpc":"2.0","method":"notifications/progress"})", id));
+  CHECK_FALSE(bridge::serverRequest(R"({"jsonrpc":"2.0","id":1,"result":{}})", id));
+  CHECK_FALSE(bridge::serverRequest(R"({"jsonrpc":"2.0","id":null,"method":"ping"})", id));
+  CHECK_FALSE(bridge::serverRequest("", id));
+  CHECK_FALSE(bridge::serverRequest("[1]", id));
+}
