@@ -185,6 +185,9 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
         j.key("host_header").str(u.host_literal);
         break;
     }
+    j.key("era").str(u.era == settings::UpstreamEra::kModern   ? "modern"
+                     : u.era == settings::UpstreamEra::kLegacy ? "legacy"
+                                                               : "auto");
     j.key("session_secret").strOrNull(!u.session_secret.empty(), kRedacted);
     j.key("tls");
     if (u.tls) {

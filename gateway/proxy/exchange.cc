@@ -165,11 +165,13 @@ filters::FilterStatus Exchange::headStep() {
   }
   const bool has_body = head.framing != http::BodyFraming::kNone;
   if (st == filters::FilterStatus::kNeedBody || head.framing == http::BodyFraming::kChunked ||
-      (has_body && (settings().limits.request_buffering ||
-                    (ctx_.route != nullptr && ctx_.route->federated())))) {
+      (has_body &&
+       (settings().limits.request_buffering || (ctx_.route != nullptr && ctx_.route->federated()) ||
+        (ctx_.route != nullptr && fwd_.mayBridge())))) {
     // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
     // upstream with one Content-Length), and every body under request_buffering — a slow or
-    // truncated body then never ties up an upstream connection.
+    // truncated body then never ties up an upstream connection. A request that may be
+    // bridged to a 2025-era upstream is kept whole to be sent again in a new session.
     body.mode = BodyMode::kBuffer;
   } else if (has_body) {
     // Straight through (Content-Length only: chunked is buffered): the body is streamed as it

@@ -18,6 +18,7 @@
 
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
+#include "gateway/mcp/bridge.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
@@ -270,13 +271,23 @@ void ForwardTarget::sendFilteredList() {
       if (r == ListRead::kUnreadable) {
         break;
       }
-      appendEvent(out, event, r == ListRead::kRewritten ? std::string_view(rewritten) : data);
+      std::string_view answer = r == ListRead::kRewritten ? std::string_view(rewritten) : data;
+      std::string completed;
+      if (bridge_ == Bridge::kOn &&
+          mcp::bridge::completeResult(answer, bridgeCacheable(), completed)) {
+        answer = completed;  // a 2025 server's result, for a 2026-07-28 client
+      }
+      appendEvent(out, event, answer);
     }
   } else {
     const std::string_view json(
         reinterpret_cast<const char*>(evbuffer_pullup(filter_chain_.get(), -1)), len);
     if (readListResponse(json, out, why) == ListRead::kUnchanged) {
       out.assign(json);
+    }
+    std::string completed;
+    if (bridge_ == Bridge::kOn && mcp::bridge::completeResult(out, bridgeCacheable(), completed)) {
+      out.swap(completed);
     }
   }
   if (!why.empty()) {

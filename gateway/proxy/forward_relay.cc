@@ -27,6 +27,12 @@ bool isEventStream(const http::ResponseHead& r) {
 }  // namespace
 
 bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::ResponseHead& resp) {
+  if (bridge_ == Bridge::kOn && bridgeRetry(resp)) {
+    return false;  // the session was lost: sent again in a new one
+  }
+  if (bridge_ == Bridge::kTrying && bridgeTried(resp)) {
+    return false;  // era: auto, and the answer looks like a 2025 server's: asked, then resent
+  }
   if (!upstreamSessionValid(resp)) {
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: upstream sent an invalid Mcp-Session-Id",
@@ -44,6 +50,9 @@ bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::Resp
     if (http::forwardResponseField(f, conn)) {
       has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
       if (core::iequals(f.name, "mcp-session-id")) {
+        if (bridge_ == Bridge::kOn) {
+          continue;  // the gateway's session, not the client's
+        }
         wrapSession(f.value);  // the client never sees the server's own id
         continue;
       }
@@ -69,11 +78,22 @@ bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::Resp
   if (beginListFilter(resp)) {
     return true;  // the answer is read whole, filtered for this caller, then sent
   }
+  bridge_hold_ = false;
+  if (bridge_ == Bridge::kOn && !resp_sse_ && resp.status >= 200 && resp.status < 300) {
+    bridge_hold_ = true;  // a result needs its resultType: read whole (sendBridgedAnswer)
+    capture_.clear();
+    return true;
+  }
+  if (bridge_ == Bridge::kOn && resp_sse_ && h.framing == http::BodyFraming::kContentLength) {
+    h.framing = http::BodyFraming::kChunked;  // re-framed events: their length changes
+  }
   x_.startResponse(h);
 
   response_relayed_ = false;
   framer_events_ = response_end_ = 0;
-  if ((x_.ctx().learn_tools || x_.federated().capturesTask()) && resp.status == 200) {
+  if (bridge_ == Bridge::kOn && resp_sse_) {
+    framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);  // events re-framed (onEvent)
+  } else if ((x_.ctx().learn_tools || x_.federated().capturesTask()) && resp.status == 200) {
     if (resp_sse_) {
       framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
@@ -111,6 +131,19 @@ void ForwardTarget::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_
     }
     return;
   }
+  if (bridge_hold_) {
+    if (capture_.size() + n > kMaxCapture) {
+      x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
+                        "Bad Gateway: the 2025-era upstream's answer is too large to translate",
+                        Outcome::kUpstreamMalformed);
+      return;
+    }
+    const size_t at = capture_.size();
+    capture_.resize(at + n);
+    evbuffer_remove(in, capture_.data() + at, n);
+    return;
+  }
+  const bool reframe = bridge_ == Bridge::kOn && resp_sse_ && framer_;
   if (framer_ || capture_json_) {
     evbuffer_iovec vecs[8];
     size_t seen = 0;
@@ -142,7 +175,20 @@ void ForwardTarget::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_
       evbuffer_ptr_set(in, &pos, seen, EVBUFFER_PTR_SET);
     }
   }
-  x_.stream()->encodeData(in, n);
+  if (reframe) {
+    // The upstream's bytes became bridge_events_ (onEvent): whole 2026-style events only.
+    evbuffer_drain(in, n);
+    if (bridge_events_.empty()) {
+      return;
+    }
+    event::EvBufferPtr out = event::makeBuffer();
+    evbuffer_add(out.get(), bridge_events_.data(), bridge_events_.size());
+    const size_t len = bridge_events_.size();
+    bridge_events_.clear();
+    x_.stream()->encodeData(out.get(), len);
+  } else {
+    x_.stream()->encodeData(in, n);
+  }
   noteResponseEvent();
   x_.armKeepalive();
   if (x_.stream()->bufferedBytes() > downstream::Stream::kHighWatermark) {
@@ -165,6 +211,10 @@ void ForwardTarget::sendListWhenReady() {
 void ForwardTarget::onUpstreamComplete(upstream::Http1Upstream&) {
   if (filtering_) {
     sendFilteredList();
+    return;
+  }
+  if (bridge_hold_) {
+    sendBridgedAnswer();
     return;
   }
   if (capture_json_ && !capture_.empty()) {
@@ -207,6 +257,13 @@ core::Outcome ForwardTarget::clientClosedOutcome() const noexcept {
 }
 
 void ForwardTarget::onEvent(std::string_view, std::string_view data) noexcept {
+  if (bridge_ == Bridge::kOn) {
+    bridgeEvent(data);
+    if (x_.ctx().learn_tools && !data.empty()) {
+      learnTools(data);
+    }
+    return;
+  }
   if (x_.federated().capturesTask()) {
     x_.federated().captureTask(data);
   } else {

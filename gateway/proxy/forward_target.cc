@@ -35,6 +35,8 @@ void ForwardTarget::begin(ProxyContext& w) {
 }
 
 void ForwardTarget::reset() noexcept {
+  leaveBridge();
+  bridge_retried_ = false;
   sent_id_ = mcp::RequestId{};
   filtering_ = filtered_ = false;
   legacy_prefix_.clear();
@@ -48,6 +50,7 @@ void ForwardTarget::recycle(size_t keep_capacity) noexcept {
     w_->flush_queue->remove(*this);
   }
   framer_.reset();
+  leaveBridge();
   up_.release(false);
   up_open_ = false;
   session_server_id_ = {};
@@ -60,7 +63,14 @@ void ForwardTarget::recycle(size_t keep_capacity) noexcept {
 // target once it chose the owner): a call of a blocked tool and an unknown session are
 // answered here.
 void ForwardTarget::connect() {
-  if (!pinAdmits() || !pinSession()) {
+  if (!pinAdmits()) {
+    return;
+  }
+  if (mayBridge() || bridge_ != Bridge::kOff) {
+    if (!bridgeReady()) {
+      return;  // waiting for the era or the session, or answered (server/discover, 502)
+    }
+  } else if (!pinSession()) {
     return;
   }
   buildUpstreamHead();
@@ -76,6 +86,8 @@ void ForwardTarget::connect() {
   x_.worker().shared->streams.fetch_add(1, std::memory_order_relaxed);
   x_.noteForwarded();
   resp_sse_ = false;
+  bridge_hold_ = false;
+  bridge_events_.clear();
   capture_json_ = false;
   capture_.clear();
   writeRequest();
@@ -116,6 +128,10 @@ void ForwardTarget::buildUpstreamHead() {
     if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
     }
+    if (bridge_ == Bridge::kOn && core::iequals(f.name, "mcp-protocol-version")) {
+      uh.fields.push_back(http::Field{f.name, bridge_version_});  // the session's version
+      continue;
+    }
     if (!x_.federated().ownerName().empty() && core::iequals(f.name, "mcp-name")) {
       // names: prefix — the owner's own name (a sentinel when it cannot be sent plain).
       uh.fields.push_back(http::Field{f.name, x_.federated().ownerNameField()});
@@ -125,7 +141,7 @@ void ForwardTarget::buildUpstreamHead() {
       uh.fields.push_back(http::Field{f.name, f.value});
     }
   }
-  if (session_endpoint_ >= 0) {
+  if (session_endpoint_ >= 0 && !session_server_id_.empty()) {
     uh.fields.push_back(http::Field{"Mcp-Session-Id", session_server_id_});
   }
   // The listener is plain HTTP; a TLS listener passes "https".
@@ -144,7 +160,14 @@ void ForwardTarget::buildUpstreamHead() {
 
 // The head is written by start(); the body follows (whole, streamed, or none).
 void ForwardTarget::writeRequest() {
-  if (x_.body.mode == Exchange::BodyMode::kBuffer) {
+  if (x_.body.mode == Exchange::BodyMode::kBuffer &&
+      (bridge_ == Bridge::kOn || bridge_ == Bridge::kTrying)) {
+    // Kept until the answer came: a lost session's request is sent again (bridgeRetry), as
+    // is one an `auto` upstream answered as a 2025 server (bridgeTried).
+    const std::string_view body = x_.body.view();
+    evbuffer_add(up_.output(), body.data(), body.size());
+    up_.requestComplete();
+  } else if (x_.body.mode == Exchange::BodyMode::kBuffer) {
     evbuffer_add_buffer(up_.output(), x_.body.buf.get());
     x_.releaseBody();
     up_.requestComplete();
@@ -301,6 +324,7 @@ void ForwardTarget::wrapSession(std::string_view server_id) {
 // The upstream request ends (complete, failed, or cut from this side): counters, the
 // attempt's duration metric, and its connection closed unless the upstream request pooled it.
 void ForwardTarget::release(bool record) {
+  leaveBridge();
   if (!up_open_) {
     up_.release(false);
     return;
@@ -327,6 +351,12 @@ void ForwardTarget::onUpstreamError(upstream::Http1Upstream& u, upstream::Upstre
 
 void ForwardTarget::upstreamError(upstream::UpstreamError e) {
   using upstream::UpstreamError;
+  if (bridge_ == Bridge::kOn &&
+      (e == UpstreamError::kSessionEndpointDown || e == UpstreamError::kConnectRefused ||
+       e == UpstreamError::kConnectFailed || e == UpstreamError::kConnectTimeout)) {
+    bridgeFailed(e != UpstreamError::kConnectTimeout);
+    return;
+  }
   switch (e) {
     case UpstreamError::kSessionEndpointDown:
       sessionNotFound("Session not found: its server cannot be reached",

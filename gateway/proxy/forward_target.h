@@ -18,7 +18,9 @@
 // setLegacyPrefix) and observePins.
 //
 // forward_target.cc: the upstream request and session affinity; forward_relay.cc: the
-// response relay; forward_lists.cc: list filtering; forward_pins.cc: tool pinning.
+// response relay; forward_lists.cc: list filtering; forward_pins.cc: tool pinning;
+// forward_bridge.cc: a 2026-07-28 request to a 2025-era upstream (issue #26), carried in the
+// worker's session with it (legacy_sessions.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/answer_hold.h"
+#include "gateway/proxy/legacy_sessions.h"
 #include "gateway/proxy/sse_response.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
@@ -46,6 +49,7 @@ class Exchange;
 struct ProxyContext;
 
 class ForwardTarget final : public upstream::UpstreamCallbacks,
+                            public BridgeWaiter,
                             public sse::EventSink,
                             public event::Flushable {
  public:
@@ -106,6 +110,13 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // tool_pinning (forward_pins.cc)
   void observePins(std::string_view upstream, std::span<const std::string> items);
 
+  // Whether a request on this route may be bridged to a 2025-era upstream: a trusted
+  // (2026-07-28) POST on a plain route whose upstream is not known to be modern. Its body is
+  // then read whole (a lost session's request is sent again). forward_bridge.cc.
+  bool mayBridge() const;
+  // BridgeWaiter: the upstream's era or session is known (or could not be had).
+  void onBridgeReady(bool ok, const char* why) override;
+
   // The id of the buffered body that left for the upstream (a 502/504 echoes it); absent
   // before it left, or for a streamed body.
   const mcp::RequestId& sentId() const noexcept { return sent_id_; }
@@ -120,6 +131,16 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   void onEvent(std::string_view event, std::string_view data) noexcept override;
 
  private:
+  // the era bridge (forward_bridge.cc)
+  bool bridgeReady();
+  bool bridgeRetry(const http::ResponseHead& resp);
+  bool bridgeTried(const http::ResponseHead& resp);
+  void bridgeEvent(std::string_view data);
+  void sendBridgedAnswer();
+  bool bridgeCacheable() const noexcept;  // the request's result is a CacheableResult
+  void bridgeFailed(bool connect);
+  void leaveBridge() noexcept;
+
   // upstream (one request: `up_`; the callbacks say which request reports)
   void upstreamError(upstream::UpstreamError e);
   void writeRequest();
@@ -171,6 +192,22 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // (-1: none, the balancer picks) and the server's own id sent upstream (views head_buf).
   int session_endpoint_ = -1;
   std::string_view session_server_id_;
+
+  // The era bridge: off (a modern upstream, or a legacy client); trying (era: auto, not known
+  // yet: sent as it is, its answer tells — 2xx: modern, 400/404/405: ask server/discover);
+  // waiting for the era or the session; on (the request goes in the gateway's session: its id
+  // and version below).
+  enum class Bridge : uint8_t { kOff, kTrying, kWaiting, kOn };
+  Bridge bridge_ = Bridge::kOff;
+  bool bridge_retried_ = false;     // the request was sent again once after a lost session
+  size_t bridge_endpoint_ = 0;      // the endpoint whose session carries it
+  uint64_t bridge_generation_ = 0;  // that session's generation (LegacySessions::expire)
+  std::string bridge_session_;      // its Mcp-Session-Id (session_server_id_ views it)
+  std::string bridge_version_;      // its protocol version (the MCP-Protocol-Version sent)
+  // A bridged JSON answer is held whole in capture_ (a result gets its resultType before it
+  // goes); a bridged SSE answer is re-framed event by event through bridge_events_.
+  bool bridge_hold_ = false;
+  std::string bridge_events_;
 
   // response relay
   std::string wrapped_session_;  // Mcp-Session-Id the client gets (the response fields view)

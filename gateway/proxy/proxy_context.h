@@ -22,6 +22,7 @@
 #include "gateway/metrics/metrics.h"
 #include "gateway/policy/policy.h"
 #include "gateway/proxy/exchange.h"
+#include "gateway/proxy/legacy_sessions.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
 #include "gateway/tls/server_context.h"
@@ -86,6 +87,9 @@ struct ProxyContext {
   // this): upstream requests, fan-outs and merged listen streams with output queued in this
   // loop turn.
   event::FlushQueue* flush_queue = nullptr;
+  // The gateway's sessions with 2025-era upstreams (legacy_sessions.h; made on first use).
+  // Before `exchanges`: a waiting exchange leaves it when it ends.
+  std::unique_ptr<LegacySessions> legacy_sessions;
   // Spare request state (proxy/exchange.h); the worker's connections get exchanges from it
   // (downstream::StreamFactory).
   ExchangePool exchanges{*this};
@@ -93,6 +97,13 @@ struct ProxyContext {
   std::vector<std::unique_ptr<FederationRefresh>> fed_refreshes;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
+
+  LegacySessions& legacySessions() {
+    if (!legacy_sessions) {
+      legacy_sessions = std::make_unique<LegacySessions>(base);
+    }
+    return *legacy_sessions;
+  }
 
   // The current access log (null: off); one relaxed load per call unless a reload changed it.
   spdlog::logger* accessLog() {

