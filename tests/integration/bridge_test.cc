@@ -69,30 +69,11 @@ class FixtureServer {
   uint16_t port_ = 0;
 };
 
-// server-everything (2025 only), loopback-forced, with an empty environment.
+// server-everything (2025 only; harness.h: startEverythingServer).
 class EverythingServer {
  public:
-  explicit EverythingServer(const TempDir& dir) {
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      port_ = freePort();
-      process_ = std::make_unique<Process>(
-          std::vector<std::string>{"/usr/bin/env", "-i", "PORT=" + std::to_string(port_), kNode22,
-                                   "-r", kFixtures + "/force-loopback.cjs", kEverything,
-                                   "streamableHttp"},
-          dir.path(), "everything-" + std::to_string(attempt));
-      auto deadline = Clock::now() + Ms(15000);
-      while (Clock::now() < deadline && process_->running()) {
-        if (process_->stderrText().find("listening on port") != std::string::npos &&
-            canConnect(port_)) {
-          return;
-        }
-        std::this_thread::sleep_for(Ms(20));
-      }
-      process_->terminate();
-    }
-    throw std::runtime_error("server-everything did not listen; stderr:\n" +
-                             process_->stderrText());
-  }
+  explicit EverythingServer(const TempDir& dir)
+      : port_(startEverythingServer(process_, dir.path(), "everything")) {}
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:

@@ -132,33 +132,11 @@ class SdkServer : public Backend {
   uint16_t port_ = 0;
 };
 
-// server-everything in Streamable HTTP mode (path /mcp), bound to 127.0.0.1 by the
-// force-loopback preload, with an empty environment: its get-env tool prints the environment
-// and the test must not leak the runner's. PORT=0: the kernel picks the port, and the preload
-// (FORCE_LOOPBACK_REPORT=1) says which one (server-everything itself only repeats the 0).
+// server-everything (harness.h: startEverythingServer).
 class EverythingServer : public Backend {
  public:
-  EverythingServer(const TempDir& dir, const std::string& name) {
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{"/usr/bin/env", "-i", "PORT=0", "FORCE_LOOPBACK_REPORT=1", kNode22,
-                                 "-r", kFixtures + "/force-loopback.cjs", kEverything,
-                                 "streamableHttp"},
-        dir.path(), name);
-    constexpr std::string_view kListening = "force-loopback: listening on 127.0.0.1:";
-    auto deadline = Clock::now() + Ms(15000);
-    while (Clock::now() < deadline && process_->running()) {
-      const std::string err = process_->stderrText();
-      const size_t at = err.find(kListening);
-      if (at != std::string::npos && err.find('\n', at) != std::string::npos) {
-        port_ = static_cast<uint16_t>(std::stoi(err.substr(at + kListening.size())));
-        return;
-      }
-      std::this_thread::sleep_for(Ms(20));
-    }
-    process_->terminate();
-    throw std::runtime_error("server-everything did not listen; stderr:\n" +
-                             process_->stderrText());
-  }
+  EverythingServer(const TempDir& dir, const std::string& name)
+      : port_(startEverythingServer(process_, dir.path(), name)) {}
   std::string endpoint() const override { return "127.0.0.1:" + std::to_string(port_); }
   Process& process() override { return *process_; }
 

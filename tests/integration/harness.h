@@ -62,6 +62,7 @@ enum class PortStart {
 // and must tell kStarted from its own server's output, never by connecting (that could reach
 // whoever took the port). The port started on, or 0 when no try succeeded.
 uint16_t startOnFreePort(const std::function<PortStart(uint16_t)>& start, int attempts = 5);
+
 // Resident set size of a live process in KiB (VmRSS of /proc/<pid>/status); -1 if unknown.
 long rssKb(pid_t pid);
 std::string readFile(const std::string& path);
@@ -172,6 +173,14 @@ class Process {
   std::string out_path_;
   std::string err_path_;
 };
+
+// server-everything (npm, 2025-era only) in Streamable HTTP mode (path /mcp), bound to
+// 127.0.0.1 by the force-loopback preload, with an empty environment (its get-env tool prints
+// the environment, and a test must not leak the runner's). PORT=0: the kernel picks the port
+// and the preload (FORCE_LOOPBACK_REPORT=1) says which. Returns the port; throws, with the
+// process stopped, when it did not listen within 15 s.
+uint16_t startEverythingServer(std::unique_ptr<Process>& process, const std::string& dir,
+                               const std::string& name);
 
 // What the tests ask of the proxy under test; rendered as gateway YAML (DESIGN.md §5) or, in
 // stand-in mode, as an nginx config. Durations are strings as a user writes them ("300ms").
