@@ -28,15 +28,6 @@ const std::string kEverything =
     kFixtures + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 const Ms kClientTimeout(25000);
 
-size_t countOf(const std::string& text, std::string_view needle) {
-  size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos;
-       pos = text.find(needle, pos + needle.size())) {
-    ++n;
-  }
-  return n;
-}
-
 // tests/fixtures/mcp-server.mjs with MCP_LEGACY=`mode` and tracing, on `port` (0: any).
 class FixtureServer {
  public:
@@ -45,20 +36,7 @@ class FixtureServer {
       : process_({"/usr/bin/env", "MCP_LEGACY=" + mode, "MCP_TRACE=1", kNode22,
                   kFixtures + "/" + script, std::to_string(port)},
                  dir.path(), name) {
-    auto deadline = Clock::now() + Ms(15000);
-    while (Clock::now() < deadline) {
-      std::string out = process_.stdoutText();
-      size_t pos = out.find("LISTENING ");
-      if (pos != std::string::npos && out.find('\n', pos) != std::string::npos) {
-        port_ = static_cast<uint16_t>(std::stoi(out.substr(pos + 10)));
-        return;
-      }
-      if (!process_.running()) {
-        break;
-      }
-      std::this_thread::sleep_for(Ms(20));
-    }
-    throw std::runtime_error("mcp-server.mjs did not listen; stderr:\n" + process_.stderrText());
+    port_ = fixturePort(process_);
   }
   uint16_t port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }

@@ -109,20 +109,7 @@ class SdkServer : public Backend {
       : process_({"/usr/bin/env", "MCP_LEGACY=sessions", "MCP_TRACE=1", kNode22,
                   kFixtures + "/mcp-server.mjs", "0"},
                  dir.path(), name) {
-    auto deadline = Clock::now() + Ms(15000);
-    while (Clock::now() < deadline) {
-      std::string out = process_.stdoutText();
-      size_t pos = out.find("LISTENING ");
-      if (pos != std::string::npos && out.find('\n', pos) != std::string::npos) {
-        port_ = static_cast<uint16_t>(std::stoi(out.substr(pos + 10)));
-        return;
-      }
-      if (!process_.running()) {
-        break;
-      }
-      std::this_thread::sleep_for(Ms(20));
-    }
-    throw std::runtime_error("mcp-server.mjs did not listen; stderr:\n" + process_.stderrText());
+    port_ = fixturePort(process_);
   }
   std::string endpoint() const override { return "127.0.0.1:" + std::to_string(port_); }
   Process& process() override { return process_; }

@@ -377,6 +377,31 @@ uint16_t pickPort() {
 
 }  // namespace
 
+uint16_t fixturePort(Process& process, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(15000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string out = process.stdoutText();
+    const size_t pos = out.find("LISTENING ");
+    if (pos != std::string::npos && out.find('\n', pos) != std::string::npos) {
+      return static_cast<uint16_t>(std::stoi(out.substr(pos + 10)));
+    }
+    if (!process.running()) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error(what + " did not listen; stderr:\n" + process.stderrText());
+}
+
+size_t countOf(std::string_view text, std::string_view needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string_view::npos;
+       pos = text.find(needle, pos + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
 uint16_t startEverythingServer(std::unique_ptr<Process>& process, const std::string& dir,
                                const std::string& name) {
   const std::string fixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";

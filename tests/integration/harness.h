@@ -174,6 +174,13 @@ class Process {
   std::string err_path_;
 };
 
+// The port a fixture server (tests/fixtures/*.mjs) reports with its `LISTENING <port>` line
+// on stdout; throws when it exits or says nothing within 15 s.
+uint16_t fixturePort(Process& process, const std::string& what = "mcp-server.mjs");
+
+// How many times `needle` occurs in `text` (not overlapping).
+size_t countOf(std::string_view text, std::string_view needle);
+
 // server-everything (npm, 2025-era only) in Streamable HTTP mode (path /mcp), bound to
 // 127.0.0.1 by the force-loopback preload, with an empty environment (its get-env tool prints
 // the environment, and a test must not leak the runner's). PORT=0: the kernel picks the port
