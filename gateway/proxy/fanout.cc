@@ -9,6 +9,8 @@
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
 #include "gateway/http/forwarding.h"
+#include "gateway/mcp/bridge.h"
+#include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
@@ -103,6 +105,7 @@ bool FanOut::start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
     Slot& slot = *slots_[i];
     slot.up.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
     slot.done = false;
+    slot.bridge_retried = false;
     slot.pages = 0;
     slot.cursor.clear();
     slot.body = base_body_;
@@ -174,6 +177,9 @@ void FanOut::startSlot(Slot& slot) {
   slot.hold.release();
   slot.finish_pending = false;
   slot.answer.reset();
+  if (!bridgeSlot(slot)) {
+    return;
+  }
   upstream::UpstreamError error{};
   if (!slot.up.start(up, slot.head, started_, error)) {
     finishSlot(slot, false, errorName(error), "the upstream connection could not be started");
@@ -182,6 +188,91 @@ void FanOut::startSlot(Slot& slot) {
   evbuffer_add(slot.up.output(), slot.body.data(), slot.body.size());
   slot.up.requestComplete();
   scheduleFlush();
+}
+
+bool FanOut::bridgeSlot(Slot& slot) {
+  const settings::Upstream& up = s_->upstreams[route_->upstream_indexes[slot.index]];
+  if (up.era == settings::UpstreamEra::kModern) {
+    return true;
+  }
+  LegacySessions& ls = w_->legacySessions();
+  const LegacySessions::Era era = ls.era(up);
+  if (era == LegacySessions::Era::kModern) {
+    slot.bridge = Slot::Bridge::kOff;
+    return true;
+  }
+  if (era == LegacySessions::Era::kUnknown && slot.bridge == Slot::Bridge::kOff) {
+    slot.bridge = Slot::Bridge::kTrying;  // as it is: a modern server costs no probe
+    return true;
+  }
+  if (slot.bridge != Slot::Bridge::kWaiting) {
+    slot.bridge_endpoint = ls.pickEndpoint(up);
+  }
+  if (ls.wait(up, slot.bridge_endpoint, slot)) {
+    slot.bridge = Slot::Bridge::kWaiting;  // bridgeReady takes it up
+    return false;
+  }
+  if (ls.era(up) == LegacySessions::Era::kModern) {
+    slot.bridge = Slot::Bridge::kOff;  // found modern: as it is
+    return true;
+  }
+  const LegacySessions::Session* session = ls.session(up, slot.bridge_endpoint);
+  if (session == nullptr) {
+    slot.bridge = Slot::Bridge::kOff;
+    finishSlot(slot, false, "connect_failed", "the 2025-era upstream could not be initialized");
+    return false;
+  }
+  slot.bridge = Slot::Bridge::kOn;
+  slot.bridge_version = session->init.version;
+  slot.bridge_session = session->id;
+  slot.bridge_generation = session->generation;
+  if (kind_ == federation::ListKind::kDiscover && mode_ == Mode::kList) {
+    // No server/discover in 2025: the page is made from the session's initialize result.
+    // Finished on the next turn (afterFlush), never inside start().
+    slot.resp = mcp::bridge::discoverAnswer(session->init, s_->mcp.protocol_versions,
+                                            mcp::extractId(base_body_));
+    slot.finish_pending = true;
+    scheduleFlush();
+    return false;
+  }
+  slot.fields.clear();
+  for (const http::Field& f : fields_.fields()) {
+    if (core::iequals(f.name, "mcp-protocol-version")) {
+      slot.fields.push_back(http::Field{f.name, slot.bridge_version});
+    } else {
+      slot.fields.push_back(f);
+    }
+  }
+  if (!slot.bridge_session.empty()) {
+    slot.fields.push_back(http::Field{"Mcp-Session-Id", slot.bridge_session});
+  }
+  slot.head.fields = slot.fields;
+  slot.head.pinned_endpoint = static_cast<int>(slot.bridge_endpoint);
+  return true;
+}
+
+void FanOut::leaveBridge(Slot& slot) noexcept {
+  if (slot.bridge == Slot::Bridge::kWaiting && w_ != nullptr) {
+    w_->legacySessions().leave(slot);
+  }
+  slot.bridge = Slot::Bridge::kOff;
+}
+
+void FanOut::Slot::onBridgeReady(bool ok, const char* why) {
+  owner->bridgeReady(*this, ok, why);
+}
+
+// The era or session a slot waited for is known (or could not be had).
+void FanOut::bridgeReady(Slot& slot, bool ok, const char* why) {
+  if (slot.bridge != Slot::Bridge::kWaiting || slot.done) {
+    return;
+  }
+  if (!ok) {
+    slot.bridge = Slot::Bridge::kOff;
+    finishSlot(slot, false, "connect_failed", why);
+    return;
+  }
+  startSlot(slot);
 }
 
 void FanOut::scheduleFlush() {
@@ -238,6 +329,18 @@ FanOut::Slot& FanOut::slotOf(upstream::Http1Upstream& from) noexcept {
 
 bool FanOut::onUpstreamHeaders(upstream::Http1Upstream& from, const http::ResponseHead& resp) {
   Slot& slot = slotOf(from);
+  if (slot.bridge == Slot::Bridge::kTrying) {
+    // era: auto, unknown: a 2xx says modern; a 400, 404 or 405 is what a 2025 server
+    // answers a 2026-07-28 request (read to its end, then asked again after the probe).
+    if (resp.status >= 200 && resp.status < 300) {
+      w_->legacySessions().noteModern(s_->upstreams[route_->upstream_indexes[slot.index]]);
+      slot.bridge = Slot::Bridge::kOff;
+    } else if (resp.status == 400 || resp.status == 404 || resp.status == 405) {
+      slot.bridge = Slot::Bridge::kTried;
+    } else {
+      slot.bridge = Slot::Bridge::kOff;
+    }
+  }
   statuses_[slot.index] = resp.status;
   const bool good =
       mode_ == Mode::kNotify ? resp.status >= 200 && resp.status < 300 : resp.status == 200;
@@ -308,6 +411,21 @@ void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t
 
 void FanOut::onUpstreamComplete(upstream::Http1Upstream& from) {
   Slot& slot = slotOf(from);
+  if (slot.bridge == Slot::Bridge::kTried) {
+    slot.up.release(false);
+    startSlot(slot);  // waits for the probe, then goes in a session (or as it is)
+    return;
+  }
+  if (slot.error_status == 404 && slot.bridge == Slot::Bridge::kOn && !slot.bridge_retried) {
+    // The 2025-era server lost the session (restarted, expired): asked again, once, in a
+    // new one.
+    slot.bridge_retried = true;
+    const settings::Upstream& up = s_->upstreams[route_->upstream_indexes[slot.index]];
+    w_->legacySessions().expire(up, slot.bridge_endpoint, slot.bridge_generation);
+    slot.up.release(false);
+    startSlot(slot);
+    return;
+  }
   if (slot.error_status != 0) {
     federation::FetchReport::Part& part = report_.parts[slot.index];
     part.status = slot.error_status;
@@ -326,6 +444,12 @@ void FanOut::onUpstreamComplete(upstream::Http1Upstream& from) {
 
 void FanOut::onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError e) {
   Slot& slot = slotOf(from);
+  if (slot.bridge == Slot::Bridge::kOn) {
+    // The session's endpoint failed: a new session next time (and for era: auto, a new probe).
+    const settings::Upstream& up = s_->upstreams[route_->upstream_indexes[slot.index]];
+    w_->legacySessions().expire(up, slot.bridge_endpoint, slot.bridge_generation);
+    w_->legacySessions().forgetEra(up);
+  }
   finishSlot(slot, false, errorName(e), std::string(core::outcomeName(upstream::outcomeOf(e))));
 }
 
@@ -435,6 +559,7 @@ void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::stri
   }
   slot.done = true;
   slot.finish_pending = false;
+  leaveBridge(slot);
   evtimer_del(slot.timer.get());
   slot.up.release(false);
   slot.answer.reset();
@@ -460,6 +585,7 @@ void FanOut::cancel() noexcept {
     if (slot->timer) {
       evtimer_del(slot->timer.get());
     }
+    leaveBridge(*slot);
     slot->up.release(false);
     slot->answer.reset();
     std::string().swap(slot->resp);

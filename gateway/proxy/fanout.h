@@ -20,6 +20,7 @@
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/message.h"
 #include "gateway/proxy/answer_hold.h"
+#include "gateway/proxy/legacy_sessions.h"
 #include "gateway/proxy/sse_response.h"
 #include "gateway/settings/settings.h"
 #include "gateway/upstream/http1_upstream.h"
@@ -94,7 +95,18 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   const settings::Route* route() const noexcept { return route_; }
 
  private:
-  struct Slot {
+  // One upstream's part. A 2025-era upstream (upstreams[].era, or found by the probe) is
+  // asked in the worker's session with it (legacy_sessions.h): the slot waits for the era and
+  // the session (era: auto asks as it is first: see Bridge), sends with the session's
+  // MCP-Protocol-Version and Mcp-Session-Id, and a
+  // server/discover is answered from the session's initialize result; a 404 (the server lost
+  // the session) is asked again once in a new one.
+  struct Slot final : BridgeWaiter {
+    // kTrying: era auto, era unknown — sent as it is, the answer tells (as on a plain
+    // route); kTried: it was a 2025 server's refusal, so the slot waits for the probe.
+    enum class Bridge : uint8_t { kOff, kTrying, kTried, kWaiting, kOn };
+    void onBridgeReady(bool ok, const char* why) override;
+
     FanOut* owner = nullptr;
     size_t index = 0;
     upstream::Http1Upstream up;
@@ -113,9 +125,21 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
     size_t pages = 0;
     std::string cursor;  // the last cursor asked for
     event::EventPtr timer;
+    Bridge bridge = Bridge::kOff;
+    bool bridge_retried = false;  // a lost session was made again once for this request
+    size_t bridge_endpoint = 0;
+    uint64_t bridge_generation = 0;
+    std::string bridge_version;       // the session's MCP-Protocol-Version
+    std::string bridge_session;       // its Mcp-Session-Id
+    std::vector<http::Field> fields;  // the fan-out's fields in that session (view the above)
   };
 
   void startSlot(Slot& slot);
+  // The bridge's part of startSlot: true when the slot's request goes out now (as it is, or
+  // in its session); false when it waits for the era or session, or was finished here.
+  bool bridgeSlot(Slot& slot);
+  void bridgeReady(Slot& slot, bool ok, const char* why);
+  void leaveBridge(Slot& slot) noexcept;
   void finishSlot(Slot& slot, bool ok, std::string_view outcome, std::string detail);
   void pageDone(Slot& slot);
   void scheduleFlush();

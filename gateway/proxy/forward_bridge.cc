@@ -17,10 +17,15 @@ namespace gw::proxy {
 
 bool ForwardTarget::mayBridge() const {
   const filters::RequestContext& ctx = x_.ctx();
-  if (!ctx.trusted || ctx.route == nullptr || ctx.route->federated() || x_.head.method != "POST") {
+  if (!ctx.trusted || ctx.route == nullptr || x_.head.method != "POST") {
     return false;
   }
-  const settings::Upstream& up = x_.settings().upstreams[ctx.route->upstream_index];
+  // On a federated route, a call whose owner was chosen (its body is read whole there).
+  if (ctx.route->federated() && !x_.federated().routed()) {
+    return false;
+  }
+  const settings::Upstream& up =
+      x_.settings().upstreams[ctx.route->federated() ? up_index_ : ctx.route->upstream_index];
   return up.era != settings::UpstreamEra::kModern &&
          x_.worker().legacySessions().era(up) != LegacySessions::Era::kModern;
 }

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -137,6 +138,9 @@ void LegacySessions::leave(BridgeWaiter& w) noexcept {
     for (Endpoint& e : u.endpoints) {
       std::erase(e.waiters, &w);
     }
+  }
+  for (std::vector<BridgeWaiter*>* list : notifying_) {
+    std::replace(list->begin(), list->end(), &w, static_cast<BridgeWaiter*>(nullptr));
   }
 }
 
@@ -310,10 +314,16 @@ void LegacySessions::done(const std::string& key, size_t index, bool ok, const c
   if (!ok) {
     e.session.state = Session::State::kNone;
   }
+  // A waiter's callback may end other waiters (a fan-out done with its last part ends the
+  // request that owns it): one that left meanwhile is skipped (leave() clears its entry).
   std::vector<BridgeWaiter*> waiters = std::exchange(e.waiters, {});
-  for (BridgeWaiter* w : waiters) {
-    w->onBridgeReady(ok, why);
+  notifying_.push_back(&waiters);
+  for (BridgeWaiter*& w : waiters) {
+    if (BridgeWaiter* next = std::exchange(w, nullptr)) {
+      next->onBridgeReady(ok, why);
+    }
   }
+  notifying_.pop_back();
 }
 
 }  // namespace gw::proxy

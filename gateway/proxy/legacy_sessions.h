@@ -110,6 +110,8 @@ class LegacySessions {
   std::unique_ptr<client::HttpClient> http_;
   // By upstream name and path (a reload that changes its endpoints starts new sessions).
   std::unordered_map<std::string, Upstream> upstreams_;
+  // The waiter lists done() is calling (leave() clears a waiter from them too).
+  std::vector<std::vector<BridgeWaiter*>*> notifying_;
 };
 
 }  // namespace gw::proxy

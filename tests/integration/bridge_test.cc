@@ -257,3 +257,93 @@ TEST_CASE("bridge: a server-to-client request inside a bridged call is refused, 
   CHECK(r.out.find("refused -32601") != std::string::npos);
   CHECK(r.out.find("sampling/createMessage") == std::string::npos);
 }
+
+// ---- federated routes ---------------------------------------------------------------------
+
+namespace {
+
+// One federated route over server-everything (2025 only, first) and the fixture server in
+// 2026-only mode; `names` keep or prefix. The deny rule and the 2/min limit are written on
+// the names the route shows.
+std::string federatedYaml(const TempDir& dir, const std::string& names) {
+  const bool prefix = names == "prefix";
+  const std::string policy = dir.file("policy.yaml");
+  std::ofstream(policy) << "identity:\n  anonymous: allow\n"
+                           "visibility: all\n"
+                           "rules:\n"
+                           "  - name: deny-one\n"
+                           "    match: { method: tools/call, name: \""
+                        << (prefix ? "everything__get-env" : "get-env")
+                        << "\" }\n"
+                           "    action: deny\n"
+                           "default: allow\n"
+                           "rate_limits:\n"
+                           "  - name: echo-2-per-min\n"
+                           "    match: { method: tools/call, name: \""
+                        << (prefix ? "everything__echo" : "echo")
+                        << "\" }\n"
+                           "    key: [name]\n"
+                           "    rate: 2/min\n"
+                           "    burst: 2\n";
+  return "listen: \"127.0.0.1:${PORT}\"\n"
+         "workers: 1\n"
+         "upstreams:\n"
+         "  - name: everything\n"
+         "    endpoints: [\"${EP1}\"]\n"
+         "    era: ${ERA}\n"
+         "    connect_timeout: 2s\n"
+         "    response_timeout: 10s\n"
+         "  - name: fixture\n"
+         "    endpoints: [\"${EP2}\"]\n"
+         "    connect_timeout: 2s\n"
+         "    response_timeout: 10s\n"
+         "routes:\n"
+         "  - name: default\n"
+         "    upstreams: [everything, fixture]\n"
+         "    names: " +
+         names +
+         "\n"
+         "policies: [\"" +
+         policy +
+         "\"]\n"
+         "access_log: { path: \"${ACCESS_LOG}\" }\n";
+}
+
+}  // namespace
+
+TEST_CASE("bridge: a 2025-only server behind a federated route, for a 2026 client",
+          "[bridge][federation][legacy][slow]") {
+  requireFixtures();
+  const std::string names = GENERATE(std::string("keep"), std::string("prefix"));
+  const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
+  INFO("names: " << names << ", era: " << era);
+  TempDir dir;
+  EverythingServer everything(dir);
+  FixtureServer fixture(dir, "fixture", "reject");
+  Gateway gw(federatedYaml(dir, names),
+             {{"EP1", everything.endpoint()}, {"EP2", fixture.endpoint()}, {"ERA", era}});
+
+  const std::string p = names == "prefix" ? "everything__" : "";
+  const std::string f = names == "prefix" ? "fixture__" : "";
+  const std::string steps = R"([{"name":")" + p + R"(get-sum","arguments":{"a":1,"b":2}},)" +
+                            R"({"name":")" + f + R"(weather_get","arguments":{"city":"Oslo"}},)" +
+                            R"({"name":")" + p + R"(get-env","arguments":{}},)" + R"({"name":")" +
+                            p + R"(echo","arguments":{"message":"a"}},)" + R"({"name":")" + p +
+                            R"(echo","arguments":{"message":"b"}},)" + R"({"name":")" + p +
+                            R"(echo","arguments":{"message":"c"}}])";
+  Ran r = runClient(dir, gw.port(), steps, "client");
+  INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
+  REQUIRE(r.code == 0);
+  CHECK(token(r.out, "era") == "\"modern\"");
+  CHECK(token(r.out, "summary") == "\"ok|ok|403/-31004|ok|ok|429/-31005\"");
+  CHECK(token(r.out, "prompt") != "null");
+  CHECK(token(r.out, "resource") != "null");
+  // The fixture (modern) served its call statelessly; nothing was left out of a list.
+  const std::string traces = fixture.process().stderrText();
+  INFO("fixture: " << traces);
+  CHECK(countOf(traces, "SESSION_NEW ") == 0);
+  CHECK(countOf(traces, "TOOL weather_get") == 1);
+  // No upstream was left out of a merged list or the merged server/discover.
+  CHECK(gw.process().stderrText().find("left out of") == std::string::npos);
+  CHECK(readFile(gw.accessLogPath()).find("\"owner\":\"everything\"") != std::string::npos);
+}
