@@ -24,19 +24,15 @@ bool isVisible(char c) noexcept {
 
 }  // namespace
 
-std::string sessionToken(std::string_view secret, std::string_view upstream,
-                         std::string_view endpoint) {
+std::string sessionTag(std::string_view secret, std::string_view message) {
   std::string_view key = secret.empty() ? kBuiltinKey : secret;
-  std::string msg;
-  msg.reserve(kDomain.size() + upstream.size() + endpoint.size() + 2);
-  msg.append(kDomain).append(1, '\0').append(upstream).append(1, '\0').append(endpoint);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac,
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac,
            &mac_len) == nullptr ||
       mac_len < 12) {
-    return {};  // never with SHA-256; an empty token matches no session
+    return {};  // never with SHA-256; an empty tag matches nothing
   }
   // 12 bytes → exactly 16 base64url characters, no padding.
   std::string out;
@@ -44,6 +40,14 @@ std::string sessionToken(std::string_view secret, std::string_view upstream,
   core::appendBase64(out, std::string_view(reinterpret_cast<const char*>(mac), 12),
                      core::Base64Alphabet::kUrl, core::Base64Padding::kNone);
   return out;
+}
+
+std::string sessionToken(std::string_view secret, std::string_view upstream,
+                         std::string_view endpoint) {
+  std::string msg;
+  msg.reserve(kDomain.size() + upstream.size() + endpoint.size() + 2);
+  msg.append(kDomain).append(1, '\0').append(upstream).append(1, '\0').append(endpoint);
+  return sessionTag(secret, msg);
 }
 
 bool validServerSessionId(std::string_view id) noexcept {

@@ -30,6 +30,13 @@ inline constexpr size_t kMaxWrappedSessionId = kSessionTokenChars + 1 + kMaxServ
 std::string sessionToken(std::string_view secret, std::string_view upstream,
                          std::string_view endpoint);
 
+// The keyed tag both session schemes use (sessionToken here, front::mintFrontSession):
+// base64url(HMAC-SHA-256(key, message))[0..16), i.e. the first 12 bytes of the MAC, where the
+// key is `secret` when non-empty and the built-in key otherwise. kSessionTokenChars
+// characters; empty only if HMAC itself fails (never with SHA-256). `message` carries its
+// own domain prefix.
+std::string sessionTag(std::string_view secret, std::string_view message);
+
 // True when `id` is 1..kMaxServerSessionId bytes of visible ASCII (0x21-0x7E).
 bool validServerSessionId(std::string_view id) noexcept;
 
