@@ -134,13 +134,14 @@ void federationJson(JsonWriter& j, const Snapshot& snap, const settings::Route& 
                     const RequestContext& ctx) {
   const settings::Settings& s = *snap.settings;
   j.open('{').key("names").str(r.names == settings::FederationNames::kPrefix ? "prefix" : "keep");
-  if (ctx.legacy) {
-    // Untrusted (legacy) traffic is not federated: it goes, with its session, to the first.
-    j.key("sends_to").str("first upstream (legacy traffic)").key("owner").str(r.upstreams.front());
+  const std::string_view method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
+  if (ctx.legacy && (method == "initialize" || method == "ping" || !ctx.mcp.has_method ||
+                     method.starts_with("notifications/"))) {
+    // A 2025-era client's handshake, ping and notifications: the gateway is its server.
+    j.key("sends_to").str("gateway (answers the 2025-era client itself)");
     j.close('}');
     return;
   }
-  const std::string_view method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
   auto fanOut = [&](const char* what) {
     j.key("sends_to").str(what).key("upstreams").strings(r.upstreams);
   };

@@ -33,8 +33,8 @@ bool viewNeeded(const Snapshot& snap) noexcept {
     legacy_route = legacy_route || r.legacy;
     route_needs =
         route_needs || (r.has_match && (r.match.method || r.match.name || !r.match.params.empty()));
-    if (r.prefixesNames()) {
-      return true;
+    if (r.federated()) {
+      return true;  // a legacy client gets the federated view: lists merged, calls by name
     }
   }
   if (snap.policy->filtersLists() || snap.pins != nullptr) {
@@ -90,18 +90,26 @@ void fillLegacyParams(LegacyParams& p, const settings::Route& route) {
   const mcp::LegacyMessage& msg = p.body->messages()[p.index];
   std::shared_ptr<const mcp::ToolSchema> tool;
   if (msg.has_name && msg.method == "tools/call") {
-    std::string_view name = msg.name;
+    const auto now = core::steadyNow();
     if (route.prefixesNames()) {
-      // The first upstream knows the tool by its own name (see Exchange::legacyPrefixed).
-      const std::string_view first[] = {route.upstream};
+      // The owner its prefix names knows the tool by its own name.
+      const std::vector<std::string_view> names(route.upstreams.begin(), route.upstreams.end());
       size_t index = 0;
       std::string_view inner;
-      if (federation::splitPrefixed(name, first, p.ctx->snapshot->settings->federation.separator,
-                                    index, inner)) {
-        name = inner;
+      if (federation::splitPrefixed(
+              msg.name, names, p.ctx->snapshot->settings->federation.separator, index, inner)) {
+        tool = p.ctx->snapshot->schemas->find(route.upstreams[index], inner, now);
       }
+    } else if (route.federated()) {
+      // names: keep — the first upstream that lists it (as the route's ownership does).
+      for (const std::string& up : route.upstreams) {
+        if ((tool = p.ctx->snapshot->schemas->find(up, msg.name, now))) {
+          break;
+        }
+      }
+    } else {
+      tool = p.ctx->snapshot->schemas->find(route.upstream, msg.name, now);
     }
-    tool = p.ctx->snapshot->schemas->find(route.upstream, name, core::steadyNow());
   }
   if (!p.body->fillParams(p.index, tool.get(), *p.ctx->arena, *p.view)) {
     p.arena_full = true;
@@ -130,6 +138,12 @@ std::string batchRefusal(const RequestContext& ctx, const settings::Route& route
                          const std::vector<mcp::LegacyMessage>& msgs) {
   const bool lists_read = ctx.snapshot->policy->filtersLists() || ctx.snapshot->pins != nullptr ||
                           route.prefixesNames();
+  if (route.federated()) {
+    // The gateway answers for the route's servers (initialize, lists, calls by owner): one
+    // message at a time.
+    return "Invalid Request: on route '" + quoted(route.name) +
+           "' (federated) send one JSON-RPC message per request, not a batch";
+  }
   for (const mcp::LegacyMessage& m : msgs) {
     if (m.kind != mcp::BodyKind::kRequest) {
       continue;

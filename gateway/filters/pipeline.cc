@@ -229,28 +229,7 @@ FilterStatus contractStage(RequestContext& ctx, mcp::ValueArena& arena) noexcept
     if (head.method != "POST") {
       return methodNotAllowed(ctx);
     }
-    // Both answers name the versions the gateway speaks, so a client can retry with one.
-    std::string data = "{\"supported\":[";
-    for (size_t i = 0; i < versions.size(); ++i) {
-      data += i ? ",\"" : "\"";
-      mcp::appendJsonEscaped(data, versions[i]);
-      data += '"';
-    }
-    data += ']';
-    if (!ctx.mcp.has_version) {
-      setReply(ctx, 400, mcp::code::kHeaderMismatch,
-               "Bad Request: the required MCP-Protocol-Version header is absent",
-               "version_missing");
-      ctx.reply.data_json = std::move(data) + '}';
-      return FilterStatus::kLocalReply;
-    }
-    data += ",\"requested\":\"";
-    mcp::appendJsonEscaped(data, ctx.mcp.version.substr(0, kMaxEchoedValue));
-    data += "\"}";
-    setReply(ctx, 400, mcp::code::kUnsupportedProtocolVersion,
-             "Unsupported protocol version: " + quoted(ctx.mcp.version), "version_unsupported");
-    ctx.reply.data_json = std::move(data);
-    return FilterStatus::kLocalReply;
+    return unsupportedVersion(ctx);
   }
 
   // Modern traffic: POST only; a JSON body.
@@ -585,6 +564,32 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
     return FilterStatus::kLocalReply;
   }
   return FilterStatus::kContinue;
+}
+
+FilterStatus unsupportedVersion(RequestContext& ctx) {
+  const auto& versions = ctx.snapshot->settings->mcp.protocol_versions;
+  // Both answers name the versions the gateway speaks, so a client can retry with one.
+  std::string data = "{\"supported\":[";
+  for (size_t i = 0; i < versions.size(); ++i) {
+    data += i ? ",\"" : "\"";
+    mcp::appendJsonEscaped(data, versions[i]);
+    data += '"';
+  }
+  data += ']';
+  if (!ctx.mcp.has_version) {
+    setReply(ctx, 400, mcp::code::kHeaderMismatch,
+             "Bad Request: the required MCP-Protocol-Version header is absent", "version_missing");
+    ctx.reply.data_json = std::move(data) + '}';
+    return FilterStatus::kLocalReply;
+  }
+  data += ",\"requested\":\"";
+  mcp::appendJsonEscaped(data, ctx.mcp.version.substr(0, detail::kMaxEchoedValue));
+  data += "\"}";
+  setReply(ctx, 400, mcp::code::kUnsupportedProtocolVersion,
+           "Unsupported protocol version: " + detail::quoted(ctx.mcp.version),
+           "version_unsupported");
+  ctx.reply.data_json = std::move(data);
+  return FilterStatus::kLocalReply;
 }
 
 }  // namespace gw::filters

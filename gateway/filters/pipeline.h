@@ -43,6 +43,11 @@ void setReply(RequestContext& ctx, int status, int code, std::string message, co
 
 using mcp::renderReplyBody;
 
+// The answer to a request whose MCP-Protocol-Version the gateway does not speak (or that has
+// none): 400, -32022 (-32020 when absent), data {"supported":[…mcp.protocol_versions],
+// "requested":…}, so the client can retry with one it has.
+FilterStatus unsupportedVersion(RequestContext& ctx);
+
 // Whether a request's `Authorization` goes upstream on `route`, and why. The one rule the
 // proxy, /config and /explain all use: the route's or the policy's `forward_credentials: true`
 // forwards; with no policy files the gateway checks no credentials, so it does not take them

@@ -226,15 +226,13 @@ void Exchange::onBodyComplete() {
 // ---- the target ---------------------------------------------------------------------------
 
 // Every stage and limit passed: the request goes to the route's upstream (a named call on a
-// federated route: to the owner the kOwner step chose). Untrusted (legacy passthrough)
-// traffic on a federated route is a plain request to the route's first upstream
-// (`upstream_index`): a 2025-era session lives on one server, so its lists are not merged,
-// and its calls not routed by owner (README, Federation). On a `names: prefix` route it sees
-// that upstream's tools and prompts by the names the route lists (legacyPrefixed).
+// federated route: to the owner the kOwner step chose). On a federated route the federated
+// target decides, for both eras (a 2025-era client is answered by the gateway as its server:
+// federated_front.cc).
 void Exchange::toTarget() {
   if (!fed_.routed()) {
     fwd_.useUpstream(ctx_.route->upstream_index);
-    if (ctx_.route->federated() && !ctx_.legacy) {
+    if (ctx_.route->federated()) {
       fed_.federate();  // hands a call to fwd_ once the upstream is chosen, or answers itself
       return;
     }

@@ -164,12 +164,15 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
   x_.forward().buildUpstreamHead();
   std::string_view b;
   std::string copy;
-  if (x_.body.size() > 0) {
+  if (!front_body_.empty()) {
+    b = front_body_;  // a 2025-era client's request, made a 2026-07-28 one
+  } else if (x_.body.size() > 0) {
     b = x_.body.view();
   }
   // The client's Mcp-Method, or none when it sent none (a notification may omit it).
-  const std::string_view method =
-      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
+  const std::string_view method = front_init_               ? std::string_view("server/discover")
+                                  : x_.ctx().mcp.has_method ? x_.ctx().mcp.method
+                                                            : std::string_view{};
   x_.noteForwarded();
   if (!fanout_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, mode, kind, method, b,
                       x_.forward().upstreamFields(), x_.now(), this)) {
@@ -247,6 +250,10 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
                                      : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
     x_.outcome = core::Outcome::kFederationFailed;
     x_.sendLocalReply();
+    return;
+  }
+  if (front_init_) {
+    answerInitialize(*answer.members);  // a 2025-era client's initialize
     return;
   }
   serveMerged(*answer.members, answer.ttl_ms, answer.public_scope);
@@ -365,7 +372,9 @@ void FederatedTarget::startListen() {
   }
   x_.forward().buildUpstreamHead();
   std::string_view b;
-  if (x_.body.size() > 0) {
+  if (!front_body_.empty()) {
+    b = front_body_;  // a 2025-era client's request, made a 2026-07-28 one
+  } else if (x_.body.size() > 0) {
     b = x_.body.view();
   }
   x_.noteForwarded();

@@ -40,6 +40,8 @@ void FederatedTarget::reset() noexcept {
   fed_owner_ = 0;
   fed_name_.clear();
   fed_log_.clear();
+  front_init_ = false;
+  front_body_.clear();
 }
 
 void FederatedTarget::recycle(size_t keep_capacity) noexcept {
@@ -64,14 +66,14 @@ filters::FilterStatus FederatedTarget::ownerStep() {
   if (r == nullptr || !r->federated()) {
     return filters::FilterStatus::kContinue;
   }
-  if (x_.ctx().legacy) {
-    return r->prefixesNames() ? legacyPrefixed() : filters::FilterStatus::kContinue;
-  }
   const std::string_view method =
       x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
   const std::optional<federation::ListKind> kind = namedCallKind(method);
   if (!kind || isNotification(x_.ctx())) {
     return filters::FilterStatus::kContinue;
+  }
+  if (x_.ctx().legacy && (!frontVersionOk() || !frontSessionOk())) {
+    return filters::FilterStatus::kLocalReply;  // a 2025 client's call, outside a session
   }
   catalog_ = x_.snapshot()->catalogOf(*r);
   if (catalog_ == nullptr) {
@@ -84,6 +86,10 @@ void FederatedTarget::federate() {
   catalog_ = x_.snapshot()->catalogOf(*x_.ctx().route);
   if (catalog_ == nullptr) {
     proceedTo(0);
+    return;
+  }
+  if (x_.ctx().legacy) {
+    federateLegacy();
     return;
   }
   const std::string_view method =
@@ -214,33 +220,6 @@ filters::FilterStatus FederatedTarget::rejectUnknownName(federation::ListKind ki
   return filters::FilterStatus::kLocalReply;
 }
 
-// A legacy (2025-era) request on a `names: prefix` route goes to the route's first upstream
-// (its session lives there), but sees that upstream's tools and prompts by the names the
-// route lists — "<upstream><separator><name>" — like a modern client: its lists are
-// prefixed (forward_lists.cc), and a call must name a prefixed tool or prompt of that
-// upstream, which is sent on by its own name. Rules, limits, visibility, pins, metrics and
-// logs see one name in both eras (issue #24). kLocalReply: -32602, the name is not one the
-// route lists for this client (or its body names another).
-filters::FilterStatus FederatedTarget::legacyPrefixed() {
-  const settings::Route& r = *x_.ctx().route;
-  x_.forward().setLegacyPrefix(r.upstream, x_.settings().federation.separator);
-  const std::string_view method =
-      x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};
-  const bool tool = method == "tools/call";
-  if ((!tool && method != "prompts/get") || !x_.ctx().mcp.has_name) {
-    return filters::FilterStatus::kContinue;
-  }
-  const std::string_view first[] = {r.upstream};
-  size_t index = 0;
-  std::string_view inner;
-  if (!federation::splitPrefixed(x_.ctx().mcp.name.value, first, x_.settings().federation.separator,
-                                 index, inner)) {
-    return rejectUnknownName(tool ? federation::ListKind::kTools : federation::ListKind::kPrompts);
-  }
-  fed_name_.assign(inner);
-  return rewriteForOwner() ? filters::FilterStatus::kContinue : filters::FilterStatus::kLocalReply;
-}
-
 // The call goes to route upstream `owner` (index in `upstreams`). kLocalReply: the body's
 // name could not be rewritten for it.
 filters::FilterStatus FederatedTarget::chooseOwner(size_t owner) {
@@ -251,6 +230,14 @@ filters::FilterStatus FederatedTarget::chooseOwner(size_t owner) {
                                                              : r.upstream_index);
   if (!fed_name_.empty() && !rewriteForOwner()) {
     return filters::FilterStatus::kLocalReply;
+  }
+  if (x_.ctx().legacy) {
+    // A 2025-era client's request goes as a 2026-07-28 one (a 2025-era owner ignores the
+    // envelope: mcp/bridge.h).
+    if (!modernizeBody()) {
+      return filters::FilterStatus::kLocalReply;
+    }
+    useFrontBody();
   }
   const std::string_view method =
       x_.ctx().mcp.has_method ? x_.ctx().mcp.method : std::string_view{};

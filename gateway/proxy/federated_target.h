@@ -101,7 +101,16 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   filters::FilterStatus rejectUnknownName(federation::ListKind kind);
   filters::FilterStatus chooseOwner(size_t owner);
   void proceedTo(size_t owner);
-  filters::FilterStatus legacyPrefixed();
+  // federated_front.cc: a 2025-era client on the route.
+  void federateLegacy();
+  void startInitialize();
+  void answerInitialize(std::string_view members);
+  bool frontVersionOk();
+  bool frontSessionOk();
+  void frontRefusal(int status, int code, std::string message, const char* why);
+  bool modernizeBody();
+  void useFrontBody();
+  void localAnswer(int status, std::string_view body);
   bool rewriteForOwner();
   void fanOut(FanOut::Mode mode, federation::ListKind kind);
   void startListen();
@@ -126,6 +135,12 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   std::string fed_name_header_;  // its Mcp-Name value (plain or sentinel)
   std::string fed_log_;          // access-log "federation" field (upstreams left out of a list)
   std::string fed_body_;         // a merged answer
+  // A 2025-era client (federated_front.cc): its request made a 2026-07-28 one, the
+  // initialize being answered (the version negotiated) and the session id it gets.
+  bool front_init_ = false;
+  std::string front_body_;
+  std::string front_version_;
+  std::string front_session_;
 };
 
 }  // namespace gw::proxy

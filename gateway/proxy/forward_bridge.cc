@@ -17,7 +17,7 @@ namespace gw::proxy {
 
 bool ForwardTarget::mayBridge() const {
   const filters::RequestContext& ctx = x_.ctx();
-  if (!ctx.trusted || ctx.route == nullptr || x_.head.method != "POST") {
+  if (ctx.route == nullptr || x_.head.method != "POST" || !(ctx.trusted || frontRequest())) {
     return false;
   }
   // On a federated route, a call whose owner was chosen (its body is read whole there).

@@ -72,8 +72,7 @@ void appendEvent(std::string& out, std::string_view event, std::string_view data
 
 }  // namespace
 
-// The list answer filtered for this request's caller (and, for a legacy client of a
-// `names: prefix` route, its names prefixed). False: not a list answer.
+// The list answer filtered for this request's caller. False: not a list answer.
 bool ForwardTarget::filterForCaller(federation::ListKind kind, std::string_view json,
                                     std::string& out) {
   const policy::PolicySet& p = *x_.snapshot()->policy;
@@ -87,17 +86,12 @@ bool ForwardTarget::filterForCaller(federation::ListKind kind, std::string_view 
         return (!by_policy || p.mayUse(call, key, x_.ctx().identity)) &&
                !(by_pins && pinHidden(key));
       },
-      out, hidden, nullptr, legacy_prefix_);
+      out, hidden, nullptr);
   if (ok) {
     hidden_ += hidden;
     filtered_ = true;
   }
   return ok;
-}
-
-void ForwardTarget::setLegacyPrefix(std::string_view upstream, std::string_view separator) {
-  legacy_prefix_ = upstream;
-  legacy_prefix_ += separator;
 }
 
 bool ForwardTarget::cutsLists() const noexcept {
@@ -114,11 +108,9 @@ bool ForwardTarget::readsAnswerWhole() const noexcept {
     return false;
   }
   // tool_pinning reads every tools/list answer whole (to observe it), even when nothing is
-  // cut from it; a legacy client of a `names: prefix` route gets its names prefixed.
+  // cut from it.
   const bool pins = *kind == federation::ListKind::kTools && x_.snapshot()->pins != nullptr;
-  const bool prefix = !legacy_prefix_.empty() && (*kind == federation::ListKind::kTools ||
-                                                  *kind == federation::ListKind::kPrompts);
-  return pins || prefix || x_.snapshot()->policy->filtersLists();
+  return pins || x_.snapshot()->policy->filtersLists();
 }
 
 bool ForwardTarget::beginListFilter(const http::ResponseHead& resp) {
@@ -216,9 +208,7 @@ ForwardTarget::ListRead ForwardTarget::readListResponse(std::string_view json, s
     observePins(upstream, page.items);
   }
   reportDroppedItems(x_.worker(), upstream, filter_kind_, page.dropped);
-  const bool prefix = !legacy_prefix_.empty() && (filter_kind_ == federation::ListKind::kTools ||
-                                                  filter_kind_ == federation::ListKind::kPrompts);
-  if (!cutsLists() && !prefix && page.dropped.total() == 0) {
+  if (!cutsLists() && page.dropped.total() == 0) {
     return ListRead::kUnchanged;
   }
   if (!filterForCaller(filter_kind_, json, out)) {

@@ -66,10 +66,6 @@ bool ForwardTarget::pinCuts() const noexcept {
 bool ForwardTarget::pinHidden(std::string_view key) const {
   const pins::Book& book = *x_.snapshot()->pins;
   const settings::Route* r = x_.ctx().route;
-  if (!legacy_prefix_.empty()) {  // a legacy client's prefixed view of the first upstream
-    return key.starts_with(legacy_prefix_) &&
-           book.blocked(x_.settings().upstreams[up_index_].name, key.substr(legacy_prefix_.size()));
-  }
   if (x_.federated().catalog() == nullptr || r == nullptr) {
     return book.blocked(x_.settings().upstreams[up_index_].name, key);
   }

@@ -50,7 +50,7 @@ bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::Resp
     if (http::forwardResponseField(f, conn)) {
       has_accel = has_accel || core::iequals(f.name, "x-accel-buffering");
       if (core::iequals(f.name, "mcp-session-id")) {
-        if (bridge_ == Bridge::kOn) {
+        if (bridge_ == Bridge::kOn || frontRequest()) {
           continue;  // the gateway's session, not the client's
         }
         wrapSession(f.value);  // the client never sees the server's own id

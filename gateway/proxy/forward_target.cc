@@ -6,8 +6,10 @@
 #include "gateway/core/ascii.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
+#include "gateway/mcp/front.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/sentinel.h"
 #include "gateway/mcp/session.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/proxy_context.h"
@@ -39,7 +41,6 @@ void ForwardTarget::reset() noexcept {
   bridge_retried_ = false;
   sent_id_ = mcp::RequestId{};
   filtering_ = filtered_ = false;
-  legacy_prefix_.clear();
   hidden_ = 0;
   pin_observed_ = false;
   pin_log_.clear();
@@ -109,6 +110,7 @@ void ForwardTarget::buildUpstreamHead() {
   uh.fields.clear();
   uh.client_host = false;
   const bool trusted_peer = http::isTrustedPeer(x_.peer(), s.trusted_proxies);
+  const bool front = frontRequest();
   for (const http::HeaderField& f : head.fields) {
     if (http::replacedByForwarding(f, trusted_peer)) {
       continue;  // client address fields: dropped, or merged below (trusted_proxies)
@@ -128,6 +130,9 @@ void ForwardTarget::buildUpstreamHead() {
     if (session_endpoint_ >= 0 && core::iequals(f.name, "mcp-session-id")) {
       continue;  // the wrapped id: the server gets its own (below)
     }
+    if (front && frontField(f.name)) {
+      continue;  // a 2025-era client's: the 2026-07-28 fields are written below
+    }
     if (bridge_ == Bridge::kOn && core::iequals(f.name, "mcp-protocol-version")) {
       uh.fields.push_back(http::Field{f.name, bridge_version_});  // the session's version
       continue;
@@ -144,6 +149,9 @@ void ForwardTarget::buildUpstreamHead() {
   if (session_endpoint_ >= 0 && !session_server_id_.empty()) {
     uh.fields.push_back(http::Field{"Mcp-Session-Id", session_server_id_});
   }
+  if (front) {
+    addFrontFields(uh.fields);
+  }
   // The listener is plain HTTP; a TLS listener passes "https".
   http::addClientAddressFields(uh.fields, xff_, head.fields, x_.peer(), trusted_peer, "http");
   uh.pinned_endpoint = session_endpoint_;
@@ -156,6 +164,51 @@ void ForwardTarget::buildUpstreamHead() {
     uh.content_length = 0;
   }
   uh.length_field = head.method == "POST" || head.method == "PUT";
+}
+
+// A 2025-era client on a federated route (federated_front.cc): the gateway is its server,
+// and its requests go as 2026-07-28 ones.
+bool ForwardTarget::frontRequest() const noexcept {
+  const filters::RequestContext& ctx = x_.ctx();
+  return ctx.legacy && ctx.route != nullptr && ctx.route->federated();
+}
+
+// Fields a 2025-era client sends that the front writes itself (or must not pass on).
+bool ForwardTarget::frontField(std::string_view name) noexcept {
+  return core::iequals(name, "mcp-session-id") || core::iequals(name, "mcp-protocol-version") ||
+         core::iequals(name, "mcp-method") || core::iequals(name, "mcp-name") ||
+         core::istartsWith(name, "mcp-param-");
+}
+
+// The 2026-07-28 fields of a 2025-era client's request, from its body's view (the legacy
+// inspection's: method, name, the x-mcp-header arguments): a value that cannot go plain is
+// sent as a sentinel.
+void ForwardTarget::addFrontFields(std::vector<http::Field>& fields) {
+  const mcp::McpHeaders& m = x_.ctx().mcp;
+  fields.push_back(http::Field{"MCP-Protocol-Version", bridge_ == Bridge::kOn
+                                                           ? std::string_view(bridge_version_)
+                                                           : mcp::front::kModernVersion});
+  if (m.has_method) {
+    fields.push_back(http::Field{"Mcp-Method", m.method});
+  }
+  front_text_.clear();
+  front_text_.reserve(1 + 2 * m.params.size());  // no reallocation: the fields view them
+  if (m.has_name) {
+    if (!x_.federated().ownerName().empty()) {
+      fields.push_back(http::Field{"Mcp-Name", x_.federated().ownerNameField()});
+    } else {
+      front_text_.push_back(mcp::needsSentinel(m.name.value) ? mcp::encodeSentinel(m.name.value)
+                                                             : std::string(m.name.value));
+      fields.push_back(http::Field{"Mcp-Name", front_text_.back()});
+    }
+  }
+  for (const mcp::McpParam& p : m.params) {
+    front_text_.push_back("Mcp-Param-" + std::string(p.name));
+    const std::string& name = front_text_.back();
+    front_text_.push_back(mcp::needsSentinel(p.v.value) ? mcp::encodeSentinel(p.v.value)
+                                                        : std::string(p.v.value));
+    fields.push_back(http::Field{name, front_text_.back()});
+  }
 }
 
 // The head is written by start(); the body follows (whole, streamed, or none).
@@ -254,6 +307,9 @@ void ForwardTarget::afterFlush() {
 bool ForwardTarget::pinSession() {
   session_endpoint_ = -1;
   session_server_id_ = {};
+  if (frontRequest()) {
+    return true;  // the gateway's own session (federated_front.cc), never an upstream's
+  }
   const http::HeaderField* field = nullptr;
   size_t count = 0;
   for (const http::HeaderField& f : x_.head.fields) {

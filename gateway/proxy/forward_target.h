@@ -14,8 +14,8 @@
 // the SSE stream count and the attempt metric. Exchange names it a friend for that: the
 // target calls Exchange's methods (exchange.h lists them) and touches none of its private
 // fields but the request's head, body, body_mode and outcome. FederatedTarget uses the forwarded
-// head (buildUpstreamHead, upstreamFields), the list filter (cutsLists, filterForCaller,
-// setLegacyPrefix) and observePins.
+// head (buildUpstreamHead, upstreamFields), the list filter (cutsLists, filterForCaller) and
+// observePins.
 //
 // forward_target.cc: the upstream request and session affinity; forward_relay.cc: the
 // response relay; forward_lists.cc: list filtering; forward_pins.cc: tool pinning;
@@ -102,9 +102,9 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   bool filtering() const noexcept { return filtering_; }
   void sendListWhenReady();
 
-  // visibility: filter (forward_lists.cc). A legacy client's tools and prompts are shown as
-  // "<upstream><separator><name>".
-  void setLegacyPrefix(std::string_view upstream, std::string_view separator);
+  // A 2025-era client on a federated route (the gateway is its server: federated_front.cc).
+  bool frontRequest() const noexcept;
+  // visibility: filter (forward_lists.cc).
   bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
   bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
   // tool_pinning (forward_pins.cc)
@@ -147,6 +147,8 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   void scheduleFlush();
   void rememberSentId();
   bool pinSession();
+  static bool frontField(std::string_view name) noexcept;
+  void addFrontFields(std::vector<http::Field>& fields);
   void sessionNotFound(const char* message, Outcome outcome);
   static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;
   void wrapSession(std::string_view server_id);
@@ -179,11 +181,13 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   Exchange& x_;
 
   // upstream
-  ProxyContext* w_ = nullptr;                     // the worker's (begin)
-  size_t up_index_ = 0;                           // Settings::upstreams index of the target
-  upstream::Http1Upstream up_;                    // the request to the route's upstream
-  upstream::UpstreamRequestHead up_head_;         // its head (views head_buf, xff_, session ids)
-  std::string xff_;                               // the X-Forwarded-For value up_head_ views
+  ProxyContext* w_ = nullptr;              // the worker's (begin)
+  size_t up_index_ = 0;                    // Settings::upstreams index of the target
+  upstream::Http1Upstream up_;             // the request to the route's upstream
+  upstream::UpstreamRequestHead up_head_;  // its head (views head_buf, xff_, session ids)
+  std::string xff_;
+  std::vector<std::string> front_text_;  // a 2025-era client's 2026-07-28 field values // the
+                                         // X-Forwarded-For value up_head_ views
   const upstream::Endpoint* endpoint_ = nullptr;  // for the access log (owned by the pool)
   mcp::RequestId sent_id_;                        // sentId()
   bool up_open_ = false;     // up_ was started and has not ended (counted in streams)
@@ -230,10 +234,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   int filter_status_ = 0;
   event::EvBufferPtr filter_chain_;  // the answer, in the upstream's own chunks
   AnswerHold answer_hold_;           // its bytes against limits.max_buffered_answer_bytes
-  // A legacy client on a `names: prefix` route sees its first upstream's tools and prompts
-  // as "<upstream><separator><name>" (issue #24): that prefix, else empty.
-  std::string legacy_prefix_;
-  size_t hidden_ = 0;  // items taken out of this caller's list (access log)
+  size_t hidden_ = 0;                // items taken out of this caller's list (access log)
   bool filtered_ = false;
   // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)
   bool pin_observed_ = false;

@@ -100,10 +100,11 @@ struct Ran {
   std::string err;
 };
 
-// The SDK v2 client pinned to 2026-07-28, scenario `bridge`, with these tools/call steps.
+// The SDK v2 client (`mode`: pin — 2026-07-28 —, legacy or auto), scenario `bridge`, with
+// these tools/call steps.
 Ran runClient(const TempDir& dir, uint16_t port, const std::string& steps,
-              const std::string& name) {
-  Process p({"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=pin", "MCP_STEPS=" + steps,
+              const std::string& name, const std::string& mode = "pin") {
+  Process p({"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=" + mode, "MCP_STEPS=" + steps,
              kNode22, kFixtures + "/mcp-client.mjs",
              "http://127.0.0.1:" + std::to_string(port) + "/mcp", "bridge"},
             dir.path(), name);
@@ -311,12 +312,13 @@ std::string federatedYaml(const TempDir& dir, const std::string& names) {
 
 }  // namespace
 
-TEST_CASE("bridge: a 2025-only server behind a federated route, for a 2026 client",
+TEST_CASE("bridge: a 2025-only server behind a federated route, for clients of both eras",
           "[bridge][federation][legacy][slow]") {
   requireFixtures();
   const std::string names = GENERATE(std::string("keep"), std::string("prefix"));
   const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
-  INFO("names: " << names << ", era: " << era);
+  const std::string mode = GENERATE(std::string("pin"), std::string("legacy"));
+  INFO("names: " << names << ", era: " << era << ", client: " << mode);
   TempDir dir;
   EverythingServer everything(dir);
   FixtureServer fixture(dir, "fixture", "reject");
@@ -331,10 +333,19 @@ TEST_CASE("bridge: a 2025-only server behind a federated route, for a 2026 clien
                             p + R"(echo","arguments":{"message":"a"}},)" + R"({"name":")" + p +
                             R"(echo","arguments":{"message":"b"}},)" + R"({"name":")" + p +
                             R"(echo","arguments":{"message":"c"}}])";
-  Ran r = runClient(dir, gw.port(), steps, "client");
+  Ran r = runClient(dir, gw.port(), steps, "client", mode);
   INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
   REQUIRE(r.code == 0);
-  CHECK(token(r.out, "era") == "\"modern\"");
+  if (mode == "pin") {
+    CHECK(token(r.out, "era") == "\"modern\"");
+    CHECK(token(r.out, "session") == "null");
+  } else {
+    // The gateway answered initialize (its own session) for the route's servers.
+    CHECK(token(r.out, "era") == "\"legacy\"");
+    CHECK(token(r.out, "version") == "\"2025-11-25\"");
+    CHECK(token(r.out, "server") == "\"mcp-gateway\"");
+    CHECK(token(r.out, "session").rfind("\"gw1.", 0) == 0);
+  }
   CHECK(token(r.out, "summary") == "\"ok|ok|403/-31004|ok|ok|429/-31005\"");
   CHECK(token(r.out, "prompt") != "null");
   CHECK(token(r.out, "resource") != "null");

@@ -1,9 +1,10 @@
-// Federation (issue #15) and untrusted traffic: under `mcp.legacy: passthrough` (the default) a
-// 2025-era request (no MCP-Protocol-Version, or one not in mcp.protocol_versions) that lands
-// on a federated default route goes to the route's first upstream as on a plain route — no
-// fan-out, no merged list, no name routing, its legacy session kept on that one server — and
-// a client's Mcp-Session-Id is never copied into a fan-out. Two raw upstreams stand for the
-// servers, so the test sees exactly which request reached which.
+// Federation (issue #15) and 2025-era clients (issue #26): under `mcp.legacy: passthrough`
+// (the default) a 2025-era request (no MCP-Protocol-Version, or a 2025 one) on a federated
+// route is answered by the gateway as the client's server: initialize from the merged
+// server/discover (its own session id), merged lists, calls sent to the owner as
+// 2026-07-28 requests (the `_meta` envelope, Mcp-Method / Mcp-Name), never with the client's
+// session id; a client's Mcp-Session-Id is never copied into a fan-out. Two raw upstreams
+// stand for modern servers, so the test sees exactly which request reached which.
 
 #include <catch.hpp>
 #include <string>
@@ -26,6 +27,32 @@ UpstreamScript listingServer(const std::string& name) {
                               R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":")" + name +
                                   R"(_tool","inputSchema":{"type":"object"}}]}})",
                               "application/json", "Mcp-Session-Id: sess-" + name + "\r\n");
+}
+
+// A 2026-07-28 server by its Mcp-Method: server/discover (capability `<name>cap`), tools/list
+// (one tool `<name>_tool`), anything else a result naming the server.
+UpstreamScript modernServer(const std::string& name) {
+  return [name](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(15000))) {
+      const std::string method = req->header("Mcp-Method").value_or("");
+      std::string result;
+      if (method == "server/discover") {
+        result = R"({"supportedVersions":["2026-07-28"],"capabilities":{"tools":{},")" + name +
+                 R"(cap":{}},"resultType":"complete"})";
+      } else if (method == "tools/list") {
+        result = R"({"tools":[{"name":")" + name +
+                 R"(_tool","inputSchema":{"type":"object"}}],"resultType":"complete"})";
+      } else {
+        result = R"({"content":[{"type":"text","text":"from )" + name +
+                 R"("}],"resultType":"complete"})";
+      }
+      const std::string body = R"({"jsonrpc":"2.0","id":1,"result":)" + result + "}";
+      if (!c.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body)) {
+        return;
+      }
+    }
+  };
 }
 
 constexpr char kYaml[] = R"(listen: "127.0.0.1:${PORT}"
@@ -63,13 +90,13 @@ std::string rpc(const std::string& method, int id, const std::string& params = "
 
 }  // namespace
 
-TEST_CASE("federation: legacy traffic on a federated route reaches only its first upstream",
+TEST_CASE("federation: a 2025-era client on a federated route gets the federated view",
           "[federation][legacy]") {
   // No MCP-Protocol-Version at all, and a 2025 version the gateway does not trust.
   const std::string version_line = GENERATE(std::string(""), std::string("MCP-Protocol-Version: "
                                                                          "2025-06-18\r\n"));
-  RawUpstream a(listingServer("a"));
-  RawUpstream b(listingServer("b"));
+  RawUpstream a(modernServer("a"));
+  RawUpstream b(modernServer("b"));
   Gateway gw(kYaml, {{"A", a.address()}, {"B", b.address()}});
   INFO("version line: '" << version_line << "'");
 
@@ -79,36 +106,76 @@ TEST_CASE("federation: legacy traffic on a federated route reaches only its firs
   Response r = fetch(gw.port(), legacyPost(init, version_line));
   INFO("initialize: " << r.head << r.body << "\ngateway stderr:\n" << gw.process().stderrText());
   REQUIRE(r.status == 200);
+  CHECK(has(r.body, R"("protocolVersion":"2025-06-18")"));
+  CHECK(has(r.body, R"("acap":{})"));  // merged capabilities
+  CHECK(has(r.body, R"("bcap":{})"));
+  CHECK(has(r.body, R"("serverInfo":{"name":"mcp-gateway")"));
   REQUIRE(r.headerCount("Mcp-Session-Id") == 1);
-  const std::string wrapped = *r.header("Mcp-Session-Id");
-  CHECK(wrapped == gatewaySessionToken("a", a.address()) + ".sess-a");
+  const std::string session = *r.header("Mcp-Session-Id");
+  CHECK(session.rfind("gw1.", 0) == 0);
 
-  // The list is a's alone: not fanned out, not merged.
-  Response list = fetch(gw.port(), legacyPost(rpc("tools/list", 2), version_line, wrapped));
+  // notifications/initialized and ping: answered here.
+  Response note =
+      fetch(gw.port(), legacyPost(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                                  version_line, session));
+  CHECK(note.status == 202);
+  Response ping = fetch(gw.port(), legacyPost(rpc("ping", 7), version_line, session));
+  CHECK(ping.status == 200);
+  CHECK(has(ping.body, R"("id":7,"result":{})"));
+
+  // The list is merged, as a modern client sees it.
+  Response list = fetch(gw.port(), legacyPost(rpc("tools/list", 2), version_line, session));
   INFO("tools/list: " << list.head << list.body);
   CHECK(list.status == 200);
   CHECK(has(list.body, "\"a_tool\""));
-  CHECK_FALSE(has(list.body, "\"b_tool\""));
-  CHECK(list.header("Mcp-Session-Id").value_or("") == wrapped);
+  CHECK(has(list.body, "\"b_tool\""));
+  CHECK(list.headerCount("Mcp-Session-Id") == 0);
 
-  // A call of a name b lists goes to a too (the session is a's; a answers for its tools).
+  // A call of b's tool goes to b, as a 2026-07-28 request.
   Response call = fetch(
-      gw.port(), legacyPost(rpc("tools/call", 3, R"({"name":"b_tool"})"), version_line, wrapped));
+      gw.port(), legacyPost(rpc("tools/call", 3, R"({"name":"b_tool"})"), version_line, session));
   INFO("tools/call: " << call.head << call.body);
   CHECK(call.status == 200);
-  CHECK_FALSE(has(call.body, "Session not found"));
+  CHECK(has(call.body, "from b"));
 
-  REQUIRE(a.waitForRequests(3, Ms(3000)));
-  CHECK(a.requestCount() == 3);
-  CHECK(b.requestCount() == 0);
-  auto reqs = a.requests();
-  REQUIRE(reqs.size() == 3);
-  CHECK(reqs[0].headerValues("Mcp-Session-Id").empty());
-  for (size_t i = 1; i < reqs.size(); ++i) {
-    INFO(reqs[i].head);
-    // The server's own id, never the wrapped one.
-    CHECK(reqs[i].headerValues("Mcp-Session-Id") == std::vector<std::string>{"sess-a"});
+  // Outside a session: 400 without one, 404 for one the gateway did not mint (the client
+  // initializes again); a 2025 version is the only other one a legacy request may name.
+  Response none = fetch(gw.port(), legacyPost(rpc("tools/list", 4), version_line));
+  CHECK(none.status == 400);
+  CHECK(has(none.body, R"("id":4)"));
+  std::string forged = session;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  Response bad = fetch(gw.port(), legacyPost(rpc("tools/list", 5), version_line, forged));
+  CHECK(bad.status == 404);
+  CHECK(has(bad.body, "-31016"));
+  Response odd = fetch(
+      gw.port(), legacyPost(rpc("tools/list", 6), "MCP-Protocol-Version: 1999-01-01\r\n", session));
+  CHECK(odd.status == 400);
+  CHECK(has(odd.body, "-32022"));
+  CHECK(has(odd.body, R"("id":6)"));
+
+  // DELETE ends the session (nothing is held for it upstream).
+  Response del =
+      fetch(gw.port(), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + version_line +
+                           "Mcp-Session-Id: " + session + "\r\nConnection: close\r\n\r\n");
+  CHECK(del.status == 200);
+
+  REQUIRE(b.waitForRequests(3, Ms(3000)));
+  bool called = false;
+  for (RawUpstream* up : {&a, &b}) {
+    for (const RecordedRequest& q : up->requests()) {
+      INFO(q.head << q.body);
+      CHECK_FALSE(q.hasHeader("Mcp-Session-Id"));  // the gateway's session stays here
+      CHECK(q.header("MCP-Protocol-Version").value_or("") == "2026-07-28");
+      CHECK(has(q.body, R"("io.modelcontextprotocol/protocolVersion":"2026-07-28")"));
+      if (q.header("Mcp-Method").value_or("") == "tools/call") {
+        called = true;
+        CHECK(up == &b);
+        CHECK(q.header("Mcp-Name").value_or("") == "b_tool");
+      }
+    }
   }
+  CHECK(called);
 }
 
 TEST_CASE("federation: a client's Mcp-Session-Id is not copied into a fan-out", "[federation]") {

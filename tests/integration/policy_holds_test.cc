@@ -1,7 +1,8 @@
 // Policy holds whatever the client's era and whatever the upstream sends (issue #24). Each
 // case is a hostile client or a hostile MCP server (a raw upstream scripted to send exactly
 // the bytes that broke a promise) in front of the real gateway:
-//  - a legacy client on a `names: prefix` route sees and calls the names the route lists, so
+//  - a legacy client on a `names: prefix` route sees and calls the names the route lists (the
+//    gateway is its server: issue #26), so
 //    a deny rule and a limit written for them hold in both eras, with one bucket per key;
 //  - a list the gateway must filter or observe that it cannot read is refused (502), never
 //    relayed unfiltered; items no client can take are dropped and counted;
@@ -65,6 +66,10 @@ std::string tool(const std::string& name) {
 UpstreamScript toolServer(std::vector<std::string> tools) {
   return serving([tools](const RecordedRequest& r) {
     Answer a;
+    if (has(r.body, "\"server/discover\"")) {
+      a.body = rpcResult(R"({"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}})");
+      return a;
+    }
     if (has(r.body, "\"tools/call\"")) {
       const size_t at = r.body.find("\"name\":\"");
       const std::string name =
@@ -86,9 +91,11 @@ std::string body(const std::string& method, const std::string& id, const std::st
          "}";
 }
 
-// A 2026-07-28 request (trusted) or, with `legacy`, a 2025-era one (no MCP-Protocol-Version).
+// A 2026-07-28 request (trusted) or, with `legacy`, a 2025-era one (no MCP-Protocol-Version;
+// in the gateway's session `session` when not empty).
 std::string request(bool legacy, const std::string& method, const std::string& name,
-                    const std::string& id = "5", const std::string& body_name = "") {
+                    const std::string& id = "5", const std::string& body_name = "",
+                    const std::string& session = "") {
   const std::string meta =
       legacy ? "" : R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"})";
   const std::string params =
@@ -99,6 +106,9 @@ std::string request(bool legacy, const std::string& method, const std::string& n
   std::string r =
       "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       "Accept: application/json, text/event-stream\r\n";
+  if (!session.empty()) {
+    r += "Mcp-Session-Id: " + session + "\r\n";
+  }
   if (!legacy) {
     r += "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + method + "\r\n";
     if (!name.empty()) {
@@ -168,18 +178,35 @@ access_log: { path: "${ACCESS_LOG}" }
               {"POLICY", dir.file("policy.yaml")}});
   const uint16_t admin = gw.adminPort();
 
-  // The legacy list is the first upstream's, by the names the route lists, filtered.
-  Response list = fetch(gw.port(), request(true, "tools/list", ""));
+  // The gateway is the legacy client's server (issue #26): its session.
+  const std::string init =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
+      R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  Response hello =
+      fetch(gw.port(),
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: " +
+                std::to_string(init.size()) + "\r\nConnection: close\r\n\r\n" + init);
+  INFO(hello.head << hello.body);
+  REQUIRE(hello.status == 200);
+  const std::string sid = hello.header("Mcp-Session-Id").value_or("");
+  auto legacyRequest = [&](const std::string& method, const std::string& name) {
+    return request(true, method, name, "5", "", sid);
+  };
+
+  // The legacy list is the route's merged one, by the names the route lists, filtered.
+  Response list = fetch(gw.port(), legacyRequest("tools/list", ""));
   INFO(list.head << list.body);
   REQUIRE(list.status == 200);
   CHECK(has(list.body, R"("name":"ts__echo")"));
+  CHECK(has(list.body, R"("name":"other__other_tool")"));
   CHECK_FALSE(has(list.body, R"("name":"echo")"));
   CHECK_FALSE(has(list.body, "delete_everything"));  // denied: hidden in both spellings
   CHECK(has(list.body, R"("cacheScope":"private")"));
 
   // The unprefixed name is no name of this route: answered here, never sent.
-  for (const std::string name : {"delete_everything", "echo", "other__other_tool", "ts__"}) {
-    Response r = fetch(gw.port(), request(true, "tools/call", name));
+  for (const std::string name : {"delete_everything", "echo", "ts__", "other"}) {
+    Response r = fetch(gw.port(), legacyRequest("tools/call", name));
     INFO(name << ": " << r.head << r.body);
     CHECK(r.status == 200);
     CHECK(has(r.body, R"("code":-32602)"));
@@ -190,13 +217,13 @@ access_log: { path: "${ACCESS_LOG}" }
   CHECK(callsNaming(ts, "echo") == 0);
 
   // The deny rule written on the route's name holds for a legacy client.
-  Response denied = fetch(gw.port(), request(true, "tools/call", "ts__delete_everything"));
+  Response denied = fetch(gw.port(), legacyRequest("tools/call", "ts__delete_everything"));
   INFO(denied.head << denied.body);
   CHECK(denied.status == 403);
   CHECK(callsNaming(ts, "delete_everything") == 0);
 
   // One bucket for both eras: legacy, modern, then legacy again is the third call of two.
-  Response first = fetch(gw.port(), request(true, "tools/call", "ts__echo"));
+  Response first = fetch(gw.port(), legacyRequest("tools/call", "ts__echo"));
   INFO(first.head << first.body);
   CHECK(first.status == 200);
   CHECK(has(first.body, "called echo"));  // the server got its own name
@@ -204,7 +231,8 @@ access_log: { path: "${ACCESS_LOG}" }
   INFO(second.head << second.body);
   CHECK(second.status == 200);
   for (bool legacy : {true, false}) {
-    Response third = fetch(gw.port(), request(legacy, "tools/call", "ts__echo"));
+    Response third = fetch(gw.port(), legacy ? legacyRequest("tools/call", "ts__echo")
+                                             : request(false, "tools/call", "ts__echo"));
     INFO((legacy ? "legacy: " : "modern: ") << third.head << third.body);
     CHECK(third.status == 429);
   }

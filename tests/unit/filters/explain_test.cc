@@ -170,7 +170,7 @@ TEST_CASE("explain: inputs that cannot make a request are errors, rejections are
   }
 }
 
-TEST_CASE("explain: legacy traffic on a federated route goes to its first upstream", "[explain]") {
+TEST_CASE("explain: legacy traffic on a federated route gets the federated view", "[explain]") {
   gw::policy::test::TempDir dir;
   std::string path = dir.write("gateway.yaml",
                                "listen: 127.0.0.1:8080\n"
@@ -191,6 +191,13 @@ TEST_CASE("explain: legacy traffic on a federated route goes to its first upstre
   in.protocol_version = "2025-06-18";  // untrusted: legacy passthrough, the body is the view
   auto legacy = gw::filters::explain(*snap, in, nullptr);
   REQUIRE(legacy);
-  CHECK(legacy->find(R"x("sends_to":"first upstream (legacy traffic)","owner":"a")x") !=
-        std::string::npos);
+  CHECK(legacy->find(R"x("sends_to":"every upstream (merged)")x") != std::string::npos);
+  for (const char* own : {"initialize", "ping", "notifications/initialized"}) {
+    in.method = own;
+    auto answered = gw::filters::explain(*snap, in, nullptr);
+    REQUIRE(answered);
+    INFO(own << ": " << *answered);
+    CHECK(answered->find(R"x("sends_to":"gateway (answers the 2025-era client itself)")x") !=
+          std::string::npos);
+  }
 }
