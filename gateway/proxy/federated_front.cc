@@ -96,12 +96,12 @@ bool FederatedTarget::frontSessionOk() {
   if (count == 0) {
     frontRefusal(400, mcp::code::kInvalidRequest,
                  "Bad Request: Mcp-Session-Id is required (send initialize first)",
-                 "session_missing");
+                 "session_required");
     return false;
   }
   if (count > 1 ||
       !mcp::front::checkFrontSession(frontSecret(x_.settings(), *x_.ctx().route), f->value)) {
-    frontRefusal(404, mcp::code::kSessionNotFound, "Session not found", "session_unknown");
+    frontRefusal(404, mcp::code::kSessionNotFound, "Session not found", "session_not_found");
     return false;
   }
   return true;
@@ -208,7 +208,7 @@ void FederatedTarget::answerInitialize(std::string_view members) {
   std::array<uint8_t, 16> random{};
   if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
     frontRefusal(503, mcp::code::kOverloaded, "Service Unavailable: no session id could be made",
-                 "session_failed");
+                 "other");
     x_.sendLocalReply();
     return;
   }
