@@ -70,7 +70,7 @@ namespace gw::core {
   X(kMaxDuration, "max_duration", 0)                                                          \
   X(kStreamIdleTimeout, "stream_idle_timeout", 0)                                             \
   X(kSessionNotFound, "session_not_found", 404)                                               \
-  /* a 2025-era client on a federated route: a request other than initialize without one */  \
+  /* a 2025-era client on a federated route: a request other than initialize without one */   \
   X(kSessionRequired, "session_required", 400)                                                \
   X(kSessionEndpointDown, "session_endpoint_down", 404)                                       \
   /* federation, names: prefix: a name with no upstream prefix (-32602, in band: HTTP 200) */ \

@@ -102,8 +102,8 @@ struct Ran {
 
 // The SDK v2 client (`mode`: pin — 2026-07-28 —, legacy or auto), scenario `bridge`, with
 // these tools/call steps.
-Ran runClient(const TempDir& dir, uint16_t port, const std::string& steps,
-              const std::string& name, const std::string& mode = "pin") {
+Ran runClient(const TempDir& dir, uint16_t port, const std::string& steps, const std::string& name,
+              const std::string& mode = "pin") {
   Process p({"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=" + mode, "MCP_STEPS=" + steps,
              kNode22, kFixtures + "/mcp-client.mjs",
              "http://127.0.0.1:" + std::to_string(port) + "/mcp", "bridge"},
