@@ -389,6 +389,11 @@ void FederatedTarget::startListen() {
 
 void FederatedTarget::onListenReady(std::string_view notifications) {
   x_.releaseBody();
+  if (notifications.empty() && front_listen_) {
+    listen_->close();
+    refuseFrontListen();
+    return;
+  }
   if (notifications.empty()) {
     listen_->close();
     filters::setReply(x_.ctx(), 502, mcp::code::kUpstreamUnavailable,
@@ -412,6 +417,10 @@ void FederatedTarget::onListenReady(std::string_view notifications) {
   h.framing = http::BodyFraming::kChunked;
   listen_open_ = true;
   x_.startSseResponse(h);
+  if (front_listen_) {
+    x_.armKeepalive();  // a 2025 client's stream: no acknowledgement
+    return;
+  }
   fed_body_ = "event: message\ndata: ";
   fed_body_ += federation::ackMessage(notifications, requestIdJson());
   fed_body_ += "\n\n";

@@ -112,20 +112,13 @@ void FederatedTarget::federateLegacy() {
   const std::string_view verb = x_.head.method;
   const filters::RequestContext& ctx = x_.ctx();
   const std::string_view method = ctx.mcp.has_method ? ctx.mcp.method : std::string_view{};
-  if (verb == "GET") {
-    // No standalone stream: a 2025 server may answer 405 (the client then gets the route's
-    // list changes by listing again).
-    filters::setReply(x_.ctx(), 405, mcp::code::kMethodNotAllowed,
-                      "Method not allowed: this federated route offers no standalone stream",
-                      "method_not_allowed", false);
-    x_.ctx().reply.id = mcp::RequestId::null();
-    x_.ctx().reply.addField("Allow", "POST, DELETE");
-    x_.sendLocalReply();
-    return;
-  }
   const bool init = verb == "POST" && method == "initialize";
   if (!frontVersionOk() || (!init && !frontSessionOk())) {
     x_.sendLocalReply();
+    return;
+  }
+  if (verb == "GET") {
+    startFrontListen();
     return;
   }
   if (verb == "DELETE") {
@@ -176,6 +169,31 @@ void FederatedTarget::federateLegacy() {
     return;
   }
   proceedTo(0);  // logging/setLevel, completion/complete, …: the route's first upstream
+}
+
+// The 2025 standalone stream (GET): the route's merged subscription stream, asked for every
+// list change; its events are the servers' notifications (no acknowledgement: a 2025 client
+// knows none). When no upstream takes the subscription the GET gets 405, as a 2025 server
+// without a stream answers.
+void FederatedTarget::startFrontListen() {
+  std::string listen =
+      R"({"jsonrpc":"2.0","id":"mcp-gateway-listen","method":"subscriptions/listen",)"
+      R"("params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true,)"
+      R"("resourcesListChanged":true}}})";
+  if (!mcp::front::modernizeRequest(listen, {}, {}, front_body_)) {
+    front_body_ = std::move(listen);
+  }
+  front_listen_ = true;
+  startListen();
+}
+
+void FederatedTarget::refuseFrontListen() {
+  filters::setReply(x_.ctx(), 405, mcp::code::kMethodNotAllowed,
+                    "Method not allowed: no server of this federated route offers a stream",
+                    "method_not_allowed", false);
+  x_.ctx().reply.id = mcp::RequestId::null();
+  x_.ctx().reply.addField("Allow", "POST, DELETE");
+  x_.sendLocalReply();
 }
 
 // initialize: the merged server/discover (cached, or fanned out now), answered by

@@ -40,7 +40,7 @@ void FederatedTarget::reset() noexcept {
   fed_owner_ = 0;
   fed_name_.clear();
   fed_log_.clear();
-  front_init_ = false;
+  front_init_ = front_listen_ = false;
   front_body_.clear();
 }
 

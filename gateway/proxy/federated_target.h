@@ -104,6 +104,8 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   // federated_front.cc: a 2025-era client on the route.
   void federateLegacy();
   void startInitialize();
+  void startFrontListen();
+  void refuseFrontListen();
   void answerInitialize(std::string_view members);
   bool frontVersionOk();
   bool frontSessionOk();
@@ -138,6 +140,7 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   // A 2025-era client (federated_front.cc): its request made a 2026-07-28 one, the
   // initialize being answered (the version negotiated) and the session id it gets.
   bool front_init_ = false;
+  bool front_listen_ = false;  // its GET stream is the merged subscription stream
   std::string front_body_;
   std::string front_version_;
   std::string front_session_;

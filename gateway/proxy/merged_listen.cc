@@ -5,6 +5,7 @@
 
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
+#include "gateway/mcp/bridge.h"
 #include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/proxy_context.h"
 
@@ -72,6 +73,7 @@ bool MergedListen::start(ProxyContext& w, std::shared_ptr<const settings::Settin
     slot.up.init(w.base, w.pools.get(), w.parser.get(), w.clock, this);
     slot.ack.clear();
     slot.acked = slot.streaming = slot.failed = false;
+    slot.bridge = Slot::Bridge::kOff;
     slot.waiting = true;
     slot.backoff_ms = 0;
   }
@@ -83,8 +85,12 @@ bool MergedListen::start(ProxyContext& w, std::shared_ptr<const settings::Settin
   return true;
 }
 
+const settings::Upstream& MergedListen::upstreamOf(const Slot& slot) const noexcept {
+  return s_->upstreams[route_->upstream_indexes[slot.index]];
+}
+
 void MergedListen::open(Slot& slot) {
-  const settings::Upstream& up = s_->upstreams[route_->upstream_indexes[slot.index]];
+  const settings::Upstream& up = upstreamOf(slot);
   slot.head.method = "POST";
   slot.head.query = {};
   slot.head.fields = fields_.fields();
@@ -94,14 +100,98 @@ void MergedListen::open(Slot& slot) {
   slot.framer.reset();
   slot.streaming = false;
   slot.opened = w_->clock->now();
+  if (!bridgeOpen(slot)) {
+    return;
+  }
+  const bool get = slot.bridge == Slot::Bridge::kOn;
   upstream::UpstreamError error{};
   if (!slot.up.start(up, slot.head, slot.opened, error)) {
     ended(slot, true);
     return;
   }
-  evbuffer_add(slot.up.output(), body_.data(), body_.size());
+  if (!get) {
+    evbuffer_add(slot.up.output(), body_.data(), body_.size());
+  }
   slot.up.requestComplete();
   onUpstreamOutput(slot.up);
+}
+
+bool MergedListen::bridgeOpen(Slot& slot) {
+  const settings::Upstream& up = upstreamOf(slot);
+  if (up.era == settings::UpstreamEra::kModern) {
+    return true;
+  }
+  LegacySessions& ls = w_->legacySessions();
+  const LegacySessions::Era era = ls.era(up);
+  if (era == LegacySessions::Era::kModern) {
+    slot.bridge = Slot::Bridge::kOff;
+    return true;
+  }
+  if (era == LegacySessions::Era::kUnknown && slot.bridge == Slot::Bridge::kOff) {
+    slot.bridge = Slot::Bridge::kTrying;  // as it is: the answer tells
+    return true;
+  }
+  if (slot.bridge != Slot::Bridge::kWaiting) {
+    slot.bridge_endpoint = ls.pickEndpoint(up);
+  }
+  if (ls.wait(up, slot.bridge_endpoint, slot)) {
+    slot.bridge = Slot::Bridge::kWaiting;  // onBridgeReady opens it
+    return false;
+  }
+  if (ls.era(up) == LegacySessions::Era::kModern) {
+    slot.bridge = Slot::Bridge::kOff;
+    return true;
+  }
+  const LegacySessions::Session* session = ls.session(up, slot.bridge_endpoint);
+  if (session == nullptr) {
+    slot.bridge = Slot::Bridge::kOff;
+    ended(slot, true);
+    return false;
+  }
+  slot.bridge = Slot::Bridge::kOn;
+  slot.bridge_version = session->init.version;
+  slot.bridge_session = session->id;
+  slot.bridge_generation = session->generation;
+  // The 2025 standalone stream: GET in the session, no body.
+  slot.fields.clear();
+  for (const http::Field& f : fields_.fields()) {
+    if (core::iequals(f.name, "mcp-method") || core::iequals(f.name, "content-type") ||
+        core::iequals(f.name, "accept") || core::iequals(f.name, "mcp-protocol-version")) {
+      continue;
+    }
+    slot.fields.push_back(f);
+  }
+  slot.fields.push_back(http::Field{"Accept", "text/event-stream"});
+  slot.fields.push_back(http::Field{"MCP-Protocol-Version", slot.bridge_version});
+  if (!slot.bridge_session.empty()) {
+    slot.fields.push_back(http::Field{"Mcp-Session-Id", slot.bridge_session});
+  }
+  slot.head.method = "GET";
+  slot.head.fields = slot.fields;
+  slot.head.content_length = 0;
+  slot.head.length_field = false;
+  slot.head.pinned_endpoint = static_cast<int>(slot.bridge_endpoint);
+  return true;
+}
+
+void MergedListen::Slot::onBridgeReady(bool ok, const char*) {
+  MergedListen& m = *owner;
+  if (bridge != Bridge::kWaiting || m.closed_) {
+    return;
+  }
+  if (!ok) {
+    bridge = Bridge::kOff;
+    m.ended(*this, true);
+    return;
+  }
+  m.open(*this);
+}
+
+void MergedListen::leaveBridge(Slot& slot) noexcept {
+  if (slot.bridge == Slot::Bridge::kWaiting && w_ != nullptr) {
+    w_->legacySessions().leave(slot);
+  }
+  slot.bridge = Slot::Bridge::kOff;
 }
 
 void MergedListen::onUpstreamOutput(upstream::Http1Upstream&) {
@@ -129,6 +219,25 @@ MergedListen::Slot& MergedListen::slotOf(upstream::Http1Upstream& from) noexcept
 bool MergedListen::onUpstreamHeaders(upstream::Http1Upstream& from,
                                      const http::ResponseHead& resp) {
   Slot& slot = slotOf(from);
+  if (slot.bridge == Slot::Bridge::kTrying) {
+    if (resp.status >= 200 && resp.status < 300) {
+      w_->legacySessions().noteModern(upstreamOf(slot));
+      slot.bridge = Slot::Bridge::kOff;
+    } else if (resp.status == 400 || resp.status == 404 || resp.status == 405) {
+      // What a 2025 server answers subscriptions/listen: probed, then its GET stream.
+      slot.bridge = Slot::Bridge::kTried;
+      from.release(false);
+      timeval now{0, 0};
+      evtimer_add(slot.timer.get(), &now);  // open() again on the next turn
+      return false;
+    } else {
+      slot.bridge = Slot::Bridge::kOff;
+    }
+  }
+  if (slot.bridge == Slot::Bridge::kOn && resp.status == 404) {
+    // The server lost the session: a new one when the stream is opened again.
+    w_->legacySessions().expire(upstreamOf(slot), slot.bridge_endpoint, slot.bridge_generation);
+  }
   if (resp.status != 200 || !isEventStream(resp)) {
     from.release(false);
     ended(slot, true);  // an error answer (JSON) or no stream: this upstream does not listen
@@ -136,6 +245,15 @@ bool MergedListen::onUpstreamHeaders(upstream::Http1Upstream& from,
   }
   slot.streaming = true;
   slot.framer = std::make_unique<sse::Framer>(&slot, kMaxEventBytes);
+  if (slot.bridge == Slot::Bridge::kOn && !slot.acked) {
+    // A 2025 stream has no acknowledgement: open is acknowledged.
+    slot.ack = "{}";
+    slot.acked = true;
+    if (slot.waiting) {
+      slot.waiting = false;
+      maybeReady();
+    }
+  }
   return true;
 }
 
@@ -180,7 +298,18 @@ void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) 
   if (m.closed_) {
     return;
   }
-  if (waiting || !acked) {
+  if (bridge == Bridge::kOn) {
+    std::string id;
+    if (data.empty()) {
+      return;  // a 2025 server's priming event (its reconnection id)
+    }
+    if (mcp::bridge::serverRequest(data, id)) {
+      // Sampling, elicitation, roots, ping: refused in the session, never relayed.
+      m.w_->legacySessions().answerServer(m.upstreamOf(*this), bridge_endpoint,
+                                          mcp::bridge::refusalFor(id));
+      return;
+    }
+  } else if (waiting || !acked) {
     std::string notifications;
     if (federation::ackNotifications(data, notifications)) {
       if (!acked) {
@@ -238,7 +367,13 @@ void MergedListen::onUpstreamComplete(upstream::Http1Upstream& from) {
 }
 
 void MergedListen::onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError) {
-  ended(slotOf(from), true);
+  Slot& slot = slotOf(from);
+  if (slot.bridge == Slot::Bridge::kOn) {
+    const settings::Upstream& up = upstreamOf(slot);
+    w_->legacySessions().expire(up, slot.bridge_endpoint, slot.bridge_generation);
+    w_->legacySessions().forgetEra(up);
+  }
+  ended(slot, true);
 }
 
 // An upstream stream is over: before ready it counts as this upstream's answer (failed when
@@ -331,6 +466,7 @@ void MergedListen::close() noexcept {
     if (slot->timer) {
       evtimer_del(slot->timer.get());
     }
+    leaveBridge(*slot);
     slot->up.release(false);
     slot->streaming = false;  // (a framer may be feeding this call: it goes with the slot)
     slot->waiting = false;

@@ -9,6 +9,12 @@
 // 1 s only after a stream that stayed open 30 s: federation::reopenBackoffMs) while the
 // client stays, and its new acknowledgement is not repeated to the client. The owner
 // closing it (the client went away: cancellation) closes every upstream stream at once.
+//
+// A 2025-era upstream (era: legacy, or found by the probe after it refused the listen
+// request with a 400, 404 or 405) has no subscriptions/listen: its standalone GET stream in
+// the worker's session with it (legacy_sessions.h) stands for it. It counts as acknowledged
+// ({}) once the stream is open; its notifications are relayed like any other's, and a
+// server-to-client request on it is refused in the session (-32601), never relayed.
 
 #include <memory>
 #include <span>
@@ -21,6 +27,7 @@
 #include "gateway/federation/federation.h"
 #include "gateway/http/message.h"
 #include "gateway/proxy/fanout.h"
+#include "gateway/proxy/legacy_sessions.h"
 #include "gateway/settings/settings.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
@@ -62,7 +69,8 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   size_t open() const noexcept;  // upstream streams open now
 
  private:
-  struct Slot final : sse::EventSink {
+  struct Slot final : sse::EventSink, BridgeWaiter {
+    enum class Bridge : uint8_t { kOff, kTrying, kTried, kWaiting, kOn };
     MergedListen* owner = nullptr;
     size_t index = 0;
     upstream::Http1Upstream up;
@@ -76,10 +84,22 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
     bool failed = false;
     uint64_t backoff_ms = 0;  // the last reopen wait (0: none yet)
     core::Nanos opened{};     // when this stream was (re)opened (clock)
+    Bridge bridge = Bridge::kOff;
+    size_t bridge_endpoint = 0;
+    uint64_t bridge_generation = 0;
+    std::string bridge_version;       // the session's MCP-Protocol-Version
+    std::string bridge_session;       // its Mcp-Session-Id
+    std::vector<http::Field> fields;  // the GET's fields in that session (view the above)
     void onEvent(std::string_view event, std::string_view data) noexcept override;
+    void onBridgeReady(bool ok, const char* why) override;
   };
 
   void open(Slot& slot);
+  // The bridge's part of open(): true when the listen request (or, for a 2025-era upstream,
+  // the GET in its session) goes out now; false when it waits or failed (ended).
+  bool bridgeOpen(Slot& slot);
+  void leaveBridge(Slot& slot) noexcept;
+  const settings::Upstream& upstreamOf(const Slot& slot) const noexcept;
   void ended(Slot& slot, bool failed);
   void firstAnswer(Slot& slot);
   void maybeReady();

@@ -7,7 +7,9 @@
 // stand for modern servers, so the test sees exactly which request reached which.
 
 #include <catch.hpp>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -154,6 +156,15 @@ TEST_CASE("federation: a 2025-era client on a federated route gets the federated
   CHECK(has(odd.body, "-32022"));
   CHECK(has(odd.body, R"("id":6)"));
 
+  // No upstream here streams (each answers subscriptions/listen with JSON): a 2025 GET gets
+  // 405, as from a 2025 server without a stream.
+  Response get =
+      fetch(gw.port(), "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + version_line +
+                           "Mcp-Session-Id: " + session + "\r\nConnection: close\r\n\r\n");
+  INFO("GET: " << get.head << get.body);
+  CHECK(get.status == 405);
+  CHECK(get.header("Allow").value_or("") == "POST, DELETE");
+
   // DELETE ends the session (nothing is held for it upstream).
   Response del =
       fetch(gw.port(), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + version_line +
@@ -206,4 +217,118 @@ TEST_CASE("federation: a client's Mcp-Session-Id is not copied into a fan-out", 
       CHECK_FALSE(q.hasHeader("Mcp-Session-Id"));
     }
   }
+}
+
+namespace {
+
+// A 2025-only server: initialize (its session `s-1`), notifications/initialized, and a GET
+// stream that sends one tools/list_changed notification and one ping request, then holds;
+// the gateway's answer to the ping is recorded like any POST.
+UpstreamScript legacyStreamServer() {
+  return [](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(15000))) {
+      if (req->requestLine().rfind("GET ", 0) == 0) {
+        const std::string events =
+            "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+            "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n\n";
+        char size[16];
+        std::snprintf(size, sizeof size, "%zx", events.size());
+        c.send(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n" +
+            std::string(size) + "\r\n" + events + "\r\n");
+        c.stall();
+        return;
+      }
+      std::string body;
+      int status = 200;
+      if (has(req->body, "\"initialize\"")) {
+        body =
+            R"({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18",)"
+            R"("capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"old","version":"1"}}})";
+      } else if (has(req->body, "\"method\"") && !has(req->body, "\"id\"")) {
+        status = 202;  // notifications/initialized
+      } else if (!has(req->body, "\"method\"")) {
+        status = 202;  // a response to the server's ping
+      } else {
+        body = R"({"jsonrpc":"2.0","id":1,"result":{"tools":[]}})";
+      }
+      std::string r = "HTTP/1.1 " + std::to_string(status) +
+                      " X\r\nContent-Type: application/json\r\nMcp-Session-Id: s-1\r\n"
+                      "Content-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body;
+      if (!c.send(r)) {
+        return;
+      }
+    }
+  };
+}
+
+}  // namespace
+
+TEST_CASE("federation: a 2025-era client's GET stream is the merged subscription stream",
+          "[federation][legacy][bridge]") {
+  RawUpstream modern(modernServer("a"));  // answers subscriptions/listen with JSON: left out
+  RawUpstream old(legacyStreamServer());
+  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: a
+    endpoints: ["${A}"]
+  - name: old
+    endpoints: ["${B}"]
+    era: legacy
+routes:
+  - name: default
+    upstreams: [a, old]
+    names: prefix
+)",
+             {{"A", modern.address()}, {"B", old.address()}});
+  const std::string init = rpc(
+      "initialize", 1,
+      R"({"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}})");
+  Response r = fetch(gw.port(), legacyPost(init, ""));
+  INFO("initialize: " << r.head << r.body << "\ngateway stderr:\n" << gw.process().stderrText());
+  REQUIRE(r.status == 200);
+  const std::string session = r.header("Mcp-Session-Id").value_or("");
+  CHECK(has(r.body, R"("listChanged":true)"));  // the 2025 server's, from its initialize
+
+  Client c(gw.port());
+  REQUIRE(
+      c.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+             "MCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: " +
+             session + "\r\n\r\n"));
+  auto head = c.readHead(Ms(5000));
+  REQUIRE(head);
+  INFO("GET: " << head->head << "\ngateway stderr:\n" << gw.process().stderrText());
+  REQUIRE(head->status == 200);
+  CHECK(head->header("Content-Type").value_or("").rfind("text/event-stream", 0) == 0);
+  CHECK(head->headerCount("Mcp-Session-Id") == 0);
+  REQUIRE(c.readBodyUntil("notifications/tools/list_changed", Ms(5000)));
+  CHECK_FALSE(has(c.body(), "subscriptions/acknowledged"));  // a 2025 client knows none
+  CHECK_FALSE(has(c.body(), "\"ping\""));                    // server requests stay here
+  CHECK_FALSE(has(c.body(), "id: 1"));
+
+  // The server's ping was refused in the gateway's session, not left waiting.
+  bool refused = false;
+  for (int i = 0; i < 50 && !refused; ++i) {
+    for (const RecordedRequest& q : old.requests()) {
+      refused = refused || (has(q.body, "-32601") && has(q.body, "\"id\":9") &&
+                            q.header("Mcp-Session-Id").value_or("") == "s-1");
+    }
+    if (!refused) {
+      std::this_thread::sleep_for(Ms(100));
+    }
+  }
+  CHECK(refused);
+  // The GET stream went to the 2025 server in the gateway's session.
+  bool got = false;
+  for (const RecordedRequest& q : old.requests()) {
+    if (q.requestLine().rfind("GET ", 0) == 0) {
+      got = true;
+      CHECK(q.header("Mcp-Session-Id").value_or("") == "s-1");
+      CHECK(q.header("MCP-Protocol-Version").value_or("") == "2025-06-18");
+    }
+  }
+  CHECK(got);
 }
