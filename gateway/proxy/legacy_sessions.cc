@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <string_view>
 #include <utility>
 
@@ -219,85 +220,163 @@ void LegacySessions::probe(const settings::Upstream& up, size_t index) {
   });
 }
 
-void LegacySessions::initialize(const settings::Upstream& up, size_t index) {
+// The handshake with `up`'s endpoint `index`: initialize, then notifications/initialized.
+// Between the steps the state is found again through `locate` (null: its owner is gone, the
+// answer is dropped), never held; `finished` runs once at the end unless the owner is gone.
+void LegacySessions::handshake(std::shared_ptr<const settings::Upstream> up, size_t index,
+                               Locate locate, Finished finished) {
   if (!http_) {
     http_ = std::make_unique<client::HttpClient>(base_, nullptr);
   }
-  Endpoint& e = upstreams_[up.name].endpoints[index];
-  e.session.state = Session::State::kStarting;
-  ++e.session.generation;
-  auto copy = std::make_shared<settings::Upstream>(up);
-  e.handle =
-      http_->send(requestTo(up, index, mcp::bridge::initializeRequest(GW_VERSION)),
-                  [this, copy, index](client::Result&& r) {
-                    Upstream& u = upstreams_[copy->name];
-                    if (index >= u.endpoints.size()) {
-                      return;
-                    }
-                    Endpoint& ep = u.endpoints[index];
-                    ep.handle = 0;
-                    std::string why;
-                    if (!r.ok()) {
-                      why = r.reason;
-                    } else if (r.response.status != 200) {
-                      why = "HTTP " + std::to_string(r.response.status);
-                    } else if (!mcp::bridge::parseInitializeAnswer(
-                                   r.response.body, isSse(r.response), ep.session.init, why)) {
-                      // why is set
-                    } else {
-                      const std::string* sid = r.response.header("mcp-session-id");
-                      ep.session.id = sid != nullptr ? *sid : std::string();
-                      sendInitialized(*copy, index);
-                      return;
-                    }
-                    spdlog::warn("upstream '{}' endpoint {}: initialize failed: {}", copy->name,
-                                 copy->endpoints[index].text, why);
-                    if (copy->era == settings::UpstreamEra::kAuto) {
-                      u.era = Era::kUnknown;  // probed again next time
-                    }
-                    done(copy->name, index, false,
-                         "Bad Gateway: the 2025-era upstream could not be initialized");
-                  });
+  Handshaking* h = locate();
+  h->session.state = Session::State::kStarting;
+  ++h->session.generation;
+  client::Request req = requestTo(*up, index, mcp::bridge::initializeRequest(GW_VERSION));
+  h->handle =
+      http_->send(std::move(req), [this, up, index, locate, finished](client::Result&& r) mutable {
+        Handshaking* hs = locate();
+        if (hs == nullptr) {
+          return;
+        }
+        hs->handle = 0;
+        std::string why;
+        if (!r.ok()) {
+          why = r.reason;
+        } else if (r.response.status != 200) {
+          why = "HTTP " + std::to_string(r.response.status);
+        } else if (mcp::bridge::parseInitializeAnswer(r.response.body, isSse(r.response),
+                                                      hs->session.init, why)) {
+          const std::string* sid = r.response.header("mcp-session-id");
+          hs->session.id = sid != nullptr ? *sid : std::string();
+          sendInitialized(std::move(up), index, std::move(locate), std::move(finished));
+          return;
+        }
+        spdlog::warn("upstream '{}' endpoint {}: initialize failed: {}", up->name,
+                     up->endpoints[index].text, why);
+        hs->session.state = Session::State::kNone;
+        finished(false);
+      });
 }
 
-void LegacySessions::sendInitialized(const settings::Upstream& up, size_t index) {
-  Endpoint& e = upstreams_[up.name].endpoints[index];
-  client::Request req = requestTo(up, index, std::string(mcp::bridge::initializedNotification()));
-  req.headers.emplace_back("MCP-Protocol-Version", e.session.init.version);
-  if (!e.session.id.empty()) {
-    req.headers.emplace_back("Mcp-Session-Id", e.session.id);
+void LegacySessions::sendInitialized(std::shared_ptr<const settings::Upstream> up, size_t index,
+                                     Locate locate, Finished finished) {
+  Handshaking* h = locate();
+  client::Request req = requestTo(*up, index, std::string(mcp::bridge::initializedNotification()));
+  req.headers.emplace_back("MCP-Protocol-Version", h->session.init.version);
+  if (!h->session.id.empty()) {
+    req.headers.emplace_back("Mcp-Session-Id", h->session.id);
   }
-  auto copy = std::make_shared<settings::Upstream>(up);
-  e.handle = http_->send(std::move(req), [this, copy, index](client::Result&& r) {
-    Upstream& u = upstreams_[copy->name];
-    if (index >= u.endpoints.size()) {
+  h->handle = http_->send(std::move(req), [up, index, locate, finished](client::Result&& r) {
+    Handshaking* hs = locate();
+    if (hs == nullptr) {
       return;
     }
-    Endpoint& ep = u.endpoints[index];
-    ep.handle = 0;
+    hs->handle = 0;
     if (!r.ok() || r.response.status >= 300) {
-      spdlog::warn("upstream '{}' endpoint {}: notifications/initialized refused: {}", copy->name,
-                   copy->endpoints[index].text,
+      spdlog::warn("upstream '{}' endpoint {}: notifications/initialized refused: {}", up->name,
+                   up->endpoints[index].text,
                    r.ok() ? "HTTP " + std::to_string(r.response.status) : r.reason);
-      done(copy->name, index, false, "Bad Gateway: the 2025-era upstream could not be initialized");
+      hs->session.state = Session::State::kNone;
+      finished(false);
       return;
     }
-    ep.session.state = Session::State::kReady;
-    spdlog::info("upstream '{}' endpoint {}: 2025 session up (protocol {})", copy->name,
-                 copy->endpoints[index].text, ep.session.init.version);
-    done(copy->name, index, true, "");
+    hs->session.state = Session::State::kReady;
+    spdlog::info("upstream '{}' endpoint {}: 2025 session up (protocol {})", up->name,
+                 up->endpoints[index].text, hs->session.init.version);
+    finished(true);
   });
 }
 
+// The worker's shared session with `up`'s endpoint `index`.
+void LegacySessions::initialize(const settings::Upstream& up, size_t index) {
+  auto copy = std::make_shared<const settings::Upstream>(up);
+  const std::string name = up.name;
+  handshake(
+      copy, index,
+      [this, name, index]() -> Handshaking* {
+        auto it = upstreams_.find(name);
+        return it == upstreams_.end() || index >= it->second.endpoints.size()
+                   ? nullptr
+                   : &it->second.endpoints[index];
+      },
+      [this, copy, index](bool ok) {
+        if (!ok && copy->era == settings::UpstreamEra::kAuto) {
+          upstreams_[copy->name].era = Era::kUnknown;  // probed again next time
+        }
+        done(copy->name, index, ok,
+             ok ? "" : "Bad Gateway: the 2025-era upstream could not be initialized");
+      });
+}
+
+uint64_t LegacySessions::openOwn(const settings::Upstream& up, size_t index, OwnWaiter& w) {
+  const uint64_t token = ++own_tokens_;
+  Own& own = own_[token];
+  own.up = std::make_shared<const settings::Upstream>(up);
+  own.index = index;
+  own.waiter = &w;
+  handshake(
+      own.up, index,
+      [this, token]() -> Handshaking* {
+        auto it = own_.find(token);
+        return it == own_.end() ? nullptr : &it->second;
+      },
+      [this, token](bool ok) {
+        auto it = own_.find(token);
+        if (it == own_.end()) {
+          return;
+        }
+        OwnWaiter* waiter = it->second.waiter;
+        waiter->onOwnSession(ok, ok ? &it->second.session : nullptr);
+      });
+  return token;
+}
+
+void LegacySessions::closeOwn(uint64_t token, bool lost) noexcept {
+  auto it = own_.find(token);
+  if (it == own_.end()) {
+    return;
+  }
+  Own& own = it->second;
+  if (own.handle != 0 && http_) {
+    http_->cancel(own.handle);
+  }
+  if (!lost && own.session.state == Session::State::kReady && !own.session.id.empty() && http_) {
+    // The 2025 end of a session: DELETE with its id (fire and forget; 405 is allowed).
+    client::Request req = requestTo(*own.up, own.index, {});
+    req.method = "DELETE";
+    req.body.clear();
+    req.content_type.clear();
+    req.headers.emplace_back("MCP-Protocol-Version", own.session.init.version);
+    req.headers.emplace_back("Mcp-Session-Id", own.session.id);
+    http_->send(std::move(req), [](client::Result&&) {});
+  }
+  own_.erase(it);
+}
+
 void LegacySessions::answerServer(const settings::Upstream& up, size_t index, std::string body) {
-  const Session* s = session(up, index);
-  if (s == nullptr || !http_) {
+  if (const Session* s = session(up, index)) {
+    sendInSession(up, index, *s, std::move(body));
+  }
+}
+
+void LegacySessions::answerOwn(uint64_t token, std::string body) {
+  auto it = own_.find(token);
+  if (it != own_.end() && it->second.session.state == Session::State::kReady) {
+    sendInSession(*it->second.up, it->second.index, it->second.session, std::move(body));
+  }
+}
+
+// A JSON-RPC response to a server-to-client request, sent in `s` (fire and forget; a
+// failure is logged).
+void LegacySessions::sendInSession(const settings::Upstream& up, size_t index, const Session& s,
+                                   std::string body) {
+  if (!http_) {
     return;
   }
   client::Request req = requestTo(up, index, std::move(body));
-  req.headers.emplace_back("MCP-Protocol-Version", s->init.version);
-  if (!s->id.empty()) {
-    req.headers.emplace_back("Mcp-Session-Id", s->id);
+  req.headers.emplace_back("MCP-Protocol-Version", s.init.version);
+  if (!s.id.empty()) {
+    req.headers.emplace_back("Mcp-Session-Id", s.id);
   }
   http_->send(std::move(req), [name = up.name](client::Result&& r) {
     if (!r.ok() || r.response.status >= 300) {

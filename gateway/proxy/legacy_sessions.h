@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -48,16 +49,30 @@ class BridgeWaiter {
   ~BridgeWaiter() = default;
 };
 
+// One 2025 session the gateway holds with an upstream's endpoint.
+struct LegacySession {
+  enum class State : uint8_t { kNone, kStarting, kReady };
+  State state = State::kNone;
+  std::string id;  // the server's Mcp-Session-Id ("" for a server that gives none)
+  mcp::bridge::InitResult init;
+  uint64_t generation = 0;  // bumped on every new handshake (expire() names one)
+};
+
+// What waits for a session of its own (LegacySessions::openOwn).
+class OwnWaiter {
+ public:
+  // The handshake ended: `session` is the new session (null when it failed); it stays valid
+  // until closeOwn.
+  virtual void onOwnSession(bool ok, const LegacySession* session) = 0;
+
+ protected:
+  ~OwnWaiter() = default;
+};
+
 class LegacySessions {
  public:
   enum class Era : uint8_t { kUnknown, kModern, kLegacy };
-  struct Session {
-    enum class State : uint8_t { kNone, kStarting, kReady };
-    State state = State::kNone;
-    std::string id;  // the server's Mcp-Session-Id ("" for a server that gives none)
-    mcp::bridge::InitResult init;
-    uint64_t generation = 0;  // bumped on every new handshake (expire() names one)
-  };
+  using Session = LegacySession;
 
   explicit LegacySessions(event_base* base);
   ~LegacySessions();
@@ -83,17 +98,37 @@ class LegacySessions {
   // its session: the answer to a server-to-client request made inside a bridged call. Fire
   // and forget (a failure is logged).
   void answerServer(const settings::Upstream& up, size_t index, std::string body);
+  // A session of its own with `up`'s endpoint `index`, for one long-lived user: a merged
+  // listen stream's GET (a 2025 SDK server allows one standalone stream per session, so
+  // streams cannot share the worker's session). Initialized like the shared one; `w` hears
+  // the end of the handshake once (unless closed first). The token names it for closeOwn.
+  uint64_t openOwn(const settings::Upstream& up, size_t index, OwnWaiter& w);
+  // Ends it: a handshake in flight is cancelled, a ready session gets DELETE (the 2025 end of
+  // a session) unless the server `lost` it already. `w` is not called after this.
+  void closeOwn(uint64_t token, bool lost = false) noexcept;
+  // answerServer, in a session of its own.
+  void answerOwn(uint64_t token, std::string body);
   // An `auto` upstream answered a 2026-07-28 request as a modern server does (2xx).
   void noteModern(const settings::Upstream& up);
   // A bridged request to `up` could not connect: for `auto`, probe again next time.
   void forgetEra(const settings::Upstream& up);
 
  private:
-  struct Endpoint {
+  // A session being made or held, and the outbound request of its handshake.
+  struct Handshaking {
     Session session;
-    std::vector<BridgeWaiter*> waiters;
     uint64_t handle = 0;  // the outbound request in flight (0: none)
   };
+  struct Endpoint : Handshaking {
+    std::vector<BridgeWaiter*> waiters;
+  };
+  struct Own : Handshaking {
+    std::shared_ptr<const settings::Upstream> up;
+    size_t index = 0;
+    OwnWaiter* waiter = nullptr;
+  };
+  using Locate = std::function<Handshaking*()>;
+  using Finished = std::function<void(bool ok)>;
   struct Upstream {
     Era era = Era::kUnknown;
     size_t next = 0;  // pickEndpoint's round robin
@@ -103,13 +138,20 @@ class LegacySessions {
   const Upstream* find(const settings::Upstream& up) const;
   void probe(const settings::Upstream& up, size_t index);
   void initialize(const settings::Upstream& up, size_t index);
-  void sendInitialized(const settings::Upstream& up, size_t index);
+  void sendInSession(const settings::Upstream& up, size_t index, const Session& s,
+                     std::string body);
+  void handshake(std::shared_ptr<const settings::Upstream> up, size_t index, Locate locate,
+                 Finished finished);
+  void sendInitialized(std::shared_ptr<const settings::Upstream> up, size_t index, Locate locate,
+                       Finished finished);
   void done(const std::string& key, size_t index, bool ok, const char* why);
 
   event_base* base_;
   std::unique_ptr<client::HttpClient> http_;
   // By upstream name and path (a reload that changes its endpoints starts new sessions).
   std::unordered_map<std::string, Upstream> upstreams_;
+  std::unordered_map<uint64_t, Own> own_;  // sessions of their own, by token
+  uint64_t own_tokens_ = 0;
   // The waiter lists done() is calling (leave() clears a waiter from them too).
   std::vector<std::vector<BridgeWaiter*>*> notifying_;
 };

@@ -131,27 +131,32 @@ bool MergedListen::bridgeOpen(Slot& slot) {
     slot.bridge = Slot::Bridge::kTrying;  // as it is: the answer tells
     return true;
   }
-  if (slot.bridge != Slot::Bridge::kWaiting) {
+  if (era == LegacySessions::Era::kUnknown) {
+    // The listen request was refused as a 2025 server refuses it: the probe decides.
+    if (slot.bridge != Slot::Bridge::kWaiting) {
+      slot.bridge_endpoint = ls.pickEndpoint(up);
+    }
+    if (ls.wait(up, slot.bridge_endpoint, slot)) {
+      slot.bridge = Slot::Bridge::kWaiting;  // onBridgeReady opens it
+      return false;
+    }
+    if (ls.era(up) != LegacySessions::Era::kLegacy) {
+      slot.bridge = Slot::Bridge::kOff;
+      return true;
+    }
+  }
+  if (slot.own == 0) {
+    // A session of the stream's own, then the GET in it (onOwnSession opens it).
     slot.bridge_endpoint = ls.pickEndpoint(up);
-  }
-  if (ls.wait(up, slot.bridge_endpoint, slot)) {
-    slot.bridge = Slot::Bridge::kWaiting;  // onBridgeReady opens it
+    slot.bridge = Slot::Bridge::kWaiting;
+    slot.own_ready = false;
+    slot.own = ls.openOwn(up, slot.bridge_endpoint, slot);
     return false;
   }
-  if (ls.era(up) == LegacySessions::Era::kModern) {
-    slot.bridge = Slot::Bridge::kOff;
-    return true;
-  }
-  const LegacySessions::Session* session = ls.session(up, slot.bridge_endpoint);
-  if (session == nullptr) {
-    slot.bridge = Slot::Bridge::kOff;
-    ended(slot, true);
-    return false;
+  if (!slot.own_ready) {
+    return false;  // its handshake is still going
   }
   slot.bridge = Slot::Bridge::kOn;
-  slot.bridge_version = session->init.version;
-  slot.bridge_session = session->id;
-  slot.bridge_generation = session->generation;
   // The 2025 standalone stream: GET in the session, no body.
   slot.fields.clear();
   for (const http::Field& f : fields_.fields()) {
@@ -187,10 +192,36 @@ void MergedListen::Slot::onBridgeReady(bool ok, const char*) {
   m.open(*this);
 }
 
+void MergedListen::Slot::onOwnSession(bool ok, const LegacySession* session) {
+  MergedListen& m = *owner;
+  if (m.closed_) {
+    return;
+  }
+  if (!ok || session == nullptr) {
+    m.dropOwn(*this, true);
+    bridge = Bridge::kOff;
+    m.ended(*this, true);  // opened again after the backoff, with a new session
+    return;
+  }
+  own_ready = true;
+  bridge_version = session->init.version;
+  bridge_session = session->id;
+  m.open(*this);
+}
+
+void MergedListen::dropOwn(Slot& slot, bool lost) noexcept {
+  if (slot.own != 0 && w_ != nullptr) {
+    w_->legacySessions().closeOwn(slot.own, lost);
+  }
+  slot.own = 0;
+  slot.own_ready = false;
+}
+
 void MergedListen::leaveBridge(Slot& slot) noexcept {
   if (slot.bridge == Slot::Bridge::kWaiting && w_ != nullptr) {
     w_->legacySessions().leave(slot);
   }
+  dropOwn(slot, false);
   slot.bridge = Slot::Bridge::kOff;
 }
 
@@ -235,8 +266,7 @@ bool MergedListen::onUpstreamHeaders(upstream::Http1Upstream& from,
     }
   }
   if (slot.bridge == Slot::Bridge::kOn && resp.status == 404) {
-    // The server lost the session: a new one when the stream is opened again.
-    w_->legacySessions().expire(upstreamOf(slot), slot.bridge_endpoint, slot.bridge_generation);
+    dropOwn(slot, true);  // the server lost the session: a new one when the stream reopens
   }
   if (resp.status != 200 || !isEventStream(resp)) {
     from.release(false);
@@ -305,8 +335,7 @@ void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) 
     }
     if (mcp::bridge::serverRequest(data, id)) {
       // Sampling, elicitation, roots, ping: refused in the session, never relayed.
-      m.w_->legacySessions().answerServer(m.upstreamOf(*this), bridge_endpoint,
-                                          mcp::bridge::refusalFor(id));
+      m.w_->legacySessions().answerOwn(own, mcp::bridge::refusalFor(id));
       return;
     }
   } else if (waiting || !acked) {
@@ -369,9 +398,8 @@ void MergedListen::onUpstreamComplete(upstream::Http1Upstream& from) {
 void MergedListen::onUpstreamError(upstream::Http1Upstream& from, upstream::UpstreamError) {
   Slot& slot = slotOf(from);
   if (slot.bridge == Slot::Bridge::kOn) {
-    const settings::Upstream& up = upstreamOf(slot);
-    w_->legacySessions().expire(up, slot.bridge_endpoint, slot.bridge_generation);
-    w_->legacySessions().forgetEra(up);
+    dropOwn(slot, true);  // its endpoint failed: a new session (and for auto, a new probe)
+    w_->legacySessions().forgetEra(upstreamOf(slot));
   }
   ended(slot, true);
 }

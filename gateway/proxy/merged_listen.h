@@ -11,8 +11,10 @@
 // closing it (the client went away: cancellation) closes every upstream stream at once.
 //
 // A 2025-era upstream (era: legacy, or found by the probe after it refused the listen
-// request with a 400, 404 or 405) has no subscriptions/listen: its standalone GET stream in
-// the worker's session with it (legacy_sessions.h) stands for it. It counts as acknowledged
+// request with a 400, 404 or 405) has no subscriptions/listen: its standalone GET stream, in
+// a session of the stream's own (legacy_sessions.h: a 2025 SDK server allows one standalone
+// stream per session; ended with DELETE when the stream closes), stands for it. It counts as
+// acknowledged
 // ({}) once the stream is open; its notifications are relayed like any other's, and a
 // server-to-client request on it is refused in the session (-32601), never relayed.
 
@@ -69,7 +71,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   size_t open() const noexcept;  // upstream streams open now
 
  private:
-  struct Slot final : sse::EventSink, BridgeWaiter {
+  struct Slot final : sse::EventSink, BridgeWaiter, OwnWaiter {
     enum class Bridge : uint8_t { kOff, kTrying, kTried, kWaiting, kOn };
     MergedListen* owner = nullptr;
     size_t index = 0;
@@ -86,12 +88,14 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
     core::Nanos opened{};     // when this stream was (re)opened (clock)
     Bridge bridge = Bridge::kOff;
     size_t bridge_endpoint = 0;
-    uint64_t bridge_generation = 0;
     std::string bridge_version;       // the session's MCP-Protocol-Version
     std::string bridge_session;       // its Mcp-Session-Id
     std::vector<http::Field> fields;  // the GET's fields in that session (view the above)
     void onEvent(std::string_view event, std::string_view data) noexcept override;
     void onBridgeReady(bool ok, const char* why) override;
+    void onOwnSession(bool ok, const LegacySession* session) override;
+    uint64_t own = 0;        // its session of its own (LegacySessions::openOwn; 0: none)
+    bool own_ready = false;  // that session is up
   };
 
   void open(Slot& slot);
@@ -99,6 +103,8 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   // the GET in its session) goes out now; false when it waits or failed (ended).
   bool bridgeOpen(Slot& slot);
   void leaveBridge(Slot& slot) noexcept;
+  // The slot's own session is over (closed with DELETE unless the server `lost` it).
+  void dropOwn(Slot& slot, bool lost) noexcept;
   const settings::Upstream& upstreamOf(const Slot& slot) const noexcept;
   void ended(Slot& slot, bool failed);
   void firstAnswer(Slot& slot);

@@ -331,4 +331,19 @@ routes:
     }
   }
   CHECK(got);
+
+  // The stream had a session of its own (a 2025 SDK server allows one standalone stream per
+  // session); it ends with DELETE when the client goes.
+  c.close();
+  bool deleted = false;
+  for (int i = 0; i < 50 && !deleted; ++i) {
+    for (const RecordedRequest& q : old.requests()) {
+      deleted = deleted || (q.requestLine().rfind("DELETE ", 0) == 0 &&
+                            q.header("Mcp-Session-Id").value_or("") == "s-1");
+    }
+    if (!deleted) {
+      std::this_thread::sleep_for(Ms(100));
+    }
+  }
+  CHECK(deleted);
 }
