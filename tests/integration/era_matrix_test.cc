@@ -781,7 +781,7 @@ TEST_CASE("era-matrix: a 2025-only upstream restarted behind a federated route",
 TEST_CASE(
     "era-matrix: a 2025 Inspector on a federated route whose first upstream has no logging "
     "capability",
-    "[era-matrix][bridge][federation][gateway-bug]") {
+    "[era-matrix][bridge][federation][gateway-bug][slow]") {
   requireFixtures();
   TempDir dir;
   const Matrix m{"prefix"};
