@@ -25,9 +25,15 @@ same in every setup: the same map lookup, the same two `if`s, the same `return`.
 Proxies on CPU 0, wrk and the upstream on CPU 1. Rounds: each visits the bridged/modern pair
 back to back (order flipped every other round) and nginx and HAProxy, the start rotated.
 
+After the rounds, when the median bridged ÷ modern CPU ratio misses the goal (or always, or
+never: BENCH_BRIDGE_PROFILE auto / 1 / 0), both gateways are sampled with `perf record -e
+cpu-clock -g` under the capacity load and the report lists where their CPU goes, symbol by
+symbol, and what the bridged one spends beyond the modern one.
+
 Usage: bridge.py GATEWAY_BINARY RESULTS_DIR
 Environment: BENCH_SECONDS (capacity run length, default 10), BENCH_LATENCY_SECONDS (default
-BENCH_SECONDS), BENCH_BRIDGE_RUNS (rounds, default 5, min 3).
+BENCH_SECONDS), BENCH_BRIDGE_RUNS (rounds, default 5, min 3), BENCH_BRIDGE_PROFILE (auto
+(default), 1, 0), BENCH_BRIDGE_PROFILE_SECONDS (default BENCH_SECONDS).
 """
 
 import datetime
@@ -36,10 +42,12 @@ import os
 import platform
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench as B  # noqa: E402  (helpers: spawn, stopAll, waitPort, CPU readers, runWrk, med, fmt)
@@ -239,7 +247,9 @@ def measure(procs, ports, setup, seconds, latency):
     m0 = scrape(admin) if admin else None
     u0, s0 = B.cpuTicksSplit(pid)
     l0 = B.cpuBusyTicks(B.kLoadCpu)
+    seg0 = B.tcpOutSegs()
     r = B.runWrk(ports[setup], seconds, 1 if latency else 50, latency)
+    seg1 = B.tcpOutSegs()
     l1 = B.cpuBusyTicks(B.kLoadCpu)
     u1, s1 = B.cpuTicksSplit(pid)
     tick = os.sysconf("SC_CLK_TCK")
@@ -251,6 +261,7 @@ def measure(procs, ports, setup, seconds, latency):
     r["user_us"] = r["user_s"] / n * 1e6 if n else None
     r["sys_us"] = r["sys_s"] / n * 1e6 if n else None
     r["busy_pct"] = 100 * r["cpu_s"] / (r["duration_us"] / 1e6)
+    r["segs_per_req"] = (seg1 - seg0) / n if n else None
     r["load_busy_pct"] = 100 * (l1[0] - l0[0]) / max(1, sum(l1) - sum(l0))
     if m0 is not None:
         m1 = scrape(admin)
@@ -262,6 +273,173 @@ def roundOrder(run):
     pair = [kBridged, kModern] if run % 2 == 0 else [kModern, kBridged]
     units = B.rotated([pair, ["nginx"], ["haproxy"]], run)
     return [s for u in units for s in u]
+
+
+# ---- profile ----------------------------------------------------------------------------------
+
+# "   12.34%  mcp-gateway  [.] gw::http::scanFields  -  -" (the two trailing columns are
+# perf's IPC figures, "-" without branch data).
+kPerfRow = re.compile(r"^\s+([\d.]+)%\s+(\S+)\s+\[([.k])\]\s+(.*?)(?:\s+-\s+-)?\s*$")
+kPerfLimit = 0.1  # percent: symbols below it are summed as "the rest"
+
+
+def wrkArgv(port, seconds):
+    return ["taskset", "-c", B.kLoadCpu, "wrk", "-t1", "-c50", f"-d{seconds}s",
+            "-s", os.path.join(B.kHere, "mcp_call.lua"), f"http://127.0.0.1:{port}/mcp"]
+
+
+def profileGateways(procs, ports, seconds, tmp):
+    """perf record -e cpu-clock -g on each gateway while wrk -c50 runs the capacity load: self
+    time per symbol (share of the gateway's samples, and that share of its CPU per request over
+    the sampled window, in µs)."""
+    out = {}
+    for setup in kGateways:
+        if shutil.which("perf") is None:
+            out[setup] = {"error": "perf is not installed (Debian: linux-perf)"}
+            continue
+        pid = procs[setup].pid
+        data = f"{tmp}/perf-{setup}.data"
+        wrk = subprocess.Popen(wrkArgv(ports[setup], seconds + 2), stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        try:
+            time.sleep(1)
+            c0 = B.cpuTicks(pid)
+            t0 = time.monotonic()
+            rec = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g",
+                                  "-p", str(pid), "-o", data, "--", "sleep", str(seconds)],
+                                 capture_output=True, text=True, timeout=seconds + 60)
+            elapsed = time.monotonic() - t0
+            c1 = B.cpuTicks(pid)
+            wrkOut = wrk.communicate(timeout=seconds + 60)[0]
+        finally:
+            if wrk.poll() is None:
+                os.killpg(wrk.pid, signal.SIGKILL)
+                wrk.wait()
+        m = re.search(r"^BENCH (.*)$", wrkOut, re.M)
+        r = {k: float(x) for k, x in (kv.split("=") for kv in m.group(1).split())} if m else {}
+        rps = r["requests"] / (r["duration_us"] / 1e6) if r.get("duration_us") else 0
+        reqs = rps * elapsed  # requests during the sampled window, at the run's average rate
+        cpuPerReq = (c1 - c0) / os.sysconf("SC_CLK_TCK") * 1e6 / reqs if reqs else None
+        if rec.returncode != 0 or not os.path.exists(data):
+            out[setup] = {"error": (rec.stdout + rec.stderr).strip()[-500:]}
+            continue
+        rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
+                              "-g", "none", "--sort", "dso,symbol", "--percent-limit",
+                              str(kPerfLimit)], capture_output=True, text=True,
+                             timeout=300).stdout
+        with open(f"{tmp}/perf-{setup}.txt", "w") as f:
+            f.write(rep)
+        rows = []
+        for line in rep.splitlines():
+            x = kPerfRow.match(line)
+            if x:
+                rows.append((float(x.group(1)), x.group(2), x.group(4).strip(),
+                             x.group(3) == "k"))
+        out[setup] = {"rows": rows, "cpu_us_per_req": cpuPerReq, "rps": rps}
+        B.log(f"[bridge] profile {setup}: {rps:,.0f} req/s, {B.fmt(cpuPerReq, 1)} µs/req, "
+              f"{len(rows)} symbols ≥ {kPerfLimit}%")
+    return out
+
+
+def shortSym(sym, width=100):
+    sym = re.sub(r"\(anonymous namespace\)::", "", sym)
+    sym = re.sub(r"std::__cxx11::", "std::", sym)
+    sym = sym.replace("|", "\\|")
+    return sym if len(sym) <= width else sym[:width - 1] + "…"
+
+
+def areaOf(dso, sym, kernel):
+    """A coarse bucket for a perf symbol, so that totals survive broken call chains."""
+    if kernel:
+        return "kernel (TCP, syscalls, scheduler)"
+    if dso == "[vdso]":
+        return "clock_gettime (vdso)"
+    if re.search(r"malloc|free|_int_|tcache|realloc|operator new|operator delete|calloc", sym):
+        return "allocator (malloc/free/new/delete)"
+    if re.search(r"^__(mem|str|wmem)", sym):
+        return "libc mem*/str*"
+    if "simdjson" in dso or "simdjson" in sym:
+        return "simdjson"
+    if "libevent" in dso:
+        return "libevent"
+    if sym.startswith("llhttp"):
+        return "HTTP parser (llhttp)"
+    if re.search(r"gw::mcp::bridge::|[Bb]ridge|LegacySessions|completeResult|resultObjectAt",
+                 sym):
+        return "gateway: bridge code"
+    if sym.startswith("gw::") or dso == "mcp-gateway":
+        return "gateway: everything else"
+    if dso.startswith("libc"):
+        return "libc, other"
+    return "other (" + dso + ")"
+
+
+def writeProfile(w, profile, seconds):
+    fmt = B.fmt
+    w("## Profile\n")
+    w(f"`perf record -e cpu-clock -F 2000 -g -p <gateway pid> -- sleep {seconds}` on each gateway "
+      "while `wrk -t1 -c50` runs the capacity load, then `perf report --no-children --sort "
+      f"dso,symbol` (self time, symbols ≥ {kPerfLimit} %). *share* = the symbol's share of that "
+      "gateway's samples (user and kernel); *µs/req* = that share of the gateway's CPU per "
+      "request over the sampled window (utime + stime ÷ requests; perf's own cost is included, "
+      "so these run a little above the capacity runs).\n")
+    w("| setup | req/s while sampled | CPU µs/req while sampled |")
+    w("|---|---|---|")
+    for setup, p in profile.items():
+        if "error" in p:
+            w(f"| {setup} | perf failed: {p['error']} | |")
+        else:
+            w(f"| {setup} | {fmt(p['rps'])} | {fmt(p['cpu_us_per_req'], 2)} |")
+    w("")
+    ok = {s: p for s, p in profile.items() if "rows" in p}
+    if len(ok) < 2:
+        return
+
+    def usOf(p, key):
+        d = {}
+        for share, dso, sym, kern in p["rows"]:
+            k = key(dso, sym, kern)
+            d[k] = d.get(k, 0.0) + (p["cpu_us_per_req"] or 0) * share / 100
+        rest = 100 - sum(r[0] for r in p["rows"])
+        return d, (p["cpu_us_per_req"] or 0) * max(0.0, rest) / 100
+
+    b, m = ok[kBridged], ok[kModern]
+    w("### By area (µs per request, self time summed)\n")
+    per = {s: usOf(ok[s], areaOf) for s in kGateways}
+    areas = sorted(set().union(*(d[0].keys() for d in per.values())),
+                   key=lambda a: -(per[kBridged][0].get(a, 0) - per[kModern][0].get(a, 0)))
+    w(f"| area | {kModern} | {kBridged} | bridged − modern |")
+    w("|---|---|---|---|")
+    for a in areas:
+        x, y = per[kModern][0].get(a, 0), per[kBridged][0].get(a, 0)
+        w(f"| {a} | {fmt(x, 2)} | {fmt(y, 2)} | {y - x:+.2f} |")
+    w(f"| symbols below {kPerfLimit} % each | {fmt(per[kModern][1], 2)} | "
+      f"{fmt(per[kBridged][1], 2)} | {per[kBridged][1] - per[kModern][1]:+.2f} |")
+    w(f"| **total** | **{fmt(m['cpu_us_per_req'], 2)}** | **{fmt(b['cpu_us_per_req'], 2)}** | "
+      f"**{(b['cpu_us_per_req'] or 0) - (m['cpu_us_per_req'] or 0):+.2f}** |")
+    w("")
+    w("### Bridged minus modern, by symbol (µs per request, self time)\n")
+    w(f"The 25 symbols with the largest bridged excess; a symbol below {kPerfLimit} % in a "
+      "profile counts as 0 there.\n")
+    per = {s: usOf(ok[s], lambda dso, sym, kern: (dso, sym))[0] for s in kGateways}
+    keys = set().union(*(d.keys() for d in per.values()))
+    rows = sorted(keys, key=lambda k: -(per[kBridged].get(k, 0) - per[kModern].get(k, 0)))
+    w("| symbol | dso | modern µs | bridged µs | bridged − modern |")
+    w("|---|---|---|---|---|")
+    for k in rows[:25]:
+        x, y = per[kModern].get(k, 0), per[kBridged].get(k, 0)
+        w(f"| `{shortSym(k[1], 80)}` | {k[0]} | {fmt(x, 2)} | {fmt(y, 2)} | {y - x:+.2f} |")
+    w("")
+    for setup in kGateways:
+        p = ok[setup]
+        w(f"### {setup}: top 20 symbols by self time\n")
+        w("| share | µs/req | dso | symbol |")
+        w("|---|---|---|---|")
+        for share, dso, sym, kern in p["rows"][:20]:
+            us = p["cpu_us_per_req"] * share / 100 if p["cpu_us_per_req"] else None
+            w(f"| {share:.2f}% | {fmt(us, 2)} | {dso} | {'[k] ' if kern else ''}"
+              f"`{shortSym(sym)}` |")
+        w("")
 
 
 def main():
@@ -333,6 +511,13 @@ def main():
             lat[setup].append(r)
             B.log(f"[bridge] latency run {run + 1} {setup}: p50 {r['p50_us']:.0f}µs "
                   f"p99 {r['p99_us']:.0f}µs")
+    profileMode = os.environ.get("BENCH_BRIDGE_PROFILE", "auto")
+    profileSeconds = int(os.environ.get("BENCH_BRIDGE_PROFILE_SECONDS", str(seconds)))
+    ratio = B.med(perRun(cap, "cpu_us", kBridged, kModern))
+    profile = None
+    if profileMode == "1" or (profileMode == "auto" and ratio is not None and ratio > kGoal):
+        loads.append(("profile", B.loadavg()))
+        profile = profileGateways(procs, ports, profileSeconds, tmp)
     hsEnd = handshakeLines(tmp)
     after = {}
     for setup in kSetups:
@@ -352,7 +537,7 @@ def main():
     os.makedirs(resultsDir, exist_ok=True)
     report = os.path.join(resultsDir, f"{stamp}-bridge.md")
     summary = writeReport(report, gateway, seconds, latSeconds, runs, cap, lat, loads,
-                          hsProbe, hsWarm, hsEnd, after, logs)
+                          hsProbe, hsWarm, hsEnd, after, logs, profile, profileSeconds)
     shutil.rmtree(tmp, ignore_errors=True)
     print(summary, flush=True)
     B.log(f"[bridge] report: {report}")
@@ -364,7 +549,7 @@ def perRun(data, key, a, b):
 
 
 def writeReport(path, gateway, seconds, latSeconds, runs, cap, lat, loads, hsProbe, hsWarm,
-                hsEnd, after, logs):
+                hsEnd, after, logs, profile, profileSeconds):
     fmt, med = B.fmt, B.med
     v = B.versions(gateway)
     L = []
@@ -450,6 +635,8 @@ def writeReport(path, gateway, seconds, latSeconds, runs, cap, lat, loads, hsPro
     table("proxy system CPU per request (µs)", cap, "sys_us", 2, "µs")
     table("proxy CPU busy during the capacity run (% of one CPU)", cap, "busy_pct", 0, "%")
     table("CPU 1 (wrk + upstream) busy during the capacity run (%)", cap, "load_busy_pct", 0, "%")
+    table("TCP segments sent per request (system-wide `Tcp: OutSegs` ÷ requests; 4.0 = one "
+          "segment per hop and direction, no pure ACKs)", cap, "segs_per_req", 2, "segments")
     table("p50 latency (µs, wrk -c1)", lat, "p50_us", 0, "µs")
     table("p99 latency (µs, wrk -c1)", lat, "p99_us", 0, "µs")
     w("### bridged ÷ modern, per round\n")
@@ -492,6 +679,8 @@ def writeReport(path, gateway, seconds, latSeconds, runs, cap, lat, loads, hsPro
             w(f"- {s} log warnings/errors (first {len(lines)}): "
               + "; ".join(f"`{x}`" for x in lines))
     w("")
+    if profile:
+        writeProfile(w, profile, profileSeconds)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 

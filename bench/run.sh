@@ -19,7 +19,8 @@
 # BENCH_TLS=0 skips it; BENCH_TLS_CONNS, BENCH_TLS_VERSION (see README.md).
 # Between the two, bench/bridge.py (issue #26: a 2026-07-28 tools/call bridged into a 2025
 # session, era: legacy, against the same gateway with era: modern, nginx and HAProxy; report
-# bench/results/<YYYY-MM-DD-HHMM>-bridge.md): BENCH_BRIDGE=0 skips it; BENCH_BRIDGE_RUNS.
+# bench/results/<YYYY-MM-DD-HHMM>-bridge.md): BENCH_BRIDGE=0 skips it; BENCH_BRIDGE_RUNS,
+# BENCH_BRIDGE_PROFILE, BENCH_BRIDGE_PROFILE_SECONDS (see README.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
