@@ -17,6 +17,10 @@
 # Then bench/tls.py (issue #17: TLS termination and JWT; the handshake client bench/tls_handshake.c,
 # OpenSSL, is built beside the SSE tools; report bench/results/<YYYY-MM-DD-HHMM>-tls.md):
 # BENCH_TLS=0 skips it; BENCH_TLS_CONNS, BENCH_TLS_VERSION (see README.md).
+# Between the two, bench/bridge.py (issue #26: a 2026-07-28 tools/call bridged into a 2025
+# session, era: legacy, against the same gateway with era: modern, nginx and HAProxy; report
+# bench/results/<YYYY-MM-DD-HHMM>-bridge.md): BENCH_BRIDGE=0 skips it; BENCH_BRIDGE_RUNS,
+# BENCH_BRIDGE_PROFILE, BENCH_BRIDGE_PROFILE_SECONDS (see README.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -94,6 +98,10 @@ fi
 # The federation workload (bench/federation.py): federated vs plain route, nginx and HAProxy.
 if [[ "${BENCH_FEDERATION:-1}" != 0 ]]; then
   run_driver python3 "$here/federation.py" "$gateway" "$here/results"
+fi
+# The era bridge (bench/bridge.py): era: legacy vs era: modern, nginx and HAProxy.
+if [[ "${BENCH_BRIDGE:-1}" != 0 ]]; then
+  run_driver python3 "$here/bridge.py" "$gateway" "$here/results"
 fi
 # TLS termination (gateway, nginx, HAProxy) and the JWT identity path (bench/tls.py).
 if [[ "${BENCH_TLS:-1}" != 0 ]]; then
