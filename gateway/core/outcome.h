@@ -70,6 +70,8 @@ namespace gw::core {
   X(kMaxDuration, "max_duration", 0)                                                          \
   X(kStreamIdleTimeout, "stream_idle_timeout", 0)                                             \
   X(kSessionNotFound, "session_not_found", 404)                                               \
+  /* a 2025 method a 2026-07-28 client sent to a bridged upstream (-32601) */                 \
+  X(kMethodNotFound, "method_not_found", 404)                                                 \
   /* a 2025-era client on a federated route: a request other than initialize without one */   \
   X(kSessionRequired, "session_required", 400)                                                \
   X(kSessionEndpointDown, "session_endpoint_down", 404)                                       \

@@ -285,6 +285,19 @@ void appendJsonString(std::string& out, std::string_view s);
 // the whole notification). False when the text is not that notification.
 bool ackNotifications(std::string_view json, std::string& notifications_object);
 
+// The list-change kinds a subscriptions/listen request asks for: params.notifications'
+// toolsListChanged, promptsListChanged and resourcesListChanged set to true. What the
+// merged stream honours for a 2025-era upstream's GET stream, which has no filter of its own.
+struct ListenFilter {
+  bool tools = false;
+  bool prompts = false;
+  bool resources = false;
+  bool wants(ListKind kind) const noexcept;
+  // {"toolsListChanged":true,…} for the kinds asked ("{}" for none): its acknowledgement.
+  std::string ackObject() const;
+};
+ListenFilter listenFilterOf(std::string_view request_json);
+
 // The merged acknowledgement: {"jsonrpc":"2.0","method":"notifications/subscriptions/
 // acknowledged","params":{"notifications":<merged>,"_meta":{"io.modelcontextprotocol/
 // subscriptionId":<subscription_id_json>}}}.

@@ -33,6 +33,63 @@ bool ackNotifications(std::string_view json, std::string& notifications_object) 
   return true;
 }
 
+ListenFilter listenFilterOf(std::string_view request_json) {
+  ListenFilter f;
+  size_t root = 0;
+  size_t end = 0;
+  if (json::validate(request_json) != json::Validity::kValid ||
+      !json::rootSpan(request_json, root, end) || request_json[root] != '{') {
+    return f;
+  }
+  size_t params = 0;
+  size_t notes = 0;
+  if (!json::findMember(request_json, root, "params", params, end) || request_json[params] != '{' ||
+      !json::findMember(request_json, params, "notifications", notes, end) ||
+      request_json[notes] != '{') {
+    return f;
+  }
+  auto isTrue = [&](std::string_view key) {
+    size_t b = 0;
+    size_t e = 0;
+    return json::findMember(request_json, notes, key, b, e) &&
+           request_json.substr(b, e - b) == "true";
+  };
+  f.tools = isTrue("toolsListChanged");
+  f.prompts = isTrue("promptsListChanged");
+  f.resources = isTrue("resourcesListChanged");
+  return f;
+}
+
+bool ListenFilter::wants(ListKind kind) const noexcept {
+  switch (kind) {
+    case ListKind::kTools:
+      return tools;
+    case ListKind::kPrompts:
+      return prompts;
+    case ListKind::kResources:
+    case ListKind::kTemplates:
+      return resources;
+    case ListKind::kDiscover:
+      return false;
+  }
+  return false;
+}
+
+std::string ListenFilter::ackObject() const {
+  std::string out = "{";
+  for (const auto& [on, key] :
+       {std::pair{tools, "toolsListChanged"}, std::pair{prompts, "promptsListChanged"},
+        std::pair{resources, "resourcesListChanged"}}) {
+    if (on) {
+      out += out.size() > 1 ? ",\"" : "\"";
+      out += key;
+      out += "\":true";
+    }
+  }
+  out += '}';
+  return out;
+}
+
 std::string ackMessage(std::string_view merged_notifications,
                        std::string_view subscription_id_json) {
   std::string out;

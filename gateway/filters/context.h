@@ -55,7 +55,10 @@ struct RequestContext {
   bool need_body = false;      // a stage wants the whole body before the upstream
   bool classify_body = false;  // Mcp-Method absent: body must be a notification
   bool verify_body = false;    // verify mode for this request
-  bool learn_tools = false;    // a trusted tools/list: learn schemas from the response
+  // The 2026-07-28 `_meta` envelope is checked too (mcp::VerifyOptions::check_envelope): the
+  // gateway stands for the server (a federated route, a request bridged to a 2025 server).
+  bool verify_envelope = false;
+  bool learn_tools = false;  // a trusted tools/list: learn schemas from the response
   ParamCheck param_check = ParamCheck::kNotChecked;
   mcp::BodyKind body_kind = mcp::BodyKind::kUnknown;
 
@@ -84,7 +87,8 @@ struct RequestContext {
     mcp.clear();
     legacy_inspect = body_view = false;
     batch.clear();
-    trusted = legacy = need_body = classify_body = verify_body = learn_tools = false;
+    trusted = legacy = need_body = classify_body = verify_body = verify_envelope = learn_tools =
+        false;
     route = nullptr;
     session_route = false;
     param_check = ParamCheck::kNotChecked;

@@ -345,6 +345,14 @@ FilterStatus routeStage(RequestContext& ctx) noexcept {
   }
   if (ctx.trusted) {
     ctx.verify_body = ctx.route->verify_body.value_or(ctx.snapshot->settings->mcp.verify_body);
+    if (ctx.route->federated()) {
+      // The gateway stands for the route's servers (it merges, routes by name, bridges
+      // 2025-era ones), so it checks headers against body as a 2026-07-28 server does, and
+      // the `_meta` envelope of the server/discover it answers itself. (A request bridged to
+      // a 2025-era owner has its envelope checked there: forward_bridge.cc.)
+      ctx.verify_body = true;
+      ctx.verify_envelope = ctx.mcp.has_method && ctx.mcp.method == "server/discover";
+    }
     // The body is read (and its JSON-RPC shape and id checked, as in verify mode) wherever
     // the gateway answers from it: a federated route (fan-out, name routing, its own errors)
     // and a list it reads whole (visibility, tool pinning), which it may refuse with the id.
@@ -547,6 +555,7 @@ FilterStatus Pipeline::onBody(RequestContext& ctx, std::string_view body) noexce
   }
   mcp::VerifyOptions opts;
   opts.check_headers = ctx.verify_body;
+  opts.check_envelope = ctx.verify_envelope;
   mcp::VerifyResult vr = mcp::verifyBody(body, ctx.mcp, tool.get(), opts);
   ctx.body_kind = vr.kind;
   if (!vr.ok) {

@@ -179,6 +179,28 @@ bool serverRequest(std::string_view message, std::string& id_json) {
   return true;
 }
 
+bool isMethodNotFound(std::string_view message) {
+  if (message.empty() || message.size() > kMaxAnswer) {
+    return false;
+  }
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(message);
+  simdjson::dom::element root;
+  simdjson::dom::object obj;
+  simdjson::dom::object error;
+  int64_t code = 0;
+  return parser.parse(padded).get(root) == simdjson::SUCCESS &&
+         root.get_object().get(obj) == simdjson::SUCCESS &&
+         obj["error"].get_object().get(error) == simdjson::SUCCESS &&
+         error["code"].get_int64().get(code) == simdjson::SUCCESS && code == -32601;
+}
+
+bool removedIn2026(std::string_view method) noexcept {
+  return method == "initialize" || method == "ping" || method == "logging/setLevel" ||
+         method == "resources/subscribe" || method == "resources/unsubscribe" ||
+         method == "notifications/initialized" || method == "notifications/roots/list_changed";
+}
+
 std::string refusalFor(std::string_view id_json) {
   std::string out = R"({"jsonrpc":"2.0","id":)";
   out += id_json;

@@ -70,6 +70,16 @@ std::string discoverAnswer(const InitResult& init, std::span<const std::string> 
 // with refusalFor(id_json), never relayed to a 2026-07-28 client (which takes no requests).
 bool serverRequest(std::string_view message, std::string& id_json);
 
+// Whether `message` is a JSON-RPC error response with code -32601 (method not found): a 2025
+// server answers an unknown method so with HTTP 200, a 2026-07-28 server with HTTP 404.
+bool isMethodNotFound(std::string_view message);
+
+// Whether `method` is a 2025 client-to-server method 2026-07-28 removed (initialize, ping,
+// logging/setLevel, resources/subscribe|unsubscribe, notifications/initialized,
+// notifications/roots/list_changed): a 2026-07-28 server answers it 404 -32601, so a bridged
+// request for it never reaches the 2025 server.
+bool removedIn2026(std::string_view method) noexcept;
+
 // The JSON-RPC error the gateway answers a legacy upstream's server-to-client request
 // (sampling, elicitation, roots, ping) within a bridged call: -32601, since the gateway
 // declared no client capabilities. `id_json` is the request's id as JSON text.

@@ -25,6 +25,7 @@ using simdjson::dom::element_type;
 using simdjson::dom::object;
 
 constexpr std::string_view kVersionKey = "io.modelcontextprotocol/protocolVersion";
+constexpr int kInvalidParams = -32602;
 constexpr size_t kLinearDupScan = 16;  // objects with more keys are checked by sorting
 
 struct WalkState {
@@ -477,6 +478,29 @@ VerifyResult verifyBody(std::string_view body, const McpHeaders& headers, const 
     m.append(" is a request and needs an \"id\"");
     reject(r, code::kInvalidRequest, std::move(m), "request_without_id");
     return r;
+  }
+
+  if (options.check_envelope && r.kind == BodyKind::kRequest) {
+    // The 2026-07-28 request envelope (spec A.7), as a server checks it before dispatch.
+    object params;
+    object meta;
+    object caps;
+    std::string_view meta_version;
+    const char* missing = nullptr;
+    if (!objectMember(obj, "params", params) || !objectMember(params, "_meta", meta)) {
+      missing = "params._meta";
+    } else if (!stringMember(meta, kVersionKey, meta_version)) {
+      missing = "io.modelcontextprotocol/protocolVersion";
+    } else if (!objectMember(meta, "io.modelcontextprotocol/clientCapabilities", caps)) {
+      missing = "io.modelcontextprotocol/clientCapabilities";
+    }
+    if (missing != nullptr) {
+      std::string m = "Invalid params: invalid _meta envelope for protocol revision 2026-07-28: ";
+      m += missing;
+      m += ": missing";
+      reject(r, kInvalidParams, std::move(m), "body_invalid");
+      return r;
+    }
   }
 
   if (options.check_headers) {

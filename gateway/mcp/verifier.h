@@ -40,6 +40,11 @@ struct VerifyOptions {
   // false: no header comparisons; only syntax and the JSON-RPC/MCP message rules (the body
   // of a trusted request without Mcp-Method, read to tell a notification).
   bool check_headers = true;
+  // true: a request must carry the 2026-07-28 `_meta` envelope — params._meta with a string
+  // protocolVersion and an object clientCapabilities — else -32602 ("body_invalid"), as a
+  // server checks it. Set where the gateway stands for the server: a federated route, a
+  // request bridged to a 2025-era upstream.
+  bool check_envelope = false;
 };
 
 struct VerifyResult {

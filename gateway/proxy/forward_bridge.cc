@@ -6,9 +6,13 @@
 // costs nothing here but one lookup.
 
 #include "gateway/core/ascii.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/filters/stages.h"
 #include "gateway/http/serialize.h"
 #include "gateway/mcp/bridge.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/mcp/methods.h"
+#include "gateway/mcp/verifier.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
 #include "gateway/proxy/proxy_context.h"
@@ -63,6 +67,25 @@ bool ForwardTarget::bridgeReady() {
   bridge_generation_ = s->generation;
   session_endpoint_ = static_cast<int>(bridge_endpoint_);
   session_server_id_ = bridge_session_;
+  if (x_.ctx().trusted && x_.ctx().mcp.has_method &&
+      (mcp::bridge::removedIn2026(x_.ctx().mcp.method) ||
+       mcp::knownMethod(x_.ctx().mcp.method).empty())) {
+    // Not a 2026-07-28 method (a 2025 one it removed, or one MCP does not define): answered
+    // as a 2026-07-28 server answers it (404, where a 2025 server says 200 -32601), never
+    // sent into the gateway's session (an initialize there would start another).
+    bridge_ = Bridge::kOff;
+    rememberSentId();
+    filters::setReply(
+        x_.ctx(), 404, -32601,
+        "Method not found: " + std::string(x_.ctx().mcp.method) + " is not a 2026-07-28 method",
+        "method_not_found", false);
+    x_.ctx().reply.id = sent_id_;
+    x_.sendLocalReply();
+    return false;
+  }
+  if (x_.ctx().trusted && !bridgeChecked()) {
+    return false;  // answered: 400, as a 2026-07-28 server answers it
+  }
   if (x_.ctx().mcp.has_method && x_.ctx().mcp.method == "server/discover") {
     // No such method in 2025: the answer is made from the session's initialize result.
     rememberSentId();
@@ -76,6 +99,31 @@ bool ForwardTarget::bridgeReady() {
     return false;
   }
   return true;
+}
+
+// A request bridged to a 2025-era server is checked as a 2026-07-28 server checks it, since
+// that server cannot: headers against body (unless verify mode did so already) and the
+// `_meta` envelope. False: refused (400 -32020 or -32602, answered here).
+bool ForwardTarget::bridgeChecked() {
+  if (x_.body.mode != Exchange::BodyMode::kBuffer || x_.body.size() == 0) {
+    return true;
+  }
+  const std::string_view body = x_.body.view();
+  mcp::VerifyOptions opts;
+  opts.check_headers = !x_.ctx().verify_body;
+  opts.check_envelope = true;
+  std::string padded(body.size() + mcp::bodyPadding(), '\0');
+  padded.replace(0, body.size(), body);
+  mcp::VerifyResult vr =
+      mcp::verifyBody(std::string_view(padded.data(), body.size()), x_.ctx().mcp, nullptr, opts);
+  if (vr.ok) {
+    return true;
+  }
+  bridge_ = Bridge::kOff;
+  filters::setReply(x_.ctx(), 400, vr.code, std::move(vr.message), vr.reason, false);
+  x_.ctx().reply.id = std::move(vr.id);
+  x_.sendLocalReply();
+  return false;
 }
 
 void ForwardTarget::onBridgeReady(bool ok, const char* why) {
@@ -198,7 +246,9 @@ void ForwardTarget::sendBridgedAnswer() {
   std::erase_if(x_.responseFields(), [](const http::Field& f) {
     return core::iequals(f.name, "content-length") || core::iequals(f.name, "transfer-encoding");
   });
-  x_.respond(status, http::reasonPhrase(status), changed ? completed : capture_);
+  // A 2025 server answers an unknown method 200 -32601; a 2026-07-28 client expects 404.
+  const int sent = status == 200 && mcp::bridge::isMethodNotFound(capture_) ? 404 : status;
+  x_.respond(sent, http::reasonPhrase(sent), changed ? completed : capture_);
 }
 
 bool ForwardTarget::bridgeCacheable() const noexcept {

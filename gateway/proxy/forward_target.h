@@ -148,6 +148,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   void rememberSentId();
   bool pinSession();
   static bool frontField(std::string_view name) noexcept;
+  bool bridgeChecked();
   void addFrontFields(std::vector<http::Field>& fields);
   void sessionNotFound(const char* message, Outcome outcome);
   static bool upstreamSessionValid(const http::ResponseHead& resp) noexcept;

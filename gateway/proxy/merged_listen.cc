@@ -46,6 +46,7 @@ bool MergedListen::start(ProxyContext& w, std::shared_ptr<const settings::Settin
   route_ = &route;
   owner_ = owner;
   body_.assign(body);
+  filter_ = federation::listenFilterOf(body_);
   fields_.assign(fields, "subscriptions/listen");
   ready_ = false;
   closed_ = false;
@@ -114,6 +115,17 @@ void MergedListen::open(Slot& slot) {
   }
   slot.up.requestComplete();
   onUpstreamOutput(slot.up);
+  if (get && !slot.acked) {
+    // A 2025 stream has no acknowledgement, and a server may send its head only with its
+    // first event: the GET in a live session is taken as acknowledged, for the list changes
+    // asked, once sent.
+    slot.ack = filter_.ackObject();  // its list changes, filtered here
+    slot.acked = true;
+    if (slot.waiting) {
+      slot.waiting = false;
+      maybeReady();
+    }
+  }
 }
 
 bool MergedListen::bridgeOpen(Slot& slot) {
@@ -275,15 +287,6 @@ bool MergedListen::onUpstreamHeaders(upstream::Http1Upstream& from,
   }
   slot.streaming = true;
   slot.framer = std::make_unique<sse::Framer>(&slot, kMaxEventBytes);
-  if (slot.bridge == Slot::Bridge::kOn && !slot.acked) {
-    // A 2025 stream has no acknowledgement: open is acknowledged.
-    slot.ack = "{}";
-    slot.acked = true;
-    if (slot.waiting) {
-      slot.waiting = false;
-      maybeReady();
-    }
-  }
   return true;
 }
 
@@ -336,6 +339,12 @@ void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) 
     if (mcp::bridge::serverRequest(data, id)) {
       // Sampling, elicitation, roots, ping: refused in the session, never relayed.
       m.w_->legacySessions().answerOwn(own, mcp::bridge::refusalFor(id));
+      return;
+    }
+    // Only the list changes asked for: a 2025 server sends what it likes on its stream
+    // (request-scoped notifications and resource updates never go on a listen stream).
+    const auto kind = federation::changedListOf(methodOf(data));
+    if (!kind || !m.filter_.wants(*kind)) {
       return;
     }
   } else if (waiting || !acked) {

@@ -130,6 +130,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   const settings::Route* route_ = nullptr;
   ListenOwner* owner_ = nullptr;
   std::string body_;
+  federation::ListenFilter filter_;  // what body_ asks for (a 2025 stream's filter and ack)
   OwnedFields fields_;
   std::vector<std::unique_ptr<Slot>> slots_;
   bool ready_ = false;

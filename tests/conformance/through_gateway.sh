@@ -240,11 +240,9 @@ failed_ids() {
 }
 
 # Checks that cannot pass through the era bridge, and why (setup D). A scenario whose only
-# failures beyond the direct run's are listed here is reported BRIDGE, not SHORT.
-declare -A bridge_limits=(
-  [sep-2575-server-sends-subscription-ack]="subscriptions/listen is not bridged to a 2025-only upstream (README, The era bridge: the 2025 GET stream is not mapped to it); the listen fan-out has no upstream to acknowledge it (502)"
-  [sep-2575-server-tags-subscription-id]="subscriptions/listen is not bridged to a 2025-only upstream (see sep-2575-server-sends-subscription-ack)"
-)
+# failures beyond the direct run's are listed here is reported BRIDGE, not SHORT. None today:
+# every scenario setup A runs scores through the bridge as it does directly.
+declare -A bridge_limits=()
 
 # Setup D: the gateway in front of mcp-server.mjs in 2025-only mode on a federated route,
 # compared with mcp-server.mjs in dual-era mode measured directly; scenarios $@.

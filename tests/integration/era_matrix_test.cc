@@ -15,8 +15,6 @@
 // Then: a 2025-only upstream restarted behind the federated route (its session lost) is
 // initialized again without a client of either era seeing an error.
 //
-// A CHECK that shows a gateway bug is marked `GATEWAY BUG` and its test case tagged
-// [gateway-bug], so `~[gateway-bug]` filters it out.
 
 #include <catch.hpp>
 
@@ -772,8 +770,10 @@ TEST_CASE("era-matrix: a 2025-only upstream restarted behind a federated route",
   }
   const std::string traces2 = legacy->process().stderrText();
   INFO("restarted server: " << traces2);
-  // Initialized again (one session per endpoint and worker), and every call ran there.
-  CHECK(countOf(traces2, "SESSION_NEW ") == 1);
+  // Initialized again: one shared session per endpoint and worker for the calls, and at most
+  // one of its own for a client's merged stream (a 2025 server allows one GET per session).
+  CHECK(countOf(traces2, "SESSION_NEW ") >= 1);
+  CHECK(countOf(traces2, "SESSION_NEW ") <= 2);
   CHECK(countOf(traces2, "TOOL weather_get") == 4);
   CHECK(countOf(traces2, "SESSION_MISS") <= 1);
 }
@@ -781,7 +781,7 @@ TEST_CASE("era-matrix: a 2025-only upstream restarted behind a federated route",
 TEST_CASE(
     "era-matrix: a 2025 Inspector on a federated route whose first upstream has no logging "
     "capability",
-    "[era-matrix][bridge][federation][gateway-bug][slow]") {
+    "[era-matrix][bridge][federation][slow]") {
   requireFixtures();
   TempDir dir;
   const Matrix m{"prefix"};
@@ -803,8 +803,8 @@ TEST_CASE(
        << r.output << "\ngateway stderr:\n"
        << gw.process().stderrText() << "\nthe first logging/setLevel in the access log:\n"
        << waitLogLine(gw, "logging/setLevel"));
-  // GATEWAY BUG: logging/setLevel goes to the first upstream, which answers 404 -32601, and
-  // the Inspector gives up on the connection: no list and no call works.
+  // logging/setLevel (no 2026-07-28 method, and the first upstream has no logging) is
+  // answered {} by the gateway; were it sent on, the Inspector would give up on a 404.
   CHECK(r.tool_names.find("modern__weather_get") != std::string::npos);
   CHECK(r.targets == "ok|ok|ok|ok|ok|ok|ok|ok|ok");
   CHECK(r.summary == m.summary());

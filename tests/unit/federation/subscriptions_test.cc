@@ -42,3 +42,39 @@ TEST_CASE("subscriptions: a stream that stayed open 30 s starts the backoff agai
 }
 
 }  // namespace gw::federation
+
+namespace gw::federation {
+
+TEST_CASE("subscriptions: what a listen request asks for, and its acknowledgement",
+          "[federation]") {
+  const ListenFilter all = listenFilterOf(
+      R"({"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":)"
+      R"({"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}})");
+  CHECK(all.wants(ListKind::kTools));
+  CHECK(all.wants(ListKind::kPrompts));
+  CHECK(all.wants(ListKind::kResources));
+  CHECK(all.wants(ListKind::kTemplates));
+  CHECK_FALSE(all.wants(ListKind::kDiscover));
+  CHECK(all.ackObject() ==
+        R"({"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true})");
+
+  const ListenFilter tools =
+      listenFilterOf(R"({ "params" : { "notifications" : { "toolsListChanged" : true ,)"
+                     R"( "promptsListChanged" : false, "resourceSubscriptions" : ["a"] } } })");
+  CHECK(tools.wants(ListKind::kTools));
+  CHECK_FALSE(tools.wants(ListKind::kPrompts));
+  CHECK_FALSE(tools.wants(ListKind::kResources));
+  CHECK(tools.ackObject() == R"({"toolsListChanged":true})");
+
+  for (const char* none :
+       {"", "nope", "[]", R"({"params":{}})", R"({"params":{"notifications":[]}})",
+        R"({"params":{"notifications":{"toolsListChanged":"true"}}})",
+        R"({"params":{"notifications":{"toolsListChanged":1}}})"}) {
+    INFO(none);
+    const ListenFilter f = listenFilterOf(none);
+    CHECK_FALSE(f.wants(ListKind::kTools));
+    CHECK(f.ackObject() == "{}");
+  }
+}
+
+}  // namespace gw::federation

@@ -177,3 +177,25 @@ TEST_CASE("bridge: a server-to-client request inside a bridged call", "[bridge]"
   CHECK_FALSE(bridge::serverRequest("", id));
   CHECK_FALSE(bridge::serverRequest("[1]", id));
 }
+
+TEST_CASE("bridge: a -32601 answer, and the methods 2026-07-28 removed", "[bridge]") {
+  CHECK(bridge::isMethodNotFound(
+      R"({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}})"));
+  CHECK(bridge::isMethodNotFound(
+      R"( {"error" : {"message":"x", "code" : -32601}, "id":"a","jsonrpc":"2.0"} )"));
+  CHECK_FALSE(bridge::isMethodNotFound(
+      R"({"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}})"));
+  CHECK_FALSE(bridge::isMethodNotFound(R"({"jsonrpc":"2.0","id":1,"result":{"code":-32601}})"));
+  CHECK_FALSE(bridge::isMethodNotFound(R"({"jsonrpc":"2.0","id":1,"error":{"code":"-32601"}})"));
+  CHECK_FALSE(bridge::isMethodNotFound("not json"));
+  CHECK_FALSE(bridge::isMethodNotFound(""));
+  for (const char* m :
+       {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+        "notifications/initialized", "notifications/roots/list_changed"}) {
+    CHECK(bridge::removedIn2026(m));
+  }
+  for (const char* m : {"tools/list", "tools/call", "server/discover", "subscriptions/listen",
+                        "Initialize", "initialize ", "resources/read", ""}) {
+    CHECK_FALSE(bridge::removedIn2026(m));
+  }
+}

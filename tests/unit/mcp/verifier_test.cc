@@ -835,5 +835,70 @@ TEST_CASE("verifyBody method view survives until the next call") {
   CHECK(r.method == "tools/list");
 }
 
+TEST_CASE("verifyBody check_envelope: the 2026-07-28 _meta envelope, every way it can be missing",
+          "[verifier][bridge]") {
+  VerifyOptions opts;
+  opts.check_headers = false;
+  opts.check_envelope = true;
+  const McpHeaders none;
+  struct Case {
+    const char* body;
+    const char* missing;  // "" when the envelope is whole
+  };
+  const Case cases[] = {
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})", "params._meta"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":null})", "params._meta"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})", "params._meta"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":null}})", "params._meta"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":[]}})", "params._meta"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}})",
+       "io.modelcontextprotocol/protocolVersion"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{)"
+       R"("io.modelcontextprotocol/protocolVersion":7,)"
+       R"("io.modelcontextprotocol/clientCapabilities":{}}}})",
+       "io.modelcontextprotocol/protocolVersion"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{)"
+       R"("io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})",
+       "io.modelcontextprotocol/clientCapabilities"},
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{)"
+       R"("io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+       R"("io.modelcontextprotocol/clientCapabilities":true}}})",
+       "io.modelcontextprotocol/clientCapabilities"},
+      // The envelope inside arguments is not the request's.
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{)"
+       R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+       R"("io.modelcontextprotocol/clientCapabilities":{}}}}})",
+       "params._meta"},
+      // Escaped key spellings are the same keys.
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"\u005fmeta":{)"
+       R"("io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+       R"("io.modelcontextprotocol/client\u0043apabilities":{}}}})",
+       ""},
+      {R"( { "jsonrpc" : "2.0" , "id" : "a" , "method" : "tools/list" , "params" : { "_meta" : {)"
+       R"( "io.modelcontextprotocol/protocolVersion" : "2026-07-28" ,)"
+       R"( "io.modelcontextprotocol/clientCapabilities" : { "x" : 1 } } } } )",
+       ""},
+  };
+  for (const Case& c : cases) {
+    const VerifyResult r = verify(c.body, none, nullptr, opts);
+    INFO(c.body << " -> " << r.message);
+    if (*c.missing == '\0') {
+      CHECK(r.ok);
+    } else {
+      CHECK_FALSE(r.ok);
+      CHECK(r.code == -32602);
+      CHECK(r.message.find(c.missing) != std::string::npos);
+      CHECK(r.id.json == "1");
+    }
+  }
+  // Notifications carry no envelope requirement; without the option nothing is checked.
+  CHECK(verify(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{}})", none, nullptr,
+               opts)
+            .ok);
+  VerifyOptions off;
+  off.check_headers = false;
+  CHECK(verify(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})", none, nullptr, off).ok);
+}
+
 }  // namespace
 }  // namespace gw::mcp
