@@ -140,7 +140,7 @@ http {{
 def callOnce(port, name):
     head = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' + name +
             '","arguments":{"q":"')
-    tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+    tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
     body = (head + "x" * (250 - len(head) - len(tail)) + tail).encode()
     req = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            "Accept: application/json, text/event-stream\r\n"

@@ -16,7 +16,7 @@ local next_index = 0
 local function callBody(name)
   local head = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' .. name
       .. '","arguments":{"q":"'
-  local tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+  local tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
   return head .. string.rep("x", kBodyBytes - #head - #tail) .. tail
 end
 

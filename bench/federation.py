@@ -269,7 +269,7 @@ def listBody(rid=1):
 def callBody(name):
     head = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' + name +
             '","arguments":{"q":"')
-    tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"' + kProtocol + '"}}}'
+    tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"' + kProtocol + '","io.modelcontextprotocol/clientCapabilities":{}}}}'
     return head + "x" * (250 - len(head) - len(tail)) + tail
 
 

@@ -17,7 +17,7 @@ kDeadlineSeconds = 120
 def makeRequest(port):
     head = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_a",'
             '"arguments":{"q":"')
-    tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+    tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
     body = (head + "x" * (250 - len(head) - len(tail)) + tail).encode()
     return (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             "Content-Type: application/json\r\n"

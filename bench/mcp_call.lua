@@ -12,7 +12,7 @@ local next_index = 0
 local function makeBody(name)
   local head = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"' .. name
       .. '","arguments":{"q":"'
-  local tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+  local tail = '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
   local pad = kBodyBytes - #head - #tail
   return head .. string.rep("x", pad) .. tail
 end

@@ -71,7 +71,7 @@ std::string_view initializedNotification() noexcept {
 }
 
 bool parseInitializeAnswer(std::string_view body, bool sse, InitResult& out, std::string& why) {
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;
   simdjson::dom::object result;
   if (!resultOf(parser, messageOf(body, sse), result)) {
     why = "the initialize answer holds no JSON-RPC result";
@@ -117,7 +117,7 @@ bool probeSaysModern(int status, std::string_view body, bool sse) {
   if (status != 200) {
     return false;
   }
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;
   simdjson::dom::object result;
   if (!resultOf(parser, messageOf(body, sse), result)) {
     return false;
@@ -157,7 +157,7 @@ bool serverRequest(std::string_view message, std::string& id_json) {
   if (message.empty() || message.size() > kMaxAnswer) {
     return false;
   }
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;
   const simdjson::padded_string padded(message);
   simdjson::dom::element root;
   simdjson::dom::object obj;
@@ -180,10 +180,11 @@ bool serverRequest(std::string_view message, std::string& id_json) {
 }
 
 bool isMethodNotFound(std::string_view message) {
-  if (message.empty() || message.size() > kMaxAnswer) {
-    return false;
+  if (message.empty() || message.size() > kMaxAnswer ||
+      message.find("-32601") == std::string_view::npos) {
+    return false;  // (the common case: no parse)
   }
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;
   const simdjson::padded_string padded(message);
   simdjson::dom::element root;
   simdjson::dom::object obj;
@@ -257,7 +258,7 @@ bool isCacheable(std::string_view method) noexcept {
 }
 
 bool completeResult(std::string_view message, bool cacheable, std::string& out) {
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;
   simdjson::dom::object result;
   if (!resultOf(parser, message, result)) {
     return false;
