@@ -148,6 +148,12 @@ void FederatedTarget::onRefreshed() {
   x_.resume(filters::FilterStatus::kContinue);
 }
 
+mcp::RequestId FederatedTarget::requestId() {
+  std::string id = requestIdJson();
+  return id == "null" ? mcp::RequestId::null()
+                      : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+}
+
 std::string FederatedTarget::requestIdJson() {
   mcp::RequestId id;
   if (x_.body.size() > 0) {
@@ -244,10 +250,7 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
     }
     filters::setReply(x_.ctx(), 502, mcp::code::kUpstreamUnavailable, std::move(message),
                       "federation_failed", false);
-    x_.ctx().reply.id = mcp::RequestId{};
-    std::string id = requestIdJson();
-    x_.ctx().reply.id = id == "null" ? mcp::RequestId::null()
-                                     : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+    x_.ctx().reply.id = requestId();
     x_.outcome = core::Outcome::kFederationFailed;
     x_.sendLocalReply();
     return;
@@ -399,9 +402,7 @@ void FederatedTarget::onListenReady(std::string_view notifications) {
     filters::setReply(x_.ctx(), 502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: no upstream of the federated route accepted the subscription",
                       "federation_failed", false);
-    std::string id = requestIdJson();
-    x_.ctx().reply.id = id == "null" ? mcp::RequestId::null()
-                                     : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+    x_.ctx().reply.id = requestId();
     x_.outcome = core::Outcome::kFederationFailed;
     x_.sendLocalReply();
     return;

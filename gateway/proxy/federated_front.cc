@@ -62,9 +62,7 @@ void FederatedTarget::localAnswer(int status, std::string_view body) {
 // The gateway's own answer (the reply is set; the caller sends it, or returns kLocalReply).
 void FederatedTarget::frontRefusal(int status, int code, std::string message, const char* why) {
   filters::setReply(x_.ctx(), status, code, std::move(message), why, false);
-  std::string id = requestIdJson();
-  x_.ctx().reply.id = id == "null" ? mcp::RequestId::null()
-                                   : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+  x_.ctx().reply.id = requestId();
 }
 
 // A 2025-era client: its MCP-Protocol-Version (when it sends one) is a 2025 version. Any
@@ -76,9 +74,7 @@ bool FederatedTarget::frontVersionOk() {
     return true;
   }
   filters::unsupportedVersion(x_.ctx());
-  std::string id = requestIdJson();
-  x_.ctx().reply.id = id == "null" ? mcp::RequestId::null()
-                                   : mcp::RequestId{mcp::RequestId::Kind::kJson, std::move(id)};
+  x_.ctx().reply.id = requestId();
   return false;
 }
 
@@ -154,23 +150,9 @@ void FederatedTarget::federateLegacy() {
     x_.sendLocalReply();
     return;
   }
-  if (auto kind = federation::listKindOf(method);
-      kind && *kind != federation::ListKind::kDiscover) {
-    uint64_t ttl_left = 0;
-    if (auto cached = catalog_->cached(*kind, x_.now(), ttl_left)) {
-      fed_log_ = "cached";
-      serveMerged(*cached, ttl_left, true);
-      return;
-    }
-    fanOut(FanOut::Mode::kList, *kind);
-    return;
-  }
-  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
-    const int owner = ctx.mcp.has_name ? catalog_->taskOwner(ctx.mcp.name.value, x_.now()) : -1;
-    proceedTo(owner >= 0 ? static_cast<size_t>(owner) : 0);
-    return;
-  }
-  proceedTo(0);  // logging/setLevel, completion/complete, …: the route's first upstream
+  // Lists merged (server/discover is no 2025 method), task calls to their owner, the rest
+  // (completion/complete, resources/subscribe, …) to the route's first upstream.
+  listOrForward(method, false);
 }
 
 // The 2025 standalone stream (GET): the route's merged subscription stream, asked for every

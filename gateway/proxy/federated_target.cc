@@ -102,7 +102,14 @@ void FederatedTarget::federate() {
     startListen();
     return;
   }
-  if (auto kind = federation::listKindOf(method)) {
+  listOrForward(method, true);
+}
+
+// A list (merged: from the cache, or fanned out; server/discover only when `discover`), a
+// task call to the task's owner, or any other method to the route's first upstream.
+void FederatedTarget::listOrForward(std::string_view method, bool discover) {
+  if (auto kind = federation::listKindOf(method);
+      kind && (discover || *kind != federation::ListKind::kDiscover)) {
     uint64_t ttl_left = 0;
     if (auto cached = catalog_->cached(*kind, x_.now(), ttl_left)) {
       fed_log_ = "cached";

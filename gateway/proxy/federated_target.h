@@ -115,6 +115,8 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   void localAnswer(int status, std::string_view body);
   bool rewriteForOwner();
   void fanOut(FanOut::Mode mode, federation::ListKind kind);
+  void listOrForward(std::string_view method, bool discover);
+  mcp::RequestId requestId();  // the body's id (null when none): the id of a local answer
   void startListen();
   void serveMerged(std::string_view members, uint64_t ttl_ms, bool public_scope);
   void recordFetches(const FanOut& f);
