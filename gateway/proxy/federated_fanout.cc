@@ -382,7 +382,7 @@ void FederatedTarget::startListen() {
   }
   x_.noteForwarded();
   if (!listen_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, b,
-                      x_.forward().upstreamFields(), this)) {
+                      x_.forward().upstreamFields(), this, x_.forward().frontClient())) {
     listen_->close();
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
                       "Bad Gateway: the subscription could not be started",

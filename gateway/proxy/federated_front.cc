@@ -5,7 +5,8 @@
 // it serves the merged, prefixed lists the route's modern clients see, and sends each call
 // to the owner of its name as a 2026-07-28 request (the `_meta` envelope added, the
 // Mcp-Method / Mcp-Name / Mcp-Param-* fields written from the body: forward_target.cc), or,
-// to a 2025-era owner, in the worker's session with it (forward_bridge.cc). Both eras see
+// to a 2025-era owner, in a session with it made for this client (forward_bridge.cc,
+// legacy_sessions.h: created when first needed, ended with the client's). Both eras see
 // the same tools, prompts and resources under the same names, and the policy decides on
 // those names.
 
@@ -118,7 +119,9 @@ void FederatedTarget::federateLegacy() {
     return;
   }
   if (verb == "DELETE") {
-    localAnswer(200, {});  // the session ends; the gateway holds nothing for it
+    // The session ends, and with it every upstream session the gateway made for it.
+    x_.worker().legacySessions().closeClient(x_.forward().frontClient());
+    localAnswer(200, {});
     return;
   }
   if (ctx.body_kind == mcp::BodyKind::kResponse || ctx.body_kind == mcp::BodyKind::kNotification ||

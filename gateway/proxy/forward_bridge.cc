@@ -1,5 +1,6 @@
 // The forwarding target's era bridge (issue #26): a 2026-07-28 request to an upstream that
-// speaks only 2025 goes in the worker's session with that upstream (legacy_sessions.h), as a
+// speaks only 2025 goes in the worker's session with that upstream (legacy_sessions.h; a
+// 2025-era client's call on a federated route: in that client's own session with it), as a
 // 2025 request — the session's MCP-Protocol-Version and Mcp-Session-Id in place of the
 // client's, the body as sent (mcp/bridge.h says why) — and server/discover is answered from
 // the session's initialize result. A modern upstream (era: modern, or found by the probe)
@@ -45,10 +46,10 @@ bool ForwardTarget::bridgeReady() {
     bridge_ = Bridge::kTrying;  // as it is; the answer tells (bridgeTried)
     return pinSession();
   }
-  if (bridge_ == Bridge::kOff || bridge_ == Bridge::kTrying) {
-    bridge_endpoint_ = ls.pickEndpoint(up);
+  if (bridge_ == Bridge::kOff || bridge_ == Bridge::kTrying || !frontClient().empty()) {
+    bridge_endpoint_ = ls.pickEndpoint(up, frontClient());  // a client's: its session's
   }
-  if (ls.wait(up, bridge_endpoint_, *this)) {
+  if (ls.wait(up, bridge_endpoint_, *this, frontClient())) {
     bridge_ = Bridge::kWaiting;
     return false;
   }
@@ -56,7 +57,7 @@ bool ForwardTarget::bridgeReady() {
     bridge_ = Bridge::kOff;  // found modern: as any request
     return pinSession();
   }
-  const LegacySessions::Session* s = ls.session(up, bridge_endpoint_);
+  const LegacySessions::Session* s = ls.session(up, bridge_endpoint_, frontClient());
   if (s == nullptr) {
     bridgeFailed(false);
     return false;
@@ -149,7 +150,7 @@ bool ForwardTarget::bridgeRetry(const http::ResponseHead& resp) {
   }
   bridge_retried_ = true;
   const settings::Upstream& up = x_.settings().upstreams[up_index_];
-  x_.worker().legacySessions().expire(up, bridge_endpoint_, bridge_generation_);
+  x_.worker().legacySessions().expire(up, bridge_endpoint_, bridge_generation_, frontClient());
   x_.releaseUpstream(false);
   bridge_ = Bridge::kWaiting;
   connect();
@@ -185,7 +186,7 @@ bool ForwardTarget::bridgeTried(const http::ResponseHead& resp) {
 void ForwardTarget::bridgeFailed(bool connect_failed) {
   LegacySessions& ls = x_.worker().legacySessions();
   const settings::Upstream& up = x_.settings().upstreams[up_index_];
-  ls.expire(up, bridge_endpoint_, bridge_generation_);
+  ls.expire(up, bridge_endpoint_, bridge_generation_, frontClient());
   ls.forgetEra(up);
   bridge_ = Bridge::kOff;
   session_endpoint_ = -1;
@@ -213,7 +214,7 @@ void ForwardTarget::bridgeEvent(std::string_view data) {
     // requests on a response stream); the server gets -32601 in the session, so its call
     // goes on instead of waiting for an answer that cannot come.
     x_.worker().legacySessions().answerServer(x_.settings().upstreams[up_index_], bridge_endpoint_,
-                                              mcp::bridge::refusalFor(id));
+                                              mcp::bridge::refusalFor(id), frontClient());
     return;
   }
   std::string completed;

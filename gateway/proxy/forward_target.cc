@@ -173,6 +173,21 @@ bool ForwardTarget::frontRequest() const noexcept {
   return ctx.legacy && ctx.route != nullptr && ctx.route->federated();
 }
 
+// The front session id of a 2025-era client on a federated route (its Mcp-Session-Id,
+// checked by FederatedTarget::frontSessionOk): what names its own upstream sessions. Empty
+// for any other request.
+std::string_view ForwardTarget::frontClient() const noexcept {
+  if (!frontRequest()) {
+    return {};
+  }
+  for (const http::HeaderField& h : x_.head.fields) {
+    if (core::iequals(h.name, "mcp-session-id")) {
+      return h.value;
+    }
+  }
+  return {};
+}
+
 // Fields a 2025-era client sends that the front writes itself (or must not pass on).
 bool ForwardTarget::frontField(std::string_view name) noexcept {
   return core::iequals(name, "mcp-session-id") || core::iequals(name, "mcp-protocol-version") ||

@@ -104,6 +104,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
 
   // A 2025-era client on a federated route (the gateway is its server: federated_front.cc).
   bool frontRequest() const noexcept;
+  std::string_view frontClient() const noexcept;  // its front session id (see .cc)
   // visibility: filter (forward_lists.cc).
   bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
   bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending

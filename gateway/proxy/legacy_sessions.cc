@@ -50,7 +50,34 @@ client::Request requestTo(const settings::Upstream& up, size_t index, std::strin
 
 }  // namespace
 
-LegacySessions::LegacySessions(event_base* base) : base_(base) {}
+void EndedClients::add(std::string client) {
+  std::lock_guard lock(mu_);
+  ids_.push_back(std::move(client));
+  if (ids_.size() > kKeep) {
+    ids_.pop_front();
+  }
+  added_.fetch_add(1, std::memory_order_release);
+}
+
+bool EndedClients::since(uint64_t& seen, std::vector<std::string>& out) const {
+  if (added_.load(std::memory_order_acquire) == seen) {
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  const uint64_t added = added_.load(std::memory_order_relaxed);
+  const uint64_t first = added - ids_.size();  // the number of ids_.front()
+  for (uint64_t n = std::max(seen, first); n < added; ++n) {
+    out.push_back(ids_[n - first]);
+  }
+  seen = added;
+  return true;
+}
+
+LegacySessions::LegacySessions(event_base* base, const core::Clock* clock, EndedClients* ended)
+    : base_(base),
+      clock_(clock),
+      ended_(ended),
+      ended_seen_(ended != nullptr ? ended->added() : 0) {}
 
 LegacySessions::~LegacySessions() = default;
 
@@ -92,13 +119,22 @@ LegacySessions::Era LegacySessions::era(const settings::Upstream& up) const {
   return u != nullptr && u->endpoints.size() == up.endpoints.size() ? u->era : Era::kUnknown;
 }
 
-size_t LegacySessions::pickEndpoint(const settings::Upstream& up) {
+size_t LegacySessions::pickEndpoint(const settings::Upstream& up, std::string_view client) {
+  if (const Client* c = findClient(client, up)) {
+    return c->index;
+  }
   Upstream& u = entry(up);
   return u.endpoints.empty() ? 0 : u.next++ % u.endpoints.size();
 }
 
-const LegacySessions::Session* LegacySessions::session(const settings::Upstream& up,
-                                                       size_t index) const {
+const LegacySessions::Session* LegacySessions::session(const settings::Upstream& up, size_t index,
+                                                       std::string_view client) const {
+  if (!client.empty()) {
+    const Client* c = findClient(client, up);
+    return c != nullptr && c->index == index && c->session.state == Session::State::kReady
+               ? &c->session
+               : nullptr;
+  }
   const Upstream* u = find(up);
   if (u == nullptr || index >= u->endpoints.size() ||
       u->endpoints[index].session.state != Session::State::kReady) {
@@ -107,7 +143,8 @@ const LegacySessions::Session* LegacySessions::session(const settings::Upstream&
   return &u->endpoints[index].session;
 }
 
-bool LegacySessions::wait(const settings::Upstream& up, size_t index, BridgeWaiter& w) {
+bool LegacySessions::wait(const settings::Upstream& up, size_t index, BridgeWaiter& w,
+                          std::string_view client) {
   Upstream& u = entry(up);
   if (index >= u.endpoints.size()) {
     return false;
@@ -118,9 +155,14 @@ bool LegacySessions::wait(const settings::Upstream& up, size_t index, BridgeWait
   if (up.era == settings::UpstreamEra::kLegacy) {
     u.era = Era::kLegacy;
   }
+  if (u.era == Era::kModern) {
+    return false;
+  }
+  if (u.era == Era::kLegacy && !client.empty()) {
+    return waitClient(std::string(client), up, index, w);
+  }
   Endpoint& e = u.endpoints[index];
-  if (u.era == Era::kModern ||
-      (u.era == Era::kLegacy && e.session.state == Session::State::kReady)) {
+  if (u.era == Era::kLegacy && e.session.state == Session::State::kReady) {
     return false;
   }
   e.waiters.push_back(&w);
@@ -140,12 +182,27 @@ void LegacySessions::leave(BridgeWaiter& w) noexcept {
       std::erase(e.waiters, &w);
     }
   }
+  for (auto& [id, ups] : clients_) {
+    for (auto& [name, c] : ups) {
+      std::erase(c.waiters, &w);
+    }
+  }
   for (std::vector<BridgeWaiter*>* list : notifying_) {
     std::replace(list->begin(), list->end(), &w, static_cast<BridgeWaiter*>(nullptr));
   }
 }
 
-void LegacySessions::expire(const settings::Upstream& up, size_t index, uint64_t generation) {
+void LegacySessions::expire(const settings::Upstream& up, size_t index, uint64_t generation,
+                            std::string_view client) {
+  if (!client.empty()) {
+    Client* c = findClient(client, up);
+    if (c != nullptr && c->index == index && c->session.generation == generation &&
+        c->session.state == Session::State::kReady) {
+      c->session.state = Session::State::kNone;
+      c->session.id.clear();
+    }
+    return;
+  }
   Upstream& u = entry(up);
   if (index >= u.endpoints.size()) {
     return;
@@ -337,24 +394,35 @@ void LegacySessions::closeOwn(uint64_t token, bool lost) noexcept {
     return;
   }
   Own& own = it->second;
-  if (own.handle != 0 && http_) {
-    http_->cancel(own.handle);
+  if (lost) {
+    own.session.state = Session::State::kNone;
   }
-  if (!lost && own.session.state == Session::State::kReady && !own.session.id.empty() && http_) {
-    // The 2025 end of a session: DELETE with its id (fire and forget; 405 is allowed).
-    client::Request req = requestTo(*own.up, own.index, {});
-    req.method = "DELETE";
-    req.body.clear();
-    req.content_type.clear();
-    req.headers.emplace_back("MCP-Protocol-Version", own.session.init.version);
-    req.headers.emplace_back("Mcp-Session-Id", own.session.id);
-    http_->send(std::move(req), [](client::Result&&) {});
-  }
+  endSession(own, *own.up, own.index);
   own_.erase(it);
 }
 
-void LegacySessions::answerServer(const settings::Upstream& up, size_t index, std::string body) {
-  if (const Session* s = session(up, index)) {
+// A session made for one user ends: a handshake in flight is cancelled, a ready session
+// gets DELETE, the 2025 end of a session (fire and forget; a server may answer 405).
+void LegacySessions::endSession(Handshaking& h, const settings::Upstream& up, size_t index) {
+  if (h.handle != 0 && http_) {
+    http_->cancel(h.handle);
+    h.handle = 0;
+  }
+  if (h.session.state == Session::State::kReady && !h.session.id.empty() && http_) {
+    client::Request req = requestTo(up, index, {});
+    req.method = "DELETE";
+    req.body.clear();
+    req.content_type.clear();
+    req.headers.emplace_back("MCP-Protocol-Version", h.session.init.version);
+    req.headers.emplace_back("Mcp-Session-Id", h.session.id);
+    http_->send(std::move(req), [](client::Result&&) {});
+  }
+  h.session.state = Session::State::kNone;
+}
+
+void LegacySessions::answerServer(const settings::Upstream& up, size_t index, std::string body,
+                                  std::string_view client) {
+  if (const Session* s = session(up, index, client)) {
     sendInSession(up, index, *s, std::move(body));
   }
 }
@@ -396,6 +464,10 @@ void LegacySessions::done(const std::string& key, size_t index, bool ok, const c
   // A waiter's callback may end other waiters (a fan-out done with its last part ends the
   // request that owns it): one that left meanwhile is skipped (leave() clears its entry).
   std::vector<BridgeWaiter*> waiters = std::exchange(e.waiters, {});
+  notify(waiters, ok, why);
+}
+
+void LegacySessions::notify(std::vector<BridgeWaiter*>& waiters, bool ok, const char* why) {
   notifying_.push_back(&waiters);
   for (BridgeWaiter*& w : waiters) {
     if (BridgeWaiter* next = std::exchange(w, nullptr)) {
@@ -403,6 +475,163 @@ void LegacySessions::done(const std::string& key, size_t index, bool ok, const c
     }
   }
   notifying_.pop_back();
+}
+
+// ---- a 2025-era client's own sessions -----------------------------------------------------
+
+LegacySessions::Client* LegacySessions::findClient(std::string_view client,
+                                                   const settings::Upstream& up) {
+  return const_cast<Client*>(std::as_const(*this).findClient(client, up));
+}
+
+const LegacySessions::Client* LegacySessions::findClient(std::string_view client,
+                                                         const settings::Upstream& up) const {
+  if (client.empty()) {
+    return nullptr;
+  }
+  const auto it = clients_.find(std::string(client));
+  if (it == clients_.end()) {
+    return nullptr;
+  }
+  const auto c = it->second.find(up.name);
+  return c == it->second.end() ? nullptr : &c->second;
+}
+
+bool LegacySessions::waitClient(const std::string& client, const settings::Upstream& up,
+                                size_t index, BridgeWaiter& w) {
+  Client& c = clients_[client][up.name];
+  std::vector<BridgeWaiter*> stale;
+  if (c.up && (c.up->endpoints.size() != up.endpoints.size() || c.up->path != up.path)) {
+    // A reload changed the upstream's endpoints: the old session ends, a new one is made.
+    stale = std::exchange(c.waiters, {});
+    endSession(c, *c.up, c.index);
+    c.up.reset();
+  }
+  if (!c.up) {
+    c.up = std::make_shared<const settings::Upstream>(up);
+    c.index = index;
+    if (!sweep_timer_) {
+      sweep_timer_ = event::makeTimer<LegacySessions, &LegacySessions::sweep>(base_, this);
+    }
+    if (sweep_timer_ && evtimer_pending(sweep_timer_.get(), nullptr) == 0) {
+      const timeval tv = event::toTimeval(kSweep);
+      evtimer_add(sweep_timer_.get(), &tv);
+    }
+  }
+  c.used = clock_->now();
+  bool waits = false;
+  if (c.session.state != Session::State::kReady) {
+    waits = true;
+    c.waiters.push_back(&w);
+    if (c.handle == 0) {
+      const std::string name = up.name;
+      handshake(
+          c.up, c.index,
+          [this, client, name]() -> Handshaking* {
+            auto it = clients_.find(client);
+            if (it == clients_.end()) {
+              return nullptr;
+            }
+            auto found = it->second.find(name);
+            return found == it->second.end() ? nullptr : &found->second;
+          },
+          [this, client, name](bool ok) { clientDone(client, name, ok); });
+    }
+  }
+  if (!stale.empty()) {
+    notify(stale, false, "the upstream's settings changed");
+  }
+  return waits;
+}
+
+void LegacySessions::clientDone(const std::string& client, const std::string& name, bool ok) {
+  auto it = clients_.find(client);
+  if (it == clients_.end()) {
+    return;
+  }
+  auto found = it->second.find(name);
+  if (found == it->second.end()) {
+    return;
+  }
+  Client& c = found->second;
+  c.used = clock_->now();
+  std::vector<BridgeWaiter*> waiters = std::exchange(c.waiters, {});
+  notify(waiters, ok, ok ? "" : "Bad Gateway: the 2025-era upstream could not be initialized");
+}
+
+void LegacySessions::hold(std::string_view client, const settings::Upstream& up, bool on) noexcept {
+  if (Client* c = findClient(client, up)) {
+    c->holds += on ? 1 : -1;
+    c->used = clock_->now();
+  }
+}
+
+void LegacySessions::closeClient(std::string_view client) {
+  if (client.empty()) {
+    return;
+  }
+  endClient(std::string(client), "Bad Gateway: the client's session ended");
+  if (ended_ != nullptr) {
+    ended_->add(std::string(client));
+  }
+}
+
+// Every session of `client` ends (DELETE to each); what waits for one hears `why`.
+void LegacySessions::endClient(const std::string& client, const char* why) {
+  auto it = clients_.find(client);
+  if (it == clients_.end()) {
+    return;
+  }
+  ClientUpstreams ups = std::move(it->second);
+  clients_.erase(it);
+  for (auto& [name, c] : ups) {
+    if (c.up) {
+      endSession(c, *c.up, c.index);
+      spdlog::debug("upstream '{}': a 2025-era client's session with it ended", name);
+    }
+    notify(c.waiters, false, why);
+  }
+}
+
+size_t LegacySessions::clientSessions() const noexcept {
+  size_t n = 0;
+  for (const auto& [id, ups] : clients_) {
+    n += ups.size();
+  }
+  return n;
+}
+
+// Once a second while clients hold sessions: the clients other workers saw end, and the
+// sessions idle for kClientIdle (no request, no stream, nothing in flight), end here.
+void LegacySessions::sweep() {
+  if (ended_ != nullptr) {
+    std::vector<std::string> ended;
+    if (ended_->since(ended_seen_, ended)) {
+      for (const std::string& id : ended) {
+        endClient(id, "Bad Gateway: the client's session ended");
+      }
+    }
+  }
+  const core::Nanos now = clock_->now();
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    ClientUpstreams& ups = it->second;
+    for (auto c = ups.begin(); c != ups.end();) {
+      Client& s = c->second;
+      if (s.holds <= 0 && s.handle == 0 && s.waiters.empty() && now - s.used >= kClientIdle) {
+        if (s.up) {
+          endSession(s, *s.up, s.index);
+        }
+        c = ups.erase(c);
+      } else {
+        ++c;
+      }
+    }
+    it = ups.empty() ? clients_.erase(it) : std::next(it);
+  }
+  if (!clients_.empty() && sweep_timer_) {
+    const timeval tv = event::toTimeval(kSweep);
+    evtimer_add(sweep_timer_.get(), &tv);
+  }
 }
 
 }  // namespace gw::proxy

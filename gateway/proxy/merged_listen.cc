@@ -39,9 +39,11 @@ std::string_view methodOf(std::string_view json) {
 
 bool MergedListen::start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
                          const settings::Route& route, std::string_view body,
-                         std::span<const http::Field> fields, ListenOwner* owner) {
+                         std::span<const http::Field> fields, ListenOwner* owner,
+                         std::string_view client) {
   close();
   w_ = &w;
+  client_.assign(client);
   s_ = std::move(s);
   route_ = &route;
   owner_ = owner;
@@ -157,15 +159,18 @@ bool MergedListen::bridgeOpen(Slot& slot) {
       return true;
     }
   }
-  if (slot.own == 0) {
+  if (!client_.empty()) {
+    if (!clientSession(slot)) {
+      return false;
+    }
+  } else if (slot.own == 0) {
     // A session of the stream's own, then the GET in it (onOwnSession opens it).
     slot.bridge_endpoint = ls.pickEndpoint(up);
     slot.bridge = Slot::Bridge::kWaiting;
     slot.own_ready = false;
     slot.own = ls.openOwn(up, slot.bridge_endpoint, slot);
     return false;
-  }
-  if (!slot.own_ready) {
+  } else if (!slot.own_ready) {
     return false;  // its handshake is still going
   }
   slot.bridge = Slot::Bridge::kOn;
@@ -221,7 +226,42 @@ void MergedListen::Slot::onOwnSession(bool ok, const LegacySession* session) {
   m.open(*this);
 }
 
+// A 2025-era client's stream: the GET goes in the client's session with the upstream
+// (made when first needed). True: it is up; false: waiting (onBridgeReady opens the
+// stream), or it could not be had (ended).
+bool MergedListen::clientSession(Slot& slot) {
+  LegacySessions& ls = w_->legacySessions();
+  const settings::Upstream& up = upstreamOf(slot);
+  slot.bridge_endpoint = ls.pickEndpoint(up, client_);  // the session's, once it has one
+  if (ls.wait(up, slot.bridge_endpoint, slot, client_)) {
+    slot.bridge = Slot::Bridge::kWaiting;
+    return false;
+  }
+  const LegacySession* session = ls.session(up, slot.bridge_endpoint, client_);
+  if (session == nullptr) {
+    slot.bridge = Slot::Bridge::kOff;
+    ended(slot, true);
+    return false;
+  }
+  if (!slot.held) {
+    ls.hold(client_, up, true);
+    slot.held = true;
+  }
+  slot.bridge_version = session->init.version;
+  slot.bridge_session = session->id;
+  slot.bridge_generation = session->generation;
+  return true;
+}
+
 void MergedListen::dropOwn(Slot& slot, bool lost) noexcept {
+  if (slot.held && w_ != nullptr) {
+    const settings::Upstream& up = upstreamOf(slot);
+    if (lost) {
+      w_->legacySessions().expire(up, slot.bridge_endpoint, slot.bridge_generation, client_);
+    }
+    w_->legacySessions().hold(client_, up, false);
+    slot.held = false;
+  }
   if (slot.own != 0 && w_ != nullptr) {
     w_->legacySessions().closeOwn(slot.own, lost);
   }
@@ -338,7 +378,12 @@ void MergedListen::Slot::onEvent(std::string_view event, std::string_view data) 
     }
     if (mcp::bridge::serverRequest(data, id)) {
       // Sampling, elicitation, roots, ping: refused in the session, never relayed.
-      m.w_->legacySessions().answerOwn(own, mcp::bridge::refusalFor(id));
+      if (held) {
+        m.w_->legacySessions().answerServer(m.upstreamOf(*this), bridge_endpoint,
+                                            mcp::bridge::refusalFor(id), m.client_);
+      } else {
+        m.w_->legacySessions().answerOwn(own, mcp::bridge::refusalFor(id));
+      }
       return;
     }
     // Only the list changes asked for: a 2025 server sends what it likes on its stream

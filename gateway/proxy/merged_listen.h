@@ -61,10 +61,12 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   MergedListen& operator=(const MergedListen&) = delete;
   ~MergedListen() { close(); }
 
-  // False: no timer could be had.
+  // False: no timer could be had. `client`: a 2025-era client's front session id (its GET
+  // stream): a 2025-era upstream's stream is then opened in that client's session with it
+  // (LegacySessions), not in one of the stream's own.
   bool start(ProxyContext& w, std::shared_ptr<const settings::Settings> s,
              const settings::Route& route, std::string_view body,
-             std::span<const http::Field> fields, ListenOwner* owner);
+             std::span<const http::Field> fields, ListenOwner* owner, std::string_view client = {});
   void close() noexcept;
   // The client drained below its low mark: paused upstream reads go on.
   void resume();
@@ -94,8 +96,10 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
     void onEvent(std::string_view event, std::string_view data) noexcept override;
     void onBridgeReady(bool ok, const char* why) override;
     void onOwnSession(bool ok, const LegacySession* session) override;
-    uint64_t own = 0;        // its session of its own (LegacySessions::openOwn; 0: none)
-    bool own_ready = false;  // that session is up
+    uint64_t own = 0;                // its session of its own (LegacySessions::openOwn; 0: none)
+    bool own_ready = false;          // that session is up
+    bool held = false;               // it holds the client's session (LegacySessions::hold)
+    uint64_t bridge_generation = 0;  // that session's generation (LegacySessions::expire)
   };
 
   void open(Slot& slot);
@@ -103,8 +107,10 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   // the GET in its session) goes out now; false when it waits or failed (ended).
   bool bridgeOpen(Slot& slot);
   void leaveBridge(Slot& slot) noexcept;
-  // The slot's own session is over (closed with DELETE unless the server `lost` it).
+  // The slot's own session is over (closed with DELETE unless the server `lost` it); or,
+  // for a client's stream, the slot lets the client's session go (dropped when `lost`).
   void dropOwn(Slot& slot, bool lost) noexcept;
+  bool clientSession(Slot& slot);
   const settings::Upstream& upstreamOf(const Slot& slot) const noexcept;
   void ended(Slot& slot, bool failed);
   void firstAnswer(Slot& slot);
@@ -129,6 +135,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   std::shared_ptr<const settings::Settings> s_;
   const settings::Route* route_ = nullptr;
   ListenOwner* owner_ = nullptr;
+  std::string client_;  // start()'s `client`
   std::string body_;
   federation::ListenFilter filter_;  // what body_ asks for (a 2025 stream's filter and ack)
   OwnedFields fields_;

@@ -66,6 +66,8 @@ struct Shared : downstream::Shared {
   // Local rate-limit buckets, shared by every worker; they survive reloads.
   std::unique_ptr<ratelimit::LocalLimiter> limiter;
   metrics::Registry metrics;
+  // 2025-era clients of federated routes whose sessions ended (legacy_sessions.h).
+  EndedClients ended_clients;
 
  private:
   mutable std::mutex access_log_mu;
@@ -100,7 +102,8 @@ struct ProxyContext {
 
   LegacySessions& legacySessions() {
     if (!legacy_sessions) {
-      legacy_sessions = std::make_unique<LegacySessions>(base);
+      legacy_sessions = std::make_unique<LegacySessions>(
+          base, clock, shared != nullptr ? &shared->ended_clients : nullptr);
     }
     return *legacy_sessions;
   }

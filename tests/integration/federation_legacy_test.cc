@@ -8,6 +8,9 @@
 
 #include <catch.hpp>
 #include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -332,9 +335,19 @@ routes:
   }
   CHECK(got);
 
-  // The stream had a session of its own (a 2025 SDK server allows one standalone stream per
-  // session); it ends with DELETE when the client goes.
+  // The stream is in the client's own session with the server (a 2025 SDK server allows one
+  // standalone stream per session); it ends with DELETE when the client's session ends — not
+  // when its stream closes.
   c.close();
+  std::this_thread::sleep_for(Ms(300));
+  for (const RecordedRequest& q : old.requests()) {
+    CHECK(q.requestLine().rfind("DELETE ", 0) != 0);
+  }
+  Response del = fetch(gw.port(),
+                       "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "MCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: " +
+                           session + "\r\nConnection: close\r\n\r\n");
+  CHECK(del.status == 200);
   bool deleted = false;
   for (int i = 0; i < 50 && !deleted; ++i) {
     for (const RecordedRequest& q : old.requests()) {
@@ -346,4 +359,160 @@ routes:
     }
   }
   CHECK(deleted);
+}
+
+namespace {
+
+// A 2025-only server that opens a new session (s-1, s-2, …) on every initialize, answers a
+// request in a session it ended (DELETE) or never opened with 404, lists one tool `t`, and
+// answers tools/call with the session it came in.
+struct SessionLedger {
+  std::mutex mu;
+  int opened = 0;
+  std::set<std::string> live;
+};
+
+UpstreamScript perSessionServer(std::shared_ptr<SessionLedger> ledger) {
+  return [ledger](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(15000))) {
+      const std::string sid = req->header("Mcp-Session-Id").value_or("");
+      std::string body;
+      std::string sid_field;
+      int status = 200;
+      {
+        std::lock_guard lock(ledger->mu);
+        if (has(req->body, "\"initialize\"")) {
+          sid_field = "s-" + std::to_string(++ledger->opened);
+          ledger->live.insert(sid_field);
+          body = R"({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18",)"
+                 R"("capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}})";
+        } else if (ledger->live.count(sid) == 0) {
+          status = 404;
+          body =
+              R"({"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}})";
+        } else if (req->requestLine().rfind("DELETE ", 0) == 0) {
+          ledger->live.erase(sid);
+        } else if (has(req->body, "\"method\"") && !has(req->body, "\"id\"")) {
+          status = 202;  // notifications/initialized
+        } else if (has(req->body, "\"tools/list\"")) {
+          body =
+              R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}})";
+        } else {
+          body = R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"in )" +
+                 sid + R"("}]}})";
+        }
+      }
+      std::string r =
+          "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n";
+      if (!sid_field.empty()) {
+        r += "Mcp-Session-Id: " + sid_field + "\r\n";
+      }
+      r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      if (!c.send(r)) {
+        return;
+      }
+    }
+  };
+}
+
+// The session a call's answer names ("in s-N"), or "".
+std::string sessionOf(const std::string& body) {
+  const size_t at = body.find("in s-");
+  if (at == std::string::npos) {
+    return "";
+  }
+  size_t end = at + 5;
+  while (end < body.size() && body[end] >= '0' && body[end] <= '9') {
+    ++end;
+  }
+  return body.substr(at + 3, end - at - 3);
+}
+
+}  // namespace
+
+TEST_CASE("federation: each 2025-era client gets its own sessions with 2025-era upstreams",
+          "[federation][legacy][bridge]") {
+  auto ledger = std::make_shared<SessionLedger>();
+  RawUpstream modern(modernServer("a"));
+  RawUpstream old(perSessionServer(ledger));
+  // Two workers: a client's requests may land on either, and its DELETE on one of them.
+  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+workers: 2
+upstreams:
+  - name: a
+    endpoints: ["${A}"]
+  - name: old
+    endpoints: ["${B}"]
+    era: legacy
+routes:
+  - name: default
+    upstreams: [a, old]
+    names: prefix
+)",
+             {{"A", modern.address()}, {"B", old.address()}});
+  const std::string version = "MCP-Protocol-Version: 2025-06-18\r\n";
+  auto initialize = [&]() {
+    const std::string init = rpc(
+        "initialize", 1,
+        R"({"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}})");
+    Response r = fetch(gw.port(), legacyPost(init, ""));
+    INFO("initialize: " << r.head << r.body << "\ngateway stderr:\n" << gw.process().stderrText());
+    REQUIRE(r.status == 200);
+    return r.header("Mcp-Session-Id").value_or("");
+  };
+  auto call = [&](const std::string& session, int id) {
+    Response r = fetch(gw.port(),
+                       legacyPost(rpc("tools/call", id, R"({"name":"old__t"})"), version, session));
+    INFO("tools/call: " << r.head << r.body << "\ngateway stderr:\n" << gw.process().stderrText());
+    CHECK(r.status == 200);
+    return sessionOf(r.body);
+  };
+  const std::string first = initialize();
+  const std::string second = initialize();
+  REQUIRE(first != second);
+
+  // Each client's calls go in sessions of its own (one per worker its requests reach), made
+  // at its first call there; no session carries both clients' calls.
+  std::set<std::string> firsts;
+  std::set<std::string> seconds;
+  for (int i = 0; i < 5; ++i) {  // new connections: either worker
+    firsts.insert(call(first, 10 + i));
+    seconds.insert(call(second, 20 + i));
+  }
+  CHECK(firsts.count("") == 0);
+  CHECK(seconds.count("") == 0);
+  CHECK(firsts.size() <= 2);  // at most one per worker
+  CHECK(seconds.size() <= 2);
+  for (const std::string& sid : firsts) {
+    CHECK(seconds.count(sid) == 0);
+  }
+  // The route's shared list (the call's owner lookup) went in neither client's sessions.
+  for (const RecordedRequest& q : old.requests()) {
+    if (has(q.body, "\"tools/list\"")) {
+      const std::string sid = q.header("Mcp-Session-Id").value_or("");
+      CHECK(firsts.count(sid) == 0);
+      CHECK(seconds.count(sid) == 0);
+    }
+  }
+
+  // The first client's DELETE ends its sessions on every worker, and no other client's.
+  Response del = fetch(gw.port(), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + version +
+                                      "Mcp-Session-Id: " + first + "\r\nConnection: close\r\n\r\n");
+  CHECK(del.status == 200);
+  auto liveCount = [&](const std::set<std::string>& ids) {
+    std::lock_guard lock(ledger->mu);
+    size_t n = 0;
+    for (const std::string& sid : ids) {
+      n += ledger->live.count(sid);
+    }
+    return n;
+  };
+  for (int i = 0; i < 60 && liveCount(firsts) != 0; ++i) {
+    std::this_thread::sleep_for(Ms(100));
+  }
+  CHECK(liveCount(firsts) == 0);
+  CHECK(liveCount(seconds) == seconds.size());
+  const std::string after = call(second, 30);  // its sessions go on
+  CHECK_FALSE(after.empty());
+  CHECK(firsts.count(after) == 0);
 }
