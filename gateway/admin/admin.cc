@@ -199,12 +199,30 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
     g.exchanges = shared.streams.load(std::memory_order_relaxed);
     g.draining = shared.draining.load(std::memory_order_relaxed);
     reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", shared.metrics.scrape(g));
-  } else if (path == "/federation") {
-    reply(req, 200, "OK", kJson, federationJson(*snap) + "\n");
-  } else if (path == "/pins") {
-    // tool_pinning: every pin and pending change (mode off: just that).
-    reply(req, 200, "OK", kJson,
-          (snap->pins ? snap->pins->json() : std::string("{\"mode\":\"off\"}")) + "\n");
+  } else if (path == "/federation" || path == "/pins") {
+    // Per server (?server=NAME; not needed with one server).
+    filters::ExplainInput in;
+    std::string error;
+    const char* query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    const filters::Snapshot* server = nullptr;
+    if (!filters::parseExplainQuery(query != nullptr ? query : "", in, error)) {
+      reply(req, 400, "Bad Request", kJson, errorJson(error));
+      return;
+    }
+    if (!in.method.empty() || in.name || in.body || !in.params.empty() || !in.headers.empty()) {
+      reply(req, 400, "Bad Request", kJson, errorJson("only 'server' (or host and path) here"));
+      return;
+    }
+    server = filters::explainServer(*snap, in, error);
+    if (server == nullptr) {
+      reply(req, 400, "Bad Request", kJson, errorJson(error));
+    } else if (path == "/federation") {
+      reply(req, 200, "OK", kJson, federationJson(*server) + "\n");
+    } else {
+      // tool_pinning: every pin and pending change (mode off: just that).
+      reply(req, 200, "OK", kJson,
+            (server->pins ? server->pins->json() : std::string("{\"mode\":\"off\"}")) + "\n");
+    }
   } else if (path == "/config") {
     reply(req, 200, "OK", kJson, filters::configJson(*snap, &shared.bound) + "\n");
   } else if (path == "/explain") {

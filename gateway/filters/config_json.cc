@@ -92,6 +92,61 @@ void tlsJson(Json& j, const settings::Settings& s) {
   j.close('}');
 }
 
+void mcpJson(Json& j, const settings::Mcp& m) {
+  j.key("mcp").open('{');
+  j.key("protocol_versions").strings(m.protocol_versions);
+  j.key("legacy").str(m.legacy == settings::LegacyMode::kReject ? "reject" : "passthrough");
+  j.key("verify_body").boolean(m.verify_body);
+  j.key("allowed_origins").strings(m.allowed_origins);
+  j.key("allowed_hosts").strings(m.allowed_hosts);
+  j.key("max_param_headers").num(m.max_param_headers);
+  j.key("sse_keepalive_ms").num(ms(m.sse_keepalive));
+  j.close('}');
+}
+
+void routesJson(Json& j, const settings::Settings& s, const policy::PolicySet& policy) {
+  j.key("routes").open('[');
+  for (const auto& r : s.routes) {
+    j.open('{');
+    j.key("name").str(r.name);
+    j.key("match");
+    if (r.has_match) {
+      j.open('{');
+      if (r.match.method) {
+        j.key("method").str(*r.match.method);
+      }
+      if (r.match.name) {
+        j.key("name").str(*r.match.name);
+      }
+      j.key("params");
+      globPairs(j, r.match.params);
+      j.key("headers");
+      globPairs(j, r.match.headers);
+      j.close('}');
+    } else {
+      j.raw("null");
+    }
+    j.key("upstream").str(r.upstream);
+    if (r.federated()) {
+      j.key("upstreams").strings(r.upstreams);
+      j.key("names").str(r.names == settings::FederationNames::kPrefix ? "prefix" : "keep");
+    }
+    j.key("legacy").boolean(r.legacy);
+    j.key("verify_body");
+    if (r.verify_body) {
+      j.boolean(*r.verify_body);
+    } else {
+      j.raw("null");
+    }
+    // What applies, not only the route's own key: the policy and "no policy files" decide too.
+    const CredentialForwarding fc = credentialForwarding(r, policy, s);
+    j.key("forward_credentials").boolean(fc.forward);
+    j.key("forward_credentials_source").str(fc.source);
+    j.close('}');
+  }
+  j.close(']');
+}
+
 void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
                   const policy::PolicySet& policy) {
   std::optional<std::string> file_admin;
@@ -147,15 +202,7 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   j.key("max_buffered_answer_bytes").num(l.max_buffered_answer_bytes);
   j.key("max_connections_per_client").num(l.max_connections_per_client);
   j.close('}');
-  j.key("mcp").open('{');
-  j.key("protocol_versions").strings(s.mcp.protocol_versions);
-  j.key("legacy").str(s.mcp.legacy == settings::LegacyMode::kReject ? "reject" : "passthrough");
-  j.key("verify_body").boolean(s.mcp.verify_body);
-  j.key("allowed_origins").strings(s.mcp.allowed_origins);
-  j.key("allowed_hosts").strings(s.mcp.allowed_hosts);
-  j.key("max_param_headers").num(s.mcp.max_param_headers);
-  j.key("sse_keepalive_ms").num(ms(s.mcp.sse_keepalive));
-  j.close('}');
+  mcpJson(j, s.mcp);
   j.key("trusted_proxies").strings(s.trusted_proxies_text);
   j.key("upstreams").open('[');
   for (const auto& u : s.upstreams) {
@@ -205,46 +252,7 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
     j.close('}');
   }
   j.close(']');
-  j.key("routes").open('[');
-  for (const auto& r : s.routes) {
-    j.open('{');
-    j.key("name").str(r.name);
-    j.key("match");
-    if (r.has_match) {
-      j.open('{');
-      if (r.match.method) {
-        j.key("method").str(*r.match.method);
-      }
-      if (r.match.name) {
-        j.key("name").str(*r.match.name);
-      }
-      j.key("params");
-      globPairs(j, r.match.params);
-      j.key("headers");
-      globPairs(j, r.match.headers);
-      j.close('}');
-    } else {
-      j.raw("null");
-    }
-    j.key("upstream").str(r.upstream);
-    if (r.federated()) {
-      j.key("upstreams").strings(r.upstreams);
-      j.key("names").str(r.names == settings::FederationNames::kPrefix ? "prefix" : "keep");
-    }
-    j.key("legacy").boolean(r.legacy);
-    j.key("verify_body");
-    if (r.verify_body) {
-      j.boolean(*r.verify_body);
-    } else {
-      j.raw("null");
-    }
-    // What applies, not only the route's own key: the policy and "no policy files" decide too.
-    const CredentialForwarding fc = credentialForwarding(r, policy, s);
-    j.key("forward_credentials").boolean(fc.forward);
-    j.key("forward_credentials_source").str(fc.source);
-    j.close('}');
-  }
-  j.close(']');
+  routesJson(j, s, policy);
   j.key("policy_files").strings(s.policy_files);
   j.key("access_log").str(s.access_log.path);
   j.key("log_level").str(s.log_level);
@@ -365,6 +373,22 @@ std::string configJson(const Snapshot& snap, const Bound* bound) {
   j.open('{');
   settingsJson(j, s, *bound, *snap.policy);
   policyJson(j, *snap.policy);
+  // servers: each server's own endpoint, hosts, mcp, routes and policy (the top level's are
+  // then empty).
+  j.key("servers").open('[');
+  for (const auto& sv : snap.servers) {
+    const settings::Settings& v = *sv->settings;
+    j.open('{');
+    j.key("name").str(v.server_name);
+    j.key("endpoint").str(v.endpoint);
+    j.key("hosts").strings(v.hosts);
+    mcpJson(j, v.mcp);
+    routesJson(j, v, *sv->policy);
+    j.key("policy_files").strings(v.policy_files);
+    policyJson(j, *sv->policy);
+    j.close('}');
+  }
+  j.close(']');
   j.close('}');
   return j.take();
 }

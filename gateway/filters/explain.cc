@@ -314,13 +314,20 @@ bool addExplainField(std::string_view key, std::string_view value, ExplainInput&
     out.headers.emplace_back("Authorization", "Bearer " + std::string(value));
   } else if (key == "body") {
     out.body = std::string(value);
+  } else if (key == "server") {
+    out.server = std::string(value);
+  } else if (key == "host") {
+    out.host = std::string(value);
+  } else if (key == "path") {
+    out.path = std::string(value);
   } else if (key.starts_with("param.") && key.size() > 6) {
     out.params.emplace_back(key.substr(6), value);
   } else if (key.starts_with("header.") && key.size() > 7) {
     out.headers.emplace_back(key.substr(7), value);
   } else {
     error = "unknown explain input '" + std::string(key.substr(0, 64)) +
-            "' (expected method, name, version, token, body, param.<Name>, header.<Name>)";
+            "' (expected method, name, version, token, body, server, host, path, param.<Name>, "
+            "header.<Name>)";
     return false;
   }
   return true;
@@ -397,8 +404,65 @@ bool parseExplainJson(std::string_view json, ExplainInput& out, std::string& err
   return true;
 }
 
+namespace {
+
+core::Result<std::string> explainOn(const Snapshot& snap, const ExplainInput& in,
+                                    const ratelimit::LocalLimiter* limiter);
+
+std::string serverNames(const Snapshot& root) {
+  std::string names;
+  for (const Snapshot* sv : root.everyServer()) {
+    names += names.empty() ? "" : ", ";
+    names += sv->name();
+  }
+  return names;
+}
+
+}  // namespace
+
+const Snapshot* explainServer(const Snapshot& root, const ExplainInput& in, std::string& error) {
+  if (in.server) {
+    if (const Snapshot* sv = root.server(*in.server)) {
+      return sv;
+    }
+    error = "no server '" + in.server->substr(0, 64) + "' (servers: " + serverNames(root) + ")";
+    return nullptr;
+  }
+  if (in.host || in.path) {
+    const std::string path = in.path.value_or(root.servers.empty() ? root.settings->endpoint : "");
+    if (const Snapshot* sv = root.select(in.host.value_or(""), path);
+        sv != nullptr && (sv != &root || path == root.settings->endpoint)) {
+      return sv;
+    }
+    error = "no server answers host '" + in.host.value_or("").substr(0, 64) + "' and path '" +
+            path.substr(0, 64) + "' (servers: " + serverNames(root) + ")";
+    return nullptr;
+  }
+  if (root.servers.empty()) {
+    return &root;
+  }
+  if (root.servers.size() == 1) {
+    return root.servers.front().get();
+  }
+  error =
+      "name the server to ask: server=NAME, or host and path (servers: " + serverNames(root) + ")";
+  return nullptr;
+}
+
 core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
                                   const ratelimit::LocalLimiter* limiter) {
+  std::string error;
+  const Snapshot* server = explainServer(snap, in, error);
+  if (server == nullptr) {
+    return core::fail(error);
+  }
+  return explainOn(*server, in, limiter);
+}
+
+namespace {
+
+core::Result<std::string> explainOn(const Snapshot& snap, const ExplainInput& in,
+                                    const ratelimit::LocalLimiter* limiter) {
   const settings::Settings& s = *snap.settings;
   std::string version = in.protocol_version.value_or(
       s.mcp.protocol_versions.empty() ? std::string() : s.mcp.protocol_versions.front());
@@ -509,5 +573,7 @@ core::Result<std::string> explain(const Snapshot& snap, const ExplainInput& in,
   }
   return render(snap, ctx, forward, results);
 }
+
+}  // namespace
 
 }  // namespace gw::filters

@@ -24,6 +24,11 @@ struct ExplainInput {
   std::optional<std::string> protocol_version;               // absent: the first trusted version
   std::optional<std::string> body;  // absent: built from method, name, params
   std::string client_ip = "127.0.0.1";
+  // servers: which server is asked — by name, or as a request would select it (its Host
+  // and path). None of them: the only server (an error when there are several).
+  std::optional<std::string> server;
+  std::optional<std::string> host;
+  std::optional<std::string> path;
 };
 
 // Reads the admin POST body: {"method": "...", "name": "...", "params": {"Region": "..."},
@@ -41,6 +46,9 @@ bool addExplainField(std::string_view key, std::string_view value, ExplainInput&
 // addExplainField. Empty pairs are skipped. False with `error` on a pair without '=', a
 // malformed %-escape, or what addExplainField refuses.
 bool parseExplainQuery(std::string_view query, ExplainInput& out, std::string& error);
+
+// The server an explain input asks about (ExplainInput::server/host/path); null with `error`.
+const Snapshot* explainServer(const Snapshot& root, const ExplainInput& in, std::string& error);
 
 // The decision as a JSON object (one line). `limiter` may be null (no bucket state: every
 // local limit reports "allowed": null). A decision to reject is an answer, not an error. The

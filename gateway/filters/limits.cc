@@ -48,7 +48,14 @@ void collectFor(const RequestContext& ctx, const mcp::McpHeaders* m, std::vector
     }
     LimitCheck c;
     c.spec = &spec;
-    c.key = spec.name;
+    c.key.clear();
+    if (ctx.snapshot->settings->named_server) {
+      // One bucket set per server: two servers' limits of one name never share a bucket
+      // (the Redis key carries the server's name too).
+      c.key = ctx.snapshot->settings->server_name;
+      c.key += kSep;
+    }
+    c.key += spec.name;
     for (const std::string& part : spec.key) {
       appendPart(ctx, m, part, c.key);
     }

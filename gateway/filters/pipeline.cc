@@ -159,11 +159,7 @@ FilterStatus transportStage(RequestContext& ctx) noexcept {
     if (const policy::ResourceMetadata* m = detail::metadataFor(*ctx.snapshot, head.path)) {
       return detail::metadataReply(ctx, *m);
     }
-    ctx.reply = LocalReply{};
-    ctx.reply.status = 404;
-    ctx.reply.json_rpc = false;
-    ctx.reply.text = "not found\n";
-    ctx.reply.reason = "not_found";
+    notFound(ctx);
     return FilterStatus::kLocalReply;
   }
   if (const http::HeaderField* origin = http::findField(head.fields, "origin")) {
@@ -449,6 +445,12 @@ const char* paramCheckName(ParamCheck c) noexcept {
       break;
   }
   return "not_checked";
+}
+
+void notFound(RequestContext& ctx) {
+  setReply(ctx, 404, mcp::code::kInvalidRequest, "Not Found: no MCP server at this path",
+           "not_found", false);
+  ctx.reply.id = mcp::RequestId::null();
 }
 
 void setReply(RequestContext& ctx, int status, int code, std::string message, const char* reason,

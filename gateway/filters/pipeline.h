@@ -43,6 +43,10 @@ void setReply(RequestContext& ctx, int status, int code, std::string message, co
 
 using mcp::renderReplyBody;
 
+// 404 -32600 "Not Found: no MCP server at this path": a path no server answers (with
+// `servers:`, for the request's Host), never forwarded.
+void notFound(RequestContext& ctx);
+
 // The answer to a request whose MCP-Protocol-Version the gateway does not speak (or that has
 // none): 400, -32022 (-32020 when absent), data {"supported":[…mcp.protocol_versions],
 // "requested":…}, so the client can retry with one it has.

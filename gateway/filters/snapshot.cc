@@ -3,8 +3,10 @@
 
 #include "gateway/filters/snapshot.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,18 +36,130 @@ federation::RouteCatalog* Snapshot::catalogOf(const settings::Route& r) const no
   return c != nullptr ? c->get() : nullptr;
 }
 
-std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
-                                               std::shared_ptr<mcp::SchemaCache> schemas,
-                                               std::vector<settings::Diagnostic>& errors,
-                                               std::shared_ptr<federation::Registry> federation,
-                                               std::shared_ptr<pins::Book> pins) {
-  settings::LoadResult r = settings::loadFile(config_path);
-  if (!r.errors.empty()) {
-    errors = std::move(r.errors);
-    return nullptr;
+namespace {
+
+// The Host value without its port, for comparison with servers[].hosts (lowercase).
+std::string_view hostName(std::string_view host) noexcept {
+  if (host.starts_with('[')) {
+    const size_t close = host.find(']');
+    return close == std::string_view::npos ? host : host.substr(0, close + 1);
   }
-  auto policy = policy::PolicySet::load(r.settings->policy_files, errors);
-  if (!errors.empty() || !policy) {
+  const size_t colon = host.rfind(':');
+  return colon == std::string_view::npos ? host : host.substr(0, colon);
+}
+
+bool equalsLower(std::string_view text, std::string_view lower) noexcept {
+  if (text.size() != lower.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (c != lower[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// How well `hosts` takes `host`: 0 an exact name, 1 a wildcard, 2 "any" (no hosts), 3 not.
+int hostRank(const std::vector<std::string>& hosts, std::string_view host) noexcept {
+  if (hosts.empty()) {
+    return 2;
+  }
+  int rank = 3;
+  for (const std::string& h : hosts) {
+    if (h.starts_with("*.")) {
+      const std::string_view suffix = std::string_view(h).substr(1);  // ".example.com"
+      if (host.size() > suffix.size() &&
+          equalsLower(host.substr(host.size() - suffix.size()), suffix)) {
+        rank = std::min(rank, 1);
+      }
+    } else if (equalsLower(host, h)) {
+      return 0;
+    }
+  }
+  return rank;
+}
+
+}  // namespace
+
+const Snapshot* Snapshot::select(std::string_view host, std::string_view path) const noexcept {
+  if (servers.empty()) {
+    return this;
+  }
+  const std::string_view name = hostName(host);
+  constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
+  const Snapshot* best = nullptr;
+  int best_rank = 3;
+  for (const auto& sv : servers) {
+    if (sv->settings->endpoint != path) {
+      continue;
+    }
+    const int rank = hostRank(sv->settings->hosts, name);
+    if (rank < best_rank) {
+      best = sv.get();
+      best_rank = rank;
+    }
+  }
+  if (best != nullptr || !path.starts_with(kWellKnown)) {
+    return best;
+  }
+  // RFC 9728 metadata: the path-inserted form names its server by endpoint (or by its
+  // resource's path); the root form only when one server on this host has metadata.
+  const std::string_view rest = path.substr(kWellKnown.size());
+  size_t root_count = 0;
+  const Snapshot* root_best = nullptr;
+  for (const auto& sv : servers) {
+    const policy::ResourceMetadata* m = sv->policy->resourceMetadata();
+    const int rank = hostRank(sv->settings->hosts, name);
+    if (m == nullptr || rank == 3) {
+      continue;
+    }
+    if (rest.empty()) {
+      ++root_count;
+      root_best = sv.get();
+    } else if ((rest == sv->settings->endpoint || path == m->well_known_path) && rank < best_rank) {
+      best = sv.get();
+      best_rank = rank;
+    }
+  }
+  return rest.empty() ? (root_count == 1 ? root_best : nullptr) : best;
+}
+
+std::vector<const Snapshot*> Snapshot::everyServer() const {
+  if (servers.empty()) {
+    return {this};
+  }
+  std::vector<const Snapshot*> out;
+  for (const auto& sv : servers) {
+    out.push_back(sv.get());
+  }
+  return out;
+}
+
+const Snapshot* Snapshot::server(std::string_view name) const noexcept {
+  if (servers.empty()) {
+    return settings && settings->server_name == name ? this : nullptr;
+  }
+  for (const auto& sv : servers) {
+    if (sv->settings->server_name == name) {
+      return sv.get();
+    }
+  }
+  return nullptr;
+}
+
+// One server's snapshot: its policy files, pins store, route table and catalogs, with what
+// it learned before (`learned`; null members: new).
+std::shared_ptr<Snapshot> Snapshot::compile(std::shared_ptr<const settings::Settings> settings,
+                                            Learned learned,
+                                            std::vector<settings::Diagnostic>& errors) {
+  const size_t errors_before = errors.size();
+  auto policy = policy::PolicySet::load(settings->policy_files, errors);
+  if (errors.size() != errors_before || !policy) {
     return nullptr;
   }
   const policy::ToolPinning& pinning = policy->toolPinning();
@@ -59,20 +173,22 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
           settings::Diagnostic{pinning.file, pinning.line, 1, "tool_pinning.store: " + error});
       return nullptr;
     }
-    if (pins && pins->path() == pinning.store) {
-      pins->replace(pinning, std::move(store), existed);
-      book = std::move(pins);
+    if (learned.pins && learned.pins->path() == pinning.store) {
+      learned.pins->replace(pinning, std::move(store), existed);
+      book = std::move(learned.pins);
     } else {
       book = std::make_shared<pins::Book>(pinning, std::move(store), existed);
     }
   }
   auto snap = std::make_shared<Snapshot>();
   snap->pins = std::move(book);
-  snap->routes = router::RouteTable::compile(*r.settings);
-  snap->settings = std::move(r.settings);
+  snap->routes = router::RouteTable::compile(*settings);
+  snap->settings = std::move(settings);
   snap->policy = std::move(policy);
-  snap->schemas = schemas ? std::move(schemas) : std::make_shared<mcp::SchemaCache>();
-  snap->federation = federation ? std::move(federation) : std::make_shared<federation::Registry>();
+  snap->schemas =
+      learned.schemas ? std::move(learned.schemas) : std::make_shared<mcp::SchemaCache>();
+  snap->federation =
+      learned.federation ? std::move(learned.federation) : std::make_shared<federation::Registry>();
   std::vector<std::pair<std::string, std::vector<std::string>>> federated;
   for (const settings::Route& route : snap->settings->routes) {
     if (route.federated()) {
@@ -83,6 +199,103 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
     }
   }
   snap->federation->retain(federated);
+  return snap;
+}
+
+std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
+                                               std::shared_ptr<mcp::SchemaCache> schemas,
+                                               std::vector<settings::Diagnostic>& errors,
+                                               std::shared_ptr<federation::Registry> federation,
+                                               std::shared_ptr<pins::Book> pins) {
+  settings::LoadResult r = settings::loadFile(config_path);
+  if (!r.errors.empty()) {
+    errors = std::move(r.errors);
+    return nullptr;
+  }
+  if (!r.settings->servers.empty()) {
+    return loadServers(std::move(r.settings), nullptr, errors);
+  }
+  return compile(std::move(r.settings),
+                 Learned{std::move(schemas), std::move(federation), std::move(pins)}, errors);
+}
+
+std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
+                                               const Snapshot* previous,
+                                               std::vector<settings::Diagnostic>& errors) {
+  settings::LoadResult r = settings::loadFile(config_path);
+  if (!r.errors.empty()) {
+    errors = std::move(r.errors);
+    return nullptr;
+  }
+  if (!r.settings->servers.empty()) {
+    return loadServers(std::move(r.settings), previous, errors);
+  }
+  const Snapshot* before =
+      previous != nullptr ? previous->server(r.settings->server_name) : nullptr;
+  Learned learned;
+  if (before != nullptr) {
+    learned = Learned{before->schemas, before->federation, before->pins};
+  }
+  return compile(std::move(r.settings), std::move(learned), errors);
+}
+
+// With `servers:`: one snapshot per server, each carrying over what the running server of
+// the same name learned; the root itself has no routes and an allow-all policy.
+std::shared_ptr<const Snapshot> Snapshot::loadServers(
+    std::shared_ptr<const settings::Settings> root, const Snapshot* previous,
+    std::vector<settings::Diagnostic>& errors) {
+  auto snap = std::make_shared<Snapshot>();
+  std::vector<std::string_view> stores;  // pins stores, one server each
+  for (const auto& view : root->servers) {
+    const Snapshot* before = previous != nullptr ? previous->server(view->server_name) : nullptr;
+    Learned learned;
+    if (before != nullptr) {
+      learned = Learned{before->schemas, before->federation, before->pins};
+    }
+    auto sv = compile(view, std::move(learned), errors);
+    if (!sv) {
+      continue;
+    }
+    // Each server is its own OAuth protected resource: its resource is its endpoint's URL.
+    if (const policy::ResourceMetadata* m = sv->policy->resourceMetadata()) {
+      const size_t scheme = m->resource.find("://");
+      const size_t slash =
+          scheme == std::string::npos ? std::string::npos : m->resource.find('/', scheme + 3);
+      const std::string_view rpath = slash == std::string::npos
+                                         ? std::string_view("/")
+                                         : std::string_view(m->resource).substr(slash);
+      if (rpath != view->endpoint) {
+        errors.push_back(settings::Diagnostic{
+            m->file, m->line, 1,
+            "identity.resource_metadata.resource '" + m->resource + "' of server '" +
+                view->server_name + "' must have the server's endpoint " + view->endpoint +
+                " as its path"});
+      }
+    }
+    if (sv->pins) {
+      const std::string& store = sv->pins->path();
+      for (size_t i = 0; i < stores.size(); ++i) {
+        if (stores[i] == store) {
+          const policy::ToolPinning& p = sv->policy->toolPinning();
+          errors.push_back(settings::Diagnostic{
+              p.file, p.line, 1,
+              "tool_pinning.store " + store + " is already the store of server '" +
+                  snap->servers[i]->settings->server_name + "'; each server needs its own"});
+        }
+      }
+    }
+    stores.push_back(sv->pins ? std::string_view(sv->pins->path()) : std::string_view{});
+    snap->servers.push_back(std::move(sv));
+  }
+  if (!errors.empty()) {
+    return nullptr;
+  }
+  std::vector<settings::Diagnostic> none;
+  snap->policy = policy::PolicySet::load({}, none);
+  snap->routes = router::RouteTable::compile(*root);
+  snap->settings = std::move(root);
+  snap->schemas = std::make_shared<mcp::SchemaCache>();
+  snap->federation = std::make_shared<federation::Registry>();
   return snap;
 }
 

@@ -12,6 +12,9 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "gateway/federation/registry.h"
 #include "gateway/mcp/schema.h"
@@ -43,6 +46,22 @@ struct Snapshot {
   // stays the same. (Its settings are the policy's ToolPinning: compiled config.)
   std::shared_ptr<pins::Book> pins;
 
+  // servers: (issue #27). The root snapshot — the one published — holds one compiled snapshot
+  // per server, each with its own routes, policy, schemas, federation state and pins; a
+  // request runs on the one select() gives it. Without `servers:` the root is the only
+  // server ("default") and `servers` is empty.
+  std::vector<std::shared_ptr<const Snapshot>> servers;
+  const std::string& name() const noexcept { return settings->server_name; }
+  // The server a request with this Host and path is for: the one whose endpoint is the path
+  // (or, for the RFC 9728 well-known paths, whose metadata it names) and whose hosts match
+  // the Host — an exact name before a wildcard before "any". Null: none (404). The root
+  // without servers answers every request itself (its stages answer other paths).
+  const Snapshot* select(std::string_view host, std::string_view path) const noexcept;
+  // Every server: `servers`, or the root itself.
+  std::vector<const Snapshot*> everyServer() const;
+  // The server named `name` (null: none).
+  const Snapshot* server(std::string_view name) const noexcept;
+
   // The catalog of a federated route of these settings (null otherwise).
   federation::RouteCatalog* catalogOf(const settings::Route& r) const noexcept;
   const std::shared_ptr<federation::RouteCatalog>* catalogFor(
@@ -60,6 +79,24 @@ struct Snapshot {
       std::vector<settings::Diagnostic>& errors,
       std::shared_ptr<federation::Registry> federation = nullptr,
       std::shared_ptr<pins::Book> pins = nullptr);
+  // The same, carrying over what `previous` (the running root; null: none) learned, server
+  // by server (by name).
+  static std::shared_ptr<const Snapshot> load(const std::string& config_path,
+                                              const Snapshot* previous,
+                                              std::vector<settings::Diagnostic>& errors);
+
+ private:
+  struct Learned {
+    std::shared_ptr<mcp::SchemaCache> schemas;
+    std::shared_ptr<federation::Registry> federation;
+    std::shared_ptr<pins::Book> pins;
+  };
+  static std::shared_ptr<Snapshot> compile(std::shared_ptr<const settings::Settings> settings,
+                                           Learned learned,
+                                           std::vector<settings::Diagnostic>& errors);
+  static std::shared_ptr<const Snapshot> loadServers(std::shared_ptr<const settings::Settings> root,
+                                                     const Snapshot* previous,
+                                                     std::vector<settings::Diagnostic>& errors);
 };
 
 // The published snapshot; workers load it per request (lock-free).

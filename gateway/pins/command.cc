@@ -38,6 +38,7 @@ int command(int argc, char** argv, SnapshotLoader load) {
     return kUsage;
   }
   std::string path;
+  std::string server;
   std::string upstream;
   std::string tool;
   bool all = false;
@@ -50,6 +51,8 @@ int command(int argc, char** argv, SnapshotLoader load) {
       json = true;
     } else if (i + 1 < argc && (a == "-c" || a == "--config")) {
       path = argv[++i];
+    } else if (i + 1 < argc && a == "--server") {
+      server = argv[++i];
     } else if (i + 1 < argc && a == "--upstream" && sub == "approve") {
       upstream = argv[++i];
     } else if (i + 1 < argc && a == "--tool" && sub == "approve") {
@@ -64,9 +67,22 @@ int command(int argc, char** argv, SnapshotLoader load) {
   if (path.empty() || (sub == "approve" && !one && !whole_upstream && !everything)) {
     return kUsage;
   }
-  auto snap = load(path);
-  if (!snap) {
+  auto root = load(path);
+  if (!root) {
     return 1;
+  }
+  // servers: the named server's pins (--server; not needed with one server).
+  const filters::Snapshot* snap = root.get();
+  if (!server.empty() || !root->servers.empty()) {
+    snap = !server.empty()             ? root->server(server)
+           : root->servers.size() == 1 ? root->servers.front().get()
+                                       : nullptr;
+    if (snap == nullptr) {
+      std::fprintf(stderr, "mcp-gateway pins: %s\n",
+                   server.empty() ? "several servers: name one with --server NAME"
+                                  : ("no server '" + server + "'").c_str());
+      return 1;
+    }
   }
   const policy::ToolPinning& cfg = snap->policy->toolPinning();
   if (cfg.mode == policy::ToolPinning::Mode::kOff) {

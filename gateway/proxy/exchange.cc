@@ -52,6 +52,18 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   forwarded_ = false;
   fwd_.reset();
   fed_.reset();
+  if (!snap_->servers.empty()) {
+    // servers: the request runs on the server its Host and path select (the root stays
+    // owned: the selected snapshot lives in it).
+    if (const filters::Snapshot* server = snap_->select(head.host, head.path)) {
+      snap_ = std::shared_ptr<const filters::Snapshot>(snap_, server);
+      ctx_.snapshot = server;
+    } else if (refused == nullptr) {
+      filters::notFound(ctx_);
+      sendLocalReply();
+      return;
+    }
+  }
   if (refused != nullptr) {
     local().error(refused->status, refused->code, refused->message, refused->outcome,
                   refused->retry_after_s);

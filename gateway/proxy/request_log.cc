@@ -129,6 +129,15 @@ void Exchange::logAccess() {
   } else {
     line += "null";
   }
+  // The server the request ran on (null: with `servers:`, none answers its Host and path).
+  line += ",\"server\":";
+  if (snap_->servers.empty()) {
+    line += '"';
+    mcp::appendJsonEscaped(line, settings().server_name);
+    line += '"';
+  } else {
+    line += "null";
+  }
   line += ",\"route\":";
   if (ctx_.route) {
     line += '"';

@@ -82,7 +82,18 @@ void start(Attempts& all, Attempt& a, const std::string& ip, uint16_t port) {
 std::vector<UnreachableEndpoint> probeFederatedRoutes(const settings::Settings& s,
                                                       std::chrono::milliseconds timeout) {
   Attempts all;
+  // servers: every server's routes (each view holds the shared upstreams at the same indexes).
+  std::vector<const settings::Route*> routes;
   for (const settings::Route& r : s.routes) {
+    routes.push_back(&r);
+  }
+  for (const auto& view : s.servers) {
+    for (const settings::Route& r : view->routes) {
+      routes.push_back(&r);
+    }
+  }
+  for (const settings::Route* route : routes) {
+    const settings::Route& r = *route;
     for (size_t idx : r.upstream_indexes) {
       for (const config::Address& e : s.upstreams[idx].endpoints) {
         auto [it, fresh] = all.by_address.try_emplace({e.ip, e.port});
@@ -134,7 +145,8 @@ std::vector<UnreachableEndpoint> probeFederatedRoutes(const settings::Settings& 
     }
   }
   std::vector<UnreachableEndpoint> out;
-  for (const settings::Route& r : s.routes) {
+  for (const settings::Route* route : routes) {
+    const settings::Route& r = *route;
     for (size_t idx : r.upstream_indexes) {
       const settings::Upstream& u = s.upstreams[idx];
       for (const config::Address& e : u.endpoints) {

@@ -114,8 +114,7 @@ Server::~Server() = default;
 void Server::reload() {
   auto old = shared_.snapshot.load();
   std::vector<settings::Diagnostic> errors;
-  auto next =
-      filters::Snapshot::load(config_path_, old->schemas, errors, old->federation, old->pins);
+  auto next = filters::Snapshot::load(config_path_, old.get(), errors);
   if (!next) {
     for (const auto& d : errors) {
       spdlog::error("reload: {}", d.str());
@@ -213,20 +212,32 @@ void Server::watchFiles() {
     watcher_ = std::make_unique<FileWatcher>(
         main_base_,
         [this](const std::set<std::string>& changed) {
-          // The gateway's own write of the pins store is not a change to reload for.
-          const auto& pins = shared_.snapshot.load()->pins;
-          if (pins && changed.size() == 1 &&
-              *changed.begin() == std::filesystem::path(pins->path()).filename().string() &&
-              pins->isOwnWrite()) {
-            return;
+          // The gateway's own write of a pins store is not a change to reload for.
+          if (changed.size() == 1) {
+            const auto snap = shared_.snapshot.load();
+            for (const filters::Snapshot* sv : snap->everyServer()) {
+              const auto& pins = sv->pins;
+              if (pins &&
+                  *changed.begin() == std::filesystem::path(pins->path()).filename().string() &&
+                  pins->isOwnWrite()) {
+                return;
+              }
+            }
           }
           spdlog::info("config files changed; reloading");
           reload();
         },
         kWatchDebounce);
   }
+  const auto snap = shared_.snapshot.load();
   std::vector<std::string> files{s->source_file};
-  files.insert(files.end(), s->policy_files.begin(), s->policy_files.end());
+  for (const filters::Snapshot* sv : snap->everyServer()) {
+    const auto& policies = sv->settings->policy_files;
+    files.insert(files.end(), policies.begin(), policies.end());
+    if (sv->pins) {
+      files.push_back(sv->pins->path());  // `mcp-gateway pins approve` rewrites it
+    }
+  }
   if (s->tls) {
     // A renewed certificate (cert-manager, certbot) is picked up like a config edit.
     for (const std::string* f : {&s->tls->cert, &s->tls->key, &s->tls->client_ca}) {
@@ -234,9 +245,6 @@ void Server::watchFiles() {
         files.push_back(*f);
       }
     }
-  }
-  if (const auto& pins = shared_.snapshot.load()->pins) {
-    files.push_back(pins->path());  // `mcp-gateway pins approve` rewrites it
   }
   if (s->admin_auth) {
     files.push_back(s->admin_auth->token_file);  // a rotated token (a Secret's update) applies

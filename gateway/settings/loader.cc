@@ -4,7 +4,8 @@
 // problem; every error is collected with file:line:column (1-based) and the snapshot is only
 // produced when there are none. This file walks the top level, limits, mcp and policies;
 // admin_auth.cc admin_auth (reading its token file); routes.cc the upstreams (their `headers`
-// expanded from the environment) and routes; listen_tls.cc the `tls` block.
+// expanded from the environment) and routes; listen_tls.cc the `tls` block; servers.cc
+// `servers`.
 
 #include <unistd.h>
 
@@ -44,7 +45,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "trusted_proxies",
                                          "federation",
                                          "admin_auth",
-                                         "tls"};
+                                         "tls",
+                                         "servers"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
@@ -194,6 +196,11 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       walkTls(e, s);
     }
   }
+  if (const Entry* servers = find(top, "servers")) {
+    walkServers(*servers, top, s);  // after upstreams: its routes name them
+  } else {
+    checkRoutes(s);
+  }
   if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&
       s.admin->ip == s.listen.ip) {
     error(valueMark(*find(top, "admin")), "'admin' must not use the same address as 'listen'");
@@ -210,7 +217,6 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
               " (not loopback) without admin_auth; set admin_auth.token_file or bind admin to "
               "127.0.0.1");
   }
-  checkRoutes(s);
 }
 
 void Loader::walkFederation(const Entry& fe, Federation& f) {
@@ -347,7 +353,11 @@ void Loader::walkLimits(const Entry& le, Limits& l) {
 }
 
 void Loader::walkMcp(const Entry& me, Mcp& m) {
-  for (const Entry& e : entries(me.value, me.key_node.Mark(), kMcpKeys, me.path)) {
+  walkMcp(me, m, kMcpKeys);
+}
+
+void Loader::walkMcp(const Entry& me, Mcp& m, Keys allowed) {
+  for (const Entry& e : entries(me.value, me.key_node.Mark(), allowed, me.path)) {
     if (e.key == "protocol_versions") {
       std::vector<std::string> v;
       if (readStringList(e, v)) {

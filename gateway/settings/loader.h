@@ -45,6 +45,7 @@ class Loader : public config::Walker {
   void walkTop(const YAML::Node& root, Settings& s);
   void walkFederation(const Entry& fe, Federation& f);
   void walkLimits(const Entry& le, Limits& l);
+  void walkMcp(const Entry& me, Mcp& m, Keys allowed);
   void walkMcp(const Entry& me, Mcp& m);
   void walkAllowedHosts(const Entry& e, Mcp& m);
   void walkTrustedProxies(const Entry& e, Settings& s);
@@ -65,8 +66,17 @@ class Loader : public config::Walker {
   void walkMatch(const Entry& me, RouteMatch& m);
   void readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
   void walkRoutes(const Entry& re, Settings& s);
-  void checkRoutes(Settings& s);
+  void checkRoutes(Settings& s, bool warn_unused = true);
   void warnUnusedUpstreams(Settings& s);
+  void warnUnusedUpstreams(Settings& s, const std::vector<const Settings*>& users);
+
+  // servers.cc
+  void walkServers(const Entry& se, const std::vector<Entry>& top, Settings& s);
+  void walkServer(const YAML::Node& node, const std::string& path, const YAML::Mark& where,
+                  const Settings& root, std::shared_ptr<Settings>& out,
+                  std::vector<YAML::Mark>& endpoint_marks);
+  void walkServerMcp(const Entry& me, Mcp& m);
+  void readServerHosts(const Entry& e, std::vector<std::string>& out);
 
   std::string source_;  // the file's absolute, normalized path
   std::filesystem::path base_dir_;

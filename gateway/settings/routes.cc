@@ -384,7 +384,7 @@ void Loader::walkRoutes(const Entry& re, Settings& s) {
   }
   size_t i = 0;
   for (const YAML::Node& node : re.value) {
-    std::string prefix = "routes[" + std::to_string(i++) + "]";
+    std::string prefix = re.path + "[" + std::to_string(i++) + "]";
     std::vector<Entry> es = entries(node, re.key_node.Mark(), kRouteKeys, prefix);
     if (!node.IsMap()) {
       continue;
@@ -468,7 +468,7 @@ void Loader::walkRoutes(const Entry& re, Settings& s) {
 }
 
 // Checks that need every upstream and route: references, the default route's position.
-void Loader::checkRoutes(Settings& s) {
+void Loader::checkRoutes(Settings& s, bool warn_unused) {
   const Route* default_route = nullptr;
   size_t default_line = 0;
   for (size_t i = 0; i < s.routes.size() && i < route_refs_.size(); ++i) {
@@ -525,22 +525,32 @@ void Loader::checkRoutes(Settings& s) {
       default_line = static_cast<size_t>(ref.name_mark.line + 1);
     }
   }
-  warnUnusedUpstreams(s);
+  if (warn_unused) {
+    warnUnusedUpstreams(s);
+  }
 }
 
 // An upstream no route names, in `upstream:` or in a federated route's `upstreams:`, gets no
 // request: most often a route was forgotten or names another upstream by mistake. Only a
 // warning, so a file can keep a spare upstream ready for a later route.
 void Loader::warnUnusedUpstreams(Settings& s) {
+  warnUnusedUpstreams(s, {&s});
+}
+
+// The same over every server's routes (`users`): an upstream is used when any server's
+// route names it.
+void Loader::warnUnusedUpstreams(Settings& s, const std::vector<const Settings*>& users) {
   std::vector<bool> used(s.upstreams.size(), false);
-  for (const Route& r : s.routes) {
-    for (const std::string& name : r.upstreams) {
-      if (int idx = s.upstreamIndex(name); idx >= 0) {
+  for (const Settings* u : users) {
+    for (const Route& r : u->routes) {
+      for (const std::string& name : r.upstreams) {
+        if (int idx = s.upstreamIndex(name); idx >= 0) {
+          used[static_cast<size_t>(idx)] = true;
+        }
+      }
+      if (int idx = s.upstreamIndex(r.upstream); idx >= 0) {
         used[static_cast<size_t>(idx)] = true;
       }
-    }
-    if (int idx = s.upstreamIndex(r.upstream); idx >= 0) {
-      used[static_cast<size_t>(idx)] = true;
     }
   }
   for (size_t i = 0; i < s.upstreams.size() && i < upstream_marks_.size(); ++i) {

@@ -192,6 +192,17 @@ struct AccessLog {
 struct Settings {
   Address listen{"127.0.0.1", 8080, "127.0.0.1:8080", "127.0.0.1"};
   std::string endpoint = "/mcp";
+  // servers: (issue #27): several MCP servers on one gateway. Each is a view of these
+  // settings — the top level with the server's endpoint, hosts, routes, policies and `mcp`
+  // overrides (upstreams, federation, limits and the rest are shared) — held in `servers`.
+  // Without `servers:` the settings are the one server, named "default", and `servers` is
+  // empty; with it, the top level has no routes or policies of its own.
+  std::string server_name = "default";
+  bool named_server = false;  // a view from `servers:` (its name keys its rate-limit buckets)
+  // The Host names the server answers (lowercase; exact, or "*.example.com" for any name
+  // under example.com); empty: any host mcp.allowed_hosts lets in.
+  std::vector<std::string> hosts;
+  std::vector<std::shared_ptr<const Settings>> servers;
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
   std::optional<AdminAuth> admin_auth;  // none: the admin listener must be on loopback

@@ -288,9 +288,10 @@ void runRow(const Row& row, const Config& config) {
   if (final_st == kReply) {
     CHECK(r.status == want.status);
     CHECK(std::string(r.reason) == want.reason);
-    if (want.code == 0) {
-      CHECK_FALSE(r.json_rpc);
-      CHECK(r.text == "not found\n");
+    if (want.code == 0) {  // no MCP server at this path
+      CHECK(r.json_rpc);
+      CHECK(r.code == -32600);
+      CHECK(r.message == "Not Found: no MCP server at this path");
     } else {
       CHECK(r.json_rpc);
       CHECK(r.code == want.code);
