@@ -5,8 +5,11 @@
 // document and challenges), and rate-limit buckets. Raw upstreams stand for the servers so
 // the test sees which request reached which.
 
+#include <signal.h>
+
 #include <catch.hpp>
 #include <ctime>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -258,4 +261,75 @@ servers:
   INFO(r.head << r.body << gw.process().stderrText());
   CHECK(r.status == 200);
   CHECK(has(r.body, R"("resource":"https://mcp.example.com/github/mcp")"));
+}
+
+TEST_CASE("servers: the admin endpoints and reload see each server", "[servers][admin]") {
+  RawUpstream a(namedServer("a"));
+  RawUpstream b(namedServer("b"));
+  TempDir dir;
+  REQUIRE(writeFile(dir.file("deny.yaml"),
+                    "rules:\n"
+                    "  - name: no-deletes\n"
+                    "    match: { method: tools/call, name: \"delete_*\" }\n"
+                    "    action: deny\n"
+                    "default: allow\n"));
+  const std::string head = R"(listen: "127.0.0.1:${PORT}"
+admin: "127.0.0.1:0"
+workers: 1
+upstreams:
+  - { name: a, endpoints: ["${A}"] }
+  - { name: b, endpoints: ["${B}"] }
+servers:
+  - name: strict
+    endpoint: /strict/mcp
+    routes: [ { name: all, upstream: a } ]
+    policies: ["${DIR}/deny.yaml"]
+  - name: open
+    endpoint: /open/mcp
+    routes: [ { name: all, upstream: b } ]
+)";
+  Gateway gw(head, {{"A", a.address()}, {"B", b.address()}, {"DIR", dir.path()}});
+  const uint16_t admin = gw.adminPort();
+
+  Response config = adminGet(admin, "/config");
+  CHECK(config.status == 200);
+  CHECK(has(config.body, R"("servers":[{"name":"strict","endpoint":"/strict/mcp")"));
+  CHECK(has(config.body, R"({"name":"open","endpoint":"/open/mcp")"));
+
+  // explain asks one server: by name, or by host and path as a request is selected.
+  Response strict = adminGet(admin, "/explain?method=tools/call&name=delete_x&server=strict");
+  INFO(strict.body);
+  CHECK(strict.status == 200);
+  CHECK(has(strict.body, R"("decision":"reject")"));
+  Response open = adminGet(admin, "/explain?method=tools/call&name=delete_x&path=/open/mcp");
+  INFO(open.body);
+  CHECK(open.status == 200);
+  CHECK(has(open.body, R"("decision":"forward")"));
+  Response none = adminGet(admin, "/explain?method=tools/call&name=x");
+  CHECK(none.status == 400);
+  CHECK(has(none.body, "strict, open"));
+  CHECK(adminGet(admin, "/explain?method=tools/call&server=nope").status == 400);
+  CHECK(adminGet(admin, "/federation?server=open").status == 200);
+  CHECK(adminGet(admin, "/pins?server=strict").status == 200);
+  CHECK(adminGet(admin, "/pins").status == 400);
+
+  // The rule holds on its server only.
+  CHECK(fetch(gw.port(), post("/strict/mcp", "h", "tools/call", "delete_x")).status == 403);
+  CHECK(fetch(gw.port(), post("/open/mcp", "h", "tools/call", "delete_x")).status == 200);
+
+  // A reload adds a server (and keeps the others).
+  REQUIRE(writeFile(gw.configPath(),
+                    std::regex_replace(gw.configText(), std::regex("servers:\n"),
+                                       "servers:\n  - name: added\n    endpoint: /added/mcp\n"
+                                       "    routes: [ { name: all, upstream: b } ]\n")));
+  REQUIRE(kill(gw.pid(), SIGHUP) == 0);
+  bool added = false;
+  for (int i = 0; i < 50 && !added; ++i) {
+    added = fetch(gw.port(), post("/added/mcp", "h", "tools/call", "t")).status == 200;
+    if (!added) {
+      std::this_thread::sleep_for(Ms(100));
+    }
+  }
+  CHECK(added);
+  CHECK(fetch(gw.port(), post("/strict/mcp", "h", "tools/call", "delete_x")).status == 403);
 }
