@@ -207,21 +207,29 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
                                                std::vector<settings::Diagnostic>& errors,
                                                std::shared_ptr<federation::Registry> federation,
                                                std::shared_ptr<pins::Book> pins) {
-  settings::LoadResult r = settings::loadFile(config_path);
-  if (!r.errors.empty()) {
-    errors = std::move(r.errors);
-    return nullptr;
-  }
-  if (!r.settings->servers.empty()) {
-    return loadServers(std::move(r.settings), nullptr, errors);
-  }
-  return compile(std::move(r.settings),
-                 Learned{std::move(schemas), std::move(federation), std::move(pins)}, errors);
+  return loadFrom(config_path, nullptr,
+                  Learned{std::move(schemas), std::move(federation), std::move(pins)}, errors);
 }
 
 std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
                                                const Snapshot* previous,
                                                std::vector<settings::Diagnostic>& errors) {
+  return loadFrom(config_path, previous, Learned{}, errors);
+}
+
+// What the running server `name` of `previous` learned (`fallback` when there is none).
+Snapshot::Learned Snapshot::learnedFrom(const Snapshot* previous, std::string_view name,
+                                        Learned fallback) {
+  const Snapshot* before = previous != nullptr ? previous->server(name) : nullptr;
+  return before != nullptr ? Learned{before->schemas, before->federation, before->pins}
+                           : std::move(fallback);
+}
+
+// The file, compiled: one server with what `previous`'s server of its name learned (else
+// `learned`), or, with `servers:`, each server likewise.
+std::shared_ptr<const Snapshot> Snapshot::loadFrom(const std::string& config_path,
+                                                   const Snapshot* previous, Learned learned,
+                                                   std::vector<settings::Diagnostic>& errors) {
   settings::LoadResult r = settings::loadFile(config_path);
   if (!r.errors.empty()) {
     errors = std::move(r.errors);
@@ -230,12 +238,7 @@ std::shared_ptr<const Snapshot> Snapshot::load(const std::string& config_path,
   if (!r.settings->servers.empty()) {
     return loadServers(std::move(r.settings), previous, errors);
   }
-  const Snapshot* before =
-      previous != nullptr ? previous->server(r.settings->server_name) : nullptr;
-  Learned learned;
-  if (before != nullptr) {
-    learned = Learned{before->schemas, before->federation, before->pins};
-  }
+  learned = learnedFrom(previous, r.settings->server_name, std::move(learned));
   return compile(std::move(r.settings), std::move(learned), errors);
 }
 
@@ -247,11 +250,7 @@ std::shared_ptr<const Snapshot> Snapshot::loadServers(
   auto snap = std::make_shared<Snapshot>();
   std::vector<std::string_view> stores;  // pins stores, one server each
   for (const auto& view : root->servers) {
-    const Snapshot* before = previous != nullptr ? previous->server(view->server_name) : nullptr;
-    Learned learned;
-    if (before != nullptr) {
-      learned = Learned{before->schemas, before->federation, before->pins};
-    }
+    Learned learned = learnedFrom(previous, view->server_name, Learned{});
     auto sv = compile(view, std::move(learned), errors);
     if (!sv) {
       continue;

@@ -94,6 +94,10 @@ struct Snapshot {
   static std::shared_ptr<Snapshot> compile(std::shared_ptr<const settings::Settings> settings,
                                            Learned learned,
                                            std::vector<settings::Diagnostic>& errors);
+  static Learned learnedFrom(const Snapshot* previous, std::string_view name, Learned fallback);
+  static std::shared_ptr<const Snapshot> loadFrom(const std::string& config_path,
+                                                  const Snapshot* previous, Learned learned,
+                                                  std::vector<settings::Diagnostic>& errors);
   static std::shared_ptr<const Snapshot> loadServers(std::shared_ptr<const settings::Settings> root,
                                                      const Snapshot* previous,
                                                      std::vector<settings::Diagnostic>& errors);

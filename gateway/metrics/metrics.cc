@@ -266,45 +266,46 @@ std::string Registry::scrape(const Gauges& g) const {
     // labels never change after insertion.
   }
   std::vector<prometheus::MetricFamily> fams;
+  fams.push_back(
+      histogramFamily("mcp_server_operation_duration_seconds",
+                      "MCP request or notification duration as the gateway's clients see it",
+                      {"server", "route", "mcp_method_name", "gen_ai_tool_name",
+                       "http_response_status_code", "error_type"},
+                      server));
   fams.push_back(histogramFamily(
-      "mcp_server_operation_duration_seconds",
-      "MCP request or notification duration as the gateway's clients see it",
-      {"route", "mcp_method_name", "gen_ai_tool_name", "http_response_status_code", "error_type"},
-      server));
-  fams.push_back(histogramFamily("mcp_client_operation_duration_seconds",
-                                 "Duration of one upstream attempt, request sent to answer done",
-                                 {"upstream", "mcp_method_name", "gen_ai_tool_name", "error_type"},
-                                 client));
+      "mcp_client_operation_duration_seconds",
+      "Duration of one upstream attempt, request sent to answer done",
+      {"server", "upstream", "mcp_method_name", "gen_ai_tool_name", "error_type"}, client));
   fams.push_back(counterFamily("mcp_gateway_rejections_total",
                                "Requests the gateway answered itself or could not complete",
-                               {"reason"}, rejections));
+                               {"server", "reason"}, rejections));
   fams.push_back(counterFamily(
       "mcp_gateway_federation_list_fetches_total",
       "Answers of each upstream of a federated route to a list, discover or notification "
       "fan-out, by outcome (ok, timeout, connect_failed, rpc_error, ...)",
-      {"route", "upstream", "mcp_method_name", "outcome"}, fed_fetches));
+      {"server", "route", "upstream", "mcp_method_name", "outcome"}, fed_fetches));
   fams.push_back(counterFamily("mcp_gateway_federation_conflicts",
                                "Names listed by two upstreams of a federated route (each counted "
                                "once; the first upstream in 'upstreams' keeps it)",
-                               {"route"}, fed_conflicts));
+                               {"server", "route"}, fed_conflicts));
   fams.push_back(counterFamily("mcp_gateway_federation_items_dropped_total",
                                "List items dropped from an upstream's answer because no client "
                                "could take them (no string name, control characters, a "
                                "non-object inputSchema, a repeated name, ...), by reason",
-                               {"upstream", "reason"}, fed_dropped));
+                               {"server", "upstream", "reason"}, fed_dropped));
   fams.push_back(counterFamily("mcp_gateway_list_answers_refused_total",
                                "List answers the gateway had to read whole (visibility, tool "
                                "pinning, a names: prefix legacy view) and refused with 502/503 "
                                "instead of relaying them unread, by reason",
-                               {"reason"}, lists_refused));
+                               {"server", "reason"}, lists_refused));
   fams.push_back(counterFamily("mcp_gateway_policy_decisions_total",
                                "Policy decisions by rule or rate limit, decision and mode (an "
                                "audit-mode one says what enforcing it would have done)",
-                               {"rule", "decision", "mode"}, decisions));
+                               {"server", "rule", "decision", "mode"}, decisions));
   fams.push_back(counterFamily("mcp_gateway_tool_pin_changes_total",
                                "Tool definitions recorded as awaiting approval (tool_pinning): "
                                "changed from their pin, or new after the store existed",
-                               {"upstream", "change"}, pin_changes));
+                               {"server", "upstream", "change"}, pin_changes));
   fams.push_back(scalar("mcp_gateway_received_bytes_total", "Bytes read from clients",
                         MetricType::Counter, static_cast<double>(in.count)));
   fams.push_back(scalar("mcp_gateway_sent_bytes_total", "Bytes written to clients",

@@ -118,28 +118,32 @@ bool validToolName(std::string_view name) noexcept;
 
 // Everything one worker records.
 struct WorkerMetrics {
-  // route, mcp_method_name, gen_ai_tool_name, http_response_status_code, error_type
-  Family server_ops{5};
-  // upstream, mcp_method_name, gen_ai_tool_name, error_type
-  Family client_ops{4};
-  // reason
-  Family rejections{1};
-  // route, upstream, mcp_method_name, outcome: each upstream's answer to a federated list,
-  // discover or notification fan-out ("ok" or why it was left out)
-  Family federation_fetches{4};
-  // route: names two upstreams of a federated route list (hidden from all but the first)
-  Family federation_conflicts{1};
-  // upstream, reason (federation::itemFaultName): list items dropped from an upstream's answer
-  // because no client could take them (issue #24), on federated routes and filtered lists
-  Family federation_items_dropped{2};
-  // reason (answer_too_large | answer_buffer_full | list_unreadable): list answers the gateway
-  // had to read whole and refused instead of relaying them unread
-  Family list_answers_refused{1};
-  // rule, decision (allow | deny), mode (enforce | audit): each rule that decided a request,
-  // each audit-mode rule that matched, each rate limit that applied (issue #16)
-  Family policy_decisions{3};
-  // upstream, change (changed | new): tool definitions recorded as awaiting approval
-  Family tool_pin_changes{2};
+  // Every request metric's first label is `server` (issue #27: the server the request ran
+  // on; "default" without `servers:`, "" for a request no server took).
+  // server, route, mcp_method_name, gen_ai_tool_name, http_response_status_code, error_type
+  Family server_ops{6};
+  // server, upstream, mcp_method_name, gen_ai_tool_name, error_type
+  Family client_ops{5};
+  // server, reason
+  Family rejections{2};
+  // server, route, upstream, mcp_method_name, outcome: each upstream's answer to a federated
+  // list, discover or notification fan-out ("ok" or why it was left out)
+  Family federation_fetches{5};
+  // server, route: names two upstreams of a federated route list (hidden from all but the
+  // first)
+  Family federation_conflicts{2};
+  // server, upstream, reason (federation::itemFaultName): list items dropped from an
+  // upstream's answer because no client could take them (issue #24), on federated routes and
+  // filtered lists
+  Family federation_items_dropped{3};
+  // server, reason (answer_too_large | answer_buffer_full | list_unreadable): list answers the
+  // gateway had to read whole and refused instead of relaying them unread
+  Family list_answers_refused{2};
+  // server, rule, decision (allow | deny), mode (enforce | audit): each rule that decided a
+  // request, each audit-mode rule that matched, each rate limit that applied (issue #16)
+  Family policy_decisions{4};
+  // server, upstream, change (changed | new): tool definitions recorded as awaiting approval
+  Family tool_pin_changes{3};
   Cell bytes_in;   // request bytes read from clients (heads and bodies)
   Cell bytes_out;  // response bytes written to clients
   Cell connections_accepted;

@@ -295,7 +295,7 @@ void FanOut::onUpstreamData(upstream::Http1Upstream& from, evbuffer* src, size_t
   }
   if (!slot.hold.take(w_->shared->buffered_answer_bytes, s_->limits.max_buffered_answer_bytes, n)) {
     slot.over_budget = true;
-    w_->metrics->list_answers_refused.at({"answer_buffer_full"}).add(1);
+    w_->metrics->list_answers_refused.at({s_->server_name, "answer_buffer_full"}).add(1);
     evbuffer_drain(src, n);
     from.pauseReading();
     slot.finish_pending = true;  // left out on the next turn, not after the whole answer
@@ -450,15 +450,15 @@ void FanOut::pageDone(Slot& slot) {
   finishSlot(slot, true, "ok", {});
 }
 
-void reportDroppedItems(ProxyContext& w, std::string_view upstream, federation::ListKind kind,
-                        const federation::ItemDrops& dropped) {
+void reportDroppedItems(ProxyContext& w, std::string_view server, std::string_view upstream,
+                        federation::ListKind kind, const federation::ItemDrops& dropped) {
   if (dropped.total() == 0) {
     return;
   }
   for (size_t i = 0; i < federation::kItemFaults; ++i) {
     if (dropped.count[i] > 0) {
       w.metrics->federation_items_dropped
-          .at({upstream, federation::itemFaultName(static_cast<federation::ItemFault>(i))})
+          .at({server, upstream, federation::itemFaultName(static_cast<federation::ItemFault>(i))})
           .add(dropped.count[i]);
     }
   }

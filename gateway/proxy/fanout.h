@@ -50,8 +50,8 @@ class OwnedFields {
 // Items dropped from `upstream`'s list answer because no client could take them (issue #24):
 // one warning naming the faults, and mcp_gateway_federation_items_dropped_total{upstream,
 // reason}. Nothing when none was dropped.
-void reportDroppedItems(ProxyContext& w, std::string_view upstream, federation::ListKind kind,
-                        const federation::ItemDrops& dropped);
+void reportDroppedItems(ProxyContext& w, std::string_view server, std::string_view upstream,
+                        federation::ListKind kind, const federation::ItemDrops& dropped);
 
 class FanOutDone {
  public:

@@ -114,16 +114,16 @@ void FederationRefresh::onFanOutDone(FanOut& f) {
                   s.mcp.protocol_versions, w->clock->now(), unixMs(), answer, conflicts);
   for (const std::string& c : conflicts) {
     spdlog::warn("federation: route '{}': {}", catalog->route(), c);
-    w->metrics->federation_conflicts.at({catalog->route()}).add(1);
+    w->metrics->federation_conflicts.at({s.server_name, catalog->route()}).add(1);
   }
   for (size_t i = 0; i < f.report().parts.size(); ++i) {
     const auto& p = f.report().parts[i];
     w->metrics->federation_fetches
-        .at({catalog->route(), catalog->upstreams()[i], federation::methodOf(done),
+        .at({s.server_name, catalog->route(), catalog->upstreams()[i], federation::methodOf(done),
              p.ok ? std::string_view("ok") : std::string_view(p.outcome)})
         .add(1);
     if (p.ok) {
-      reportDroppedItems(*w, catalog->upstreams()[i], done, p.page.dropped);
+      reportDroppedItems(*w, s.server_name, catalog->upstreams()[i], done, p.page.dropped);
     }
   }
   if (done == federation::ListKind::kResources) {
@@ -235,7 +235,7 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
       x_.settings().mcp.protocol_versions, x_.now(), unixMs(), answer, conflicts);
   for (const std::string& c : conflicts) {
     spdlog::warn("federation: route '{}': {}", x_.ctx().route->name, c);
-    x_.worker().metrics->federation_conflicts.at({x_.ctx().route->name}).add(1);
+    x_.worker().metrics->federation_conflicts.at({x_.serverLabel(), x_.ctx().route->name}).add(1);
   }
   if (!ok && answer.error.empty() && relayRefusal(f)) {
     return;
@@ -292,14 +292,14 @@ void FederatedTarget::recordFetches(const FanOut& f) {
         isNotification(x_.ctx()) ? std::string_view("notification") : method;
     x_.worker()
         .metrics->federation_fetches
-        .at({x_.ctx().route->name, up, what,
+        .at({x_.serverLabel(), x_.ctx().route->name, up, what,
              parts[i].ok ? std::string_view("ok") : parts[i].outcome})
         .add(1);
     if (!parts[i].ok) {
       spdlog::warn("federation: route '{}': upstream '{}' left out of {}: {} ({})",
                    x_.ctx().route->name, up, what, parts[i].outcome, parts[i].detail);
     } else {
-      reportDroppedItems(x_.worker(), up, f.kind(), parts[i].page.dropped);
+      reportDroppedItems(x_.worker(), x_.serverLabel(), up, f.kind(), parts[i].page.dropped);
     }
   }
 }

@@ -169,7 +169,7 @@ bool ForwardTarget::listAnswerReady() const noexcept {
 // logged and counted (mcp_gateway_list_answers_refused_total{reason}).
 void ForwardTarget::refuseList(int st, std::string_view reason, const char* message, Outcome why,
                                std::string_view cause) {
-  x_.worker().metrics->list_answers_refused.at({reason}).add(1);
+  x_.worker().metrics->list_answers_refused.at({x_.serverLabel(), reason}).add(1);
   spdlog::warn("upstream '{}': {} answer refused ({}): {}", x_.settings().upstreams[up_index_].name,
                x_.ctx().mcp.method, reason, cause);
   dropListAnswer();
@@ -207,7 +207,7 @@ ForwardTarget::ListRead ForwardTarget::readListResponse(std::string_view json, s
   if (filter_kind_ == federation::ListKind::kTools) {
     observePins(upstream, page.items);
   }
-  reportDroppedItems(x_.worker(), upstream, filter_kind_, page.dropped);
+  reportDroppedItems(x_.worker(), x_.serverLabel(), upstream, filter_kind_, page.dropped);
   if (!cutsLists() && page.dropped.total() == 0) {
     return ListRead::kUnchanged;
   }

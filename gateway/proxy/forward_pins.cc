@@ -47,7 +47,7 @@ void ForwardTarget::observePins(std::string_view upstream, std::span<const std::
     pin_log_ += report.pending_log;
   }
   for (std::string_view change : report.changes) {
-    x_.worker().metrics->tool_pin_changes.at({upstream, change}).add(1);
+    x_.worker().metrics->tool_pin_changes.at({x_.serverLabel(), upstream, change}).add(1);
   }
   for (const std::string& line : report.warnings) {
     spdlog::warn("{}", line);

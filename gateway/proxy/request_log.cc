@@ -35,11 +35,17 @@ std::string_view methodLabel(const filters::RequestContext& ctx) {
 
 }  // namespace
 
+// The server the request ran on: its name ("default" without `servers:`), or "" when no
+// server took it (the access log's "server": null).
+std::string_view Exchange::serverLabel() const noexcept {
+  return snap_->servers.empty() ? std::string_view(settings().server_name) : std::string_view{};
+}
+
 // One upstream attempt ends (answered, failed or cut): mcp.client.operation.duration.
 void Exchange::recordAttempt(Outcome error_type, core::Nanos duration) {
   const settings::Upstream& up = settings().upstreams[fwd_.upstreamIndex()];
   w_->metrics->client_ops
-      .at({up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, settings(), true),
+      .at({serverLabel(), up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, settings(), true),
            core::outcomeName(error_type)})
       .observe(duration);
 }
@@ -66,14 +72,16 @@ void Exchange::endRequest() {
     error_type = status_text;
   }
   m.server_ops
-      .at({ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{}, methodLabel(ctx_),
-           toolLabel(*w_, ctx_, settings(), forwarded_), status_text, error_type})
+      .at({serverLabel(), ctx_.route ? std::string_view(ctx_.route->name) : std::string_view{},
+           methodLabel(ctx_), toolLabel(*w_, ctx_, settings(), forwarded_), status_text,
+           error_type})
       .observe(now() - started_);
   if (failed) {
-    m.rejections.at({name}).add(1);
+    m.rejections.at({serverLabel(), name}).add(1);
   }
   for (const policy::Verdict& v : ctx_.verdicts) {
-    m.policy_decisions.at({v.name, v.allow ? "allow" : "deny", v.audit ? "audit" : "enforce"})
+    m.policy_decisions
+        .at({serverLabel(), v.name, v.allow ? "allow" : "deny", v.audit ? "audit" : "enforce"})
         .add(1);
   }
   m.bytes_in.add(stream_->bytesReceived());
@@ -131,9 +139,9 @@ void Exchange::logAccess() {
   }
   // The server the request ran on (null: with `servers:`, none answers its Host and path).
   line += ",\"server\":";
-  if (snap_->servers.empty()) {
+  if (const std::string_view server = serverLabel(); !server.empty()) {
     line += '"';
-    mcp::appendJsonEscaped(line, settings().server_name);
+    mcp::appendJsonEscaped(line, server);
     line += '"';
   } else {
     line += "null";

@@ -326,7 +326,8 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   REQUIRE(fetch(gw.port(), call("tool_six")).status == 200);
 
   const std::string ok =
-      "{route=\"weather\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
+      "{server=\"default\",route=\"weather\",mcp_method_name=\"tools/"
+      "call\",gen_ai_tool_name=\"get_weather\","
       "http_response_status_code=\"200\",error_type=\"\"";
   REQUIRE(waitForSample(admin, "mcp_server_operation_duration_seconds_count" + ok + "}", 3));
   Response m = adminGet(admin, "/metrics");
@@ -340,33 +341,40 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   double low = sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"0.01\"}");
   CHECK((low >= 0 && low <= 3));
   CHECK(sample(t, "mcp_server_operation_duration_seconds_sum" + ok + "}") > 0);
+  CHECK(
+      sample(t,
+             "mcp_client_operation_duration_seconds_count{server=\"default\",upstream=\"backend\","
+             "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
+             "error_type=\"\"}") == 3);
   CHECK(sample(t,
-               "mcp_client_operation_duration_seconds_count{upstream=\"backend\","
-               "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
-               "error_type=\"\"}") == 3);
-  CHECK(sample(t,
-               "mcp_server_operation_duration_seconds_count{route=\"default\","
+               "mcp_server_operation_duration_seconds_count{server=\"default\",route=\"default\","
                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
                "http_response_status_code=\"403\",error_type=\"policy_denied\"}") == 1);
   CHECK(sample(t,
-               "mcp_server_operation_duration_seconds_count{route=\"default\","
+               "mcp_server_operation_duration_seconds_count{server=\"default\",route=\"default\","
                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
                "http_response_status_code=\"401\",error_type=\"auth_invalid\"}") == 6);
   for (const char* tool : {"tool_four", "tool_five"}) {
-    CHECK(sample(t, std::string("mcp_server_operation_duration_seconds_count{route=\"default\","
-                                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"") +
-                        tool + "\",http_response_status_code=\"200\",error_type=\"\"}") == 1);
+    CHECK(
+        sample(
+            t,
+            std::string(
+                "mcp_server_operation_duration_seconds_count{server=\"default\",route=\"default\","
+                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"") +
+                tool + "\",http_response_status_code=\"200\",error_type=\"\"}") == 1);
   }
   CHECK(sample(t,
-               "mcp_server_operation_duration_seconds_count{route=\"default\","
+               "mcp_server_operation_duration_seconds_count{server=\"default\",route=\"default\","
                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"other\","
                "http_response_status_code=\"200\",error_type=\"\"}") == 1);
   CHECK(t.find("delete_all") == std::string::npos);
   CHECK(t.find("junk_") == std::string::npos);
   CHECK(t.find("tool_six") == std::string::npos);
-  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"policy_denied\"}") == 1);
-  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"auth_invalid\"}") == 6);
-  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"header_invalid\"}") == 1);
+  CHECK(sample(t, "mcp_gateway_rejections_total{server=\"default\",reason=\"policy_denied\"}") ==
+        1);
+  CHECK(sample(t, "mcp_gateway_rejections_total{server=\"default\",reason=\"auth_invalid\"}") == 6);
+  CHECK(sample(t, "mcp_gateway_rejections_total{server=\"default\",reason=\"header_invalid\"}") ==
+        1);
   CHECK(sample(t, "mcp_gateway_connections_accepted_total") >= 14);  // + the harness's probe
   CHECK(sample(t, "mcp_gateway_received_bytes_total") > 14 * 200);
   CHECK(sample(t, "mcp_gateway_sent_bytes_total") > 5 * 100);
@@ -388,7 +396,8 @@ TEST_CASE("admin: /metrics after a known sequence of requests", "[admin][metrics
   REQUIRE(fetch(gw.port(), call("tool_six")).status == 200);
   REQUIRE(fetch(gw.port(), call("tool_seven")).status == 200);
   const std::string six =
-      "mcp_server_operation_duration_seconds_count{route=\"default\",mcp_method_name=\"tools/"
+      "mcp_server_operation_duration_seconds_count{server=\"default\",route=\"default\",mcp_method_"
+      "name=\"tools/"
       "call\",gen_ai_tool_name=\"tool_six\",http_response_status_code=\"200\",error_type=\"\"}";
   CHECK(waitForSample(admin, six, 1));
   CHECK(adminGet(admin, "/metrics").body.find("tool_seven") == std::string::npos);

@@ -77,8 +77,8 @@ Ran sdkCall(const TempDir& dir, uint16_t port, const std::string& tool, int n) {
 
 std::string decisions(const std::string& rule, const std::string& decision,
                       const std::string& mode) {
-  return "mcp_gateway_policy_decisions_total{rule=\"" + rule + "\",decision=\"" + decision +
-         "\",mode=\"" + mode + "\"}";
+  return "mcp_gateway_policy_decisions_total{server=\"default\",rule=\"" + rule + "\",decision=\"" +
+         decision + "\",mode=\"" + mode + "\"}";
 }
 
 // Access-log lines of one method (the log is written per request; bounded wait for `count`).

@@ -1097,7 +1097,8 @@ TEST_CASE(
   const std::string m = metricsText(admin);
   CHECK(sample(m, "mcp_gateway_log_lines_suppressed_total") > 0);
   CHECK(sample(m, "mcp_gateway_log_lines_suppressed_total") + static_cast<double>(lines) == kFlood);
-  CHECK(sample(m, R"(mcp_gateway_rejections_total{reason="malformed_request"})") == kFlood);
+  CHECK(sample(m, R"(mcp_gateway_rejections_total{server="default",reason="malformed_request"})") ==
+        kFlood);
   CHECK(fileLines(gw.accessLogPath()).size() == 1);
   CHECK(up.requestCount() == 1);
 }

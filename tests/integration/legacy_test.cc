@@ -424,7 +424,7 @@ TEST_CASE("legacy: metrics label legacy calls by method and tool", "[legacy]") {
   REQUIRE(fetch(gw.port(), legacyPost(callBody("get_weather"))).status == 200);
   REQUIRE(fetch(gw.port(), legacyPost(callBody("delete_all"))).status == 403);
   const std::string ok =
-      "mcp_server_operation_duration_seconds_count{route=\"default\","
+      "mcp_server_operation_duration_seconds_count{server=\"default\",route=\"default\","
       "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get_weather\","
       "http_response_status_code=\"200\",error_type=\"\"}";
   double n = -1;

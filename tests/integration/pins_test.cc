@@ -201,12 +201,18 @@ TEST_CASE(
       "changed the definition of tool \"get_status\" (description); not blocked (mode: log)",
       Ms(5000)));
   const std::string metrics = adminGet(admin, "/metrics").body;
-  CHECK(sample(metrics,
-               R"(mcp_gateway_tool_pin_changes_total{upstream="tools",change="changed"})") == 2);
+  CHECK(
+      sample(
+          metrics,
+          R"(mcp_gateway_tool_pin_changes_total{server="default",upstream="tools",change="changed"})") ==
+      2);
   // Seen again: no second warning, no second count.
   CHECK(sdkCall(dir, gw->port(), "delete_user") == "tools:delete_user:{}\n");
-  CHECK(sample(adminGet(admin, "/metrics").body,
-               R"(mcp_gateway_tool_pin_changes_total{upstream="tools",change="changed"})") == 2);
+  CHECK(
+      sample(
+          adminGet(admin, "/metrics").body,
+          R"(mcp_gateway_tool_pin_changes_total{server="default",upstream="tools",change="changed"})") ==
+      2);
   Ran list = run(dir, {GW_BINARY, "pins", "list", "-c", gw->configPath()});
   INFO(list.out << list.err);
   CHECK(list.rc == 0);
@@ -290,8 +296,11 @@ TEST_CASE("pins: new_tools: block holds back a tool first seen after the store e
   CHECK(fetch(gw.port(), rawCall("run_shell")).status == 403);
   CHECK(waitForPins(admin, R"("run_shell":{"state":"new")"));
   CHECK(gw.process().waitForOutput("lists a new tool \"run_shell\"", Ms(5000)));
-  CHECK(sample(adminGet(admin, "/metrics").body,
-               R"(mcp_gateway_tool_pin_changes_total{upstream="tools",change="new"})") == 1);
+  CHECK(
+      sample(
+          adminGet(admin, "/metrics").body,
+          R"(mcp_gateway_tool_pin_changes_total{server="default",upstream="tools",change="new"})") ==
+      1);
   CHECK(run(dir,
             {GW_BINARY, "pins", "approve", "-c", gw.configPath(), "--upstream", "tools", "--all"})
             .rc == 0);

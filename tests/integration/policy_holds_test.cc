@@ -368,8 +368,9 @@ access_log: { path: "${ACCESS_LOG}" }
     CHECK_FALSE(has(r.body, "transfer"));
     CHECK_FALSE(has(r.body, "secret_admin"));
     CHECK(waitFor([&] { return has(readFile(gw.accessLogPath()), "list_unreadable"); }, Ms(3000)));
-    CHECK(has(adminGet(admin, "/metrics").body,
-              "mcp_gateway_list_answers_refused_total{reason=\"list_unreadable\"} 1"));
+    CHECK(has(
+        adminGet(admin, "/metrics").body,
+        "mcp_gateway_list_answers_refused_total{server=\"default\",reason=\"list_unreadable\"} 1"));
     CHECK(has(gw.process().stderrText(), "list_unreadable"));
   }
 }
@@ -478,8 +479,9 @@ policies: [${POLICY}]
   INFO(m);
   for (const char* reason : {"missing_key", "empty_key", "key_too_long", "control_character",
                              "schema_not_object", "repeated_member", "not_object", "duplicate"}) {
-    const double n = sample(m, std::string("mcp_gateway_federation_items_dropped_total{upstream=") +
-                                   "\"hostile\",reason=\"" + reason + "\"}");
+    const double n = sample(
+        m, std::string("mcp_gateway_federation_items_dropped_total{server=\"default\",upstream=") +
+               "\"hostile\",reason=\"" + reason + "\"}");
     INFO(reason);
     CHECK(n >= (std::string(reason) == "missing_key" ? 4 : 2));  // once fed, once plain
   }
@@ -541,7 +543,9 @@ access_log: { path: "${ACCESS_LOG}" }
   CHECK(f.status == 502);
   CHECK_FALSE(has(f.body, "tool_1"));
   const std::string m = adminGet(admin, "/metrics").body;
-  CHECK(sample(m, "mcp_gateway_list_answers_refused_total{reason=\"answer_buffer_full\"}") >= 3);
+  CHECK(sample(m,
+               "mcp_gateway_list_answers_refused_total{server=\"default\",reason=\"answer_buffer_"
+               "full\"}") >= 3);
 }
 
 TEST_CASE("policy holds: an id that is no string or number is refused where the body is read",

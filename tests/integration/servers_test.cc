@@ -317,6 +317,14 @@ servers:
   CHECK(fetch(gw.port(), post("/strict/mcp", "h", "tools/call", "delete_x")).status == 403);
   CHECK(fetch(gw.port(), post("/open/mcp", "h", "tools/call", "delete_x")).status == 200);
 
+  // Every request metric names the server.
+  const std::string m = adminGet(admin, "/metrics").body;
+  CHECK(has(m, R"(mcp_gateway_rejections_total{server="strict",reason="policy_denied"} 1)"));
+  CHECK(has(m, R"(mcp_server_operation_duration_seconds_count{server="open",route="all",)"));
+  CHECK(has(m, R"(mcp_client_operation_duration_seconds_count{server="open",upstream="b",)"));
+  CHECK(has(m, R"(mcp_gateway_policy_decisions_total{server="strict",rule="no-deletes",)"));
+  CHECK_FALSE(has(m, R"(server="default")"));
+
   // A reload adds a server (and keeps the others).
   REQUIRE(writeFile(gw.configPath(),
                     std::regex_replace(gw.configText(), std::regex("servers:\n"),

@@ -18,7 +18,7 @@ namespace {
 
 // The labels (without the closing brace) of r1's successful tools/call echo series.
 const std::string kOkLabels =
-    "{route=\"r1\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\","
+    "{server=\"default\",route=\"r1\",mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\","
     "http_response_status_code=\"200\",error_type=\"\"";
 
 // The value on the exposition line that starts with `series`, or -1.
@@ -148,11 +148,11 @@ TEST_CASE("metrics: a scrape merges every worker's series", "[metrics]") {
   Registry r;
   auto& w1 = r.addWorker();
   auto& w2 = r.addWorker();
-  w1.server_ops.at({"r1", "tools/call", "echo", "200", ""}).observe(3ms);
-  w2.server_ops.at({"r1", "tools/call", "echo", "200", ""}).observe(30ms);
-  w2.server_ops.at({"r1", "tools/call", "echo", "502", "connect_failed"}).observe(1ms);
-  w1.rejections.at({"rate_limited"}).add(2);
-  w2.rejections.at({"rate_limited"}).add(1);
+  w1.server_ops.at({"default", "r1", "tools/call", "echo", "200", ""}).observe(3ms);
+  w2.server_ops.at({"default", "r1", "tools/call", "echo", "200", ""}).observe(30ms);
+  w2.server_ops.at({"default", "r1", "tools/call", "echo", "502", "connect_failed"}).observe(1ms);
+  w1.rejections.at({"default", "rate_limited"}).add(2);
+  w2.rejections.at({"default", "rate_limited"}).add(1);
   w1.bytes_in.add(100);
   w2.bytes_in.add(23);
   r.reloaded(true);
@@ -168,7 +168,7 @@ TEST_CASE("metrics: a scrape merges every worker's series", "[metrics]") {
   CHECK(sample(t, "mcp_server_operation_duration_seconds_bucket" + ok + ",le=\"+Inf\"}") == 2);
   CHECK(sample(t, "mcp_server_operation_duration_seconds_sum" + ok + "}") ==
         Approx(0.033).margin(1e-9));
-  CHECK(sample(t, "mcp_gateway_rejections_total{reason=\"rate_limited\"}") == 3);
+  CHECK(sample(t, "mcp_gateway_rejections_total{server=\"default\",reason=\"rate_limited\"}") == 3);
   CHECK(sample(t, "mcp_gateway_received_bytes_total") == 123);
   CHECK(sample(t, "mcp_gateway_active_connections") == 4);
   CHECK(sample(t, "mcp_gateway_config_reloads_total{result=\"success\"}") == 1);
@@ -231,7 +231,7 @@ TEST_CASE("metrics: a scraped histogram is consistent while a worker is mid-obse
           "[metrics]") {
   Registry r;
   auto& w = r.addWorker();
-  Cell& c = w.server_ops.at({"r1", "tools/call", "echo", "200", ""});
+  Cell& c = w.server_ops.at({"default", "r1", "tools/call", "echo", "200", ""});
   c.observe(3ms);
   // The worker between its bucket store and its count store (observe() bumps the bucket
   // first) for an observation in the le="300" bucket: count still 1, buckets already 2.
@@ -251,8 +251,8 @@ TEST_CASE("metrics: scrapes racing with observations are always internally consi
   auto& w2 = r.addWorker();
   std::atomic<bool> stop{false};
   auto writer = [&stop](gw::metrics::WorkerMetrics& w, int seed) {
-    Cell& server = w.server_ops.at({"r1", "tools/call", "echo", "200", ""});
-    Cell& client = w.client_ops.at({"up", "tools/call", "echo", ""});
+    Cell& server = w.server_ops.at({"default", "r1", "tools/call", "echo", "200", ""});
+    Cell& client = w.client_ops.at({"default", "up", "tools/call", "echo", ""});
     for (uint64_t i = 0; i < 2000000 && !stop.load(std::memory_order_relaxed); ++i) {
       auto d = std::chrono::milliseconds((i * 7919 + static_cast<uint64_t>(seed)) % 400000);
       server.observe(d);
