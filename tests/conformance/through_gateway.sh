@@ -12,6 +12,9 @@
 #      must pass in full through the gateway (0 failures); the direct score is only printed.
 #   C. as A, but the route is federated with that one upstream (`upstreams: [fixture]`, issue
 #      #15): every scenario must score as it does directly.
+#   E. as A, but the upstream is one of several servers (`servers:`, issue #27) at a path that
+#      is not /mcp (/team/mcp, host 127.0.0.1), beside a decoy server at /mcp: every scenario
+#      must score as it does directly.
 #   D. the era bridge (issue #26): a federated route of one 2025-only upstream
 #      (tests/fixtures/mcp-server.mjs with MCP_LEGACY=only, `era: legacy`), the scenarios of A
 #      through the gateway, compared with the same fixture in dual-era mode
@@ -99,13 +102,29 @@ start_upstream() {
 # exits or does not answer within 10 s.
 start_gateway() {
   local dir="$1" verify="$2" route_kind="${3:-plain}" era="${4:-auto}" port="" route_line
+  local path="/mcp" endpoint_block
   route_line="upstream: fixture"
   if [[ "${route_kind}" == "federated" ]]; then
     route_line="upstreams: [fixture]"
   fi
+  endpoint_block="endpoint: /mcp
+routes:
+  - name: default
+    ${route_line}"
+  if [[ "${route_kind}" == "servers" ]]; then
+    path="/team/mcp"
+    endpoint_block="servers:
+  - name: decoy
+    endpoint: /mcp
+    routes: [ { name: default, upstream: fixture } ]
+    mcp: { verify_body: true, protocol_versions: [2099-01-01] }
+  - name: team
+    endpoint: /team/mcp
+    hosts: [127.0.0.1]
+    routes: [ { name: default, upstream: fixture } ]"
+  fi
   cat > "${dir}/gateway.yaml" <<EOF
 listen: 127.0.0.1:0
-endpoint: /mcp
 workers: 1
 mcp:
   protocol_versions: [2026-07-28]
@@ -115,9 +134,7 @@ upstreams:
     endpoints: [127.0.0.1:${upstream_port}]
     path: /mcp
     era: ${era}
-routes:
-  - name: default
-    ${route_line}
+${endpoint_block}
 access_log:
   path: ${dir}/access.log
 log_level: info
@@ -137,7 +154,7 @@ EOF
       port="$(sed -n 's/^listen \([0-9][0-9]*\)$/\1/p' "${dir}/gateway.ports" 2> /dev/null || true)"
     fi
     if [[ -n "${port}" ]]; then
-      gateway_url="http://127.0.0.1:${port}/mcp"
+      gateway_url="http://127.0.0.1:${port}${path}"
       # Any HTTP answer (a 400 for this bare POST) means the gateway serves.
       code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST "${gateway_url}" \
         || true)"
@@ -300,7 +317,7 @@ run_bridge_setup() {
 
 # Whether setup $1 is selected (GW_CONFORMANCE_SETUPS, default every setup).
 selected() {
-  [[ " ${GW_CONFORMANCE_SETUPS:-A B C D} " == *" $1 "* ]]
+  [[ " ${GW_CONFORMANCE_SETUPS:-A B C D E} " == *" $1 "* ]]
 }
 
 if selected A; then
@@ -314,6 +331,11 @@ if selected B; then
 fi
 if selected C; then
   run_setup C mcp-server false compare federated \
+    http-header-validation http-custom-header-server-validation server-stateless \
+    server-sse-multiple-streams
+fi
+if selected E; then
+  run_setup E mcp-server false compare servers \
     http-header-validation http-custom-header-server-validation server-stateless \
     server-sse-multiple-streams
 fi
