@@ -27,8 +27,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: mcp-gateway run -c FILE [--ports-file PATH]\n"
     "                                    run the gateway; with --ports-file, write PATH once\n"
-    "                                    every listener is bound: a `listen PORT` and an\n"
-    "                                    `admin PORT` line (port 0 in FILE: the one chosen)\n"
+    "                                    every listener is bound: `listen PORT`, one\n"
+    "                                    `listenerN PORT` per listener and `admin PORT`\n"
+    "                                    (port 0 in FILE: the one chosen)\n"
     "       mcp-gateway check -c FILE    validate FILE (and the files it names); exit 1 on error;\n"
     "                                    warn about an upstream no route uses and a federated\n"
     "                                    route's endpoint it cannot reach now\n"

@@ -95,12 +95,14 @@ void logGarbage(ConnectionContext& w, std::string_view peer, int status, const c
 // ---- lifetime ---------------------------------------------------------------------------
 
 void Http1Connection::start(ConnectionContext& w, evutil_socket_t fd, std::string peer,
-                            const core::IpAddress& ip, const tls::ServerContext* tls) {
+                            const core::IpAddress& ip, const tls::ServerContext* tls,
+                            uint32_t listener) {
   auto* c = new Http1Connection(w, fd, std::move(peer), ip);
   if (!c->down_.isOpen()) {
     delete c;  // never opened: nothing refers to it
     return;
   }
+  c->listener_ = listener;
   if (tls != nullptr && !c->down_.startTls(tls->newSession())) {
     c->closeNow();  // out of memory
     return;
@@ -185,7 +187,7 @@ bool Http1Connection::takeStream() {
   s_ = snap_->settings.get();
   req_in_ = req_out_ = 0;
   answering_ = false;
-  x_ = w_.streams->newStream(*this, snap_, StreamPeer{peer_, tls_subject_});
+  x_ = w_.streams->newStream(*this, snap_, StreamPeer{peer_, tls_subject_, listener_});
   return x_ != nullptr;
 }
 

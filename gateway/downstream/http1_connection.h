@@ -38,8 +38,10 @@ class Http1Connection final : public Stream, public event::Flushable {
   // address, whose slot in Shared::client_counts the caller took (given back on close).
   // `tls` (null: plain HTTP) is the context the connection's TLS session is made from; the
   // session keeps its own reference, so a reload does not touch it.
+  // `listener`: the index of the listener it was accepted on (Settings::listeners).
   static void start(ConnectionContext& w, evutil_socket_t fd, std::string peer,
-                    const core::IpAddress& ip, const tls::ServerContext* tls = nullptr);
+                    const core::IpAddress& ip, const tls::ServerContext* tls = nullptr,
+                    uint32_t listener = 0);
 
   // Closes the connection when it waits between requests (drain). True when closed.
   bool closeIfIdle();
@@ -115,6 +117,7 @@ class Http1Connection final : public Stream, public event::Flushable {
   std::string peer_;
   std::string tls_subject_;  // a verified client certificate's identity ("" without one)
   core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on close
+  uint32_t listener_ = 0;    // the listener it was accepted on
   // The handler of the request in flight (from its first byte to its end), from
   // w_.streams; null while the connection waits between requests.
   StreamCallbacks* x_ = nullptr;

@@ -127,6 +127,7 @@ class StreamCallbacks {
 struct StreamPeer {
   std::string_view address;  // the peer address text
   std::string_view subject;  // a verified TLS client certificate's identity, or ""
+  uint32_t listener = 0;     // the index of the listener it came in on (Settings::listeners)
 };
 
 class StreamFactory {

@@ -186,6 +186,13 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
     j.null();
   }
   const auto& l = s.limits;
+  j.key("listeners").open('[');
+  for (const settings::Listener& listener : s.listeners) {
+    j.open('{').key("address").str(listener.address.text);
+    j.key("tls").boolean(listener.tls.has_value());
+    j.key("servers").strings(listener.servers).close('}');
+  }
+  j.close(']');
   j.key("limits").open('{');
   j.key("max_connections").num(l.max_connections);
   j.key("max_request_line").num(l.max_request_line);

@@ -18,6 +18,8 @@ struct Bound {
   uint32_t workers = 0;
   std::optional<std::string> admin;  // nullopt: no admin listener
   bool tls = false;                  // `listen` speaks HTTPS (fixed at start)
+  // Every listener as bound: "address" or "address (tls)", in order.
+  std::vector<std::string> listeners;
 };
 
 // `bound`: the running process's listen/workers/admin/tls (null: the snapshot's, as for the

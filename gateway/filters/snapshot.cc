@@ -86,16 +86,18 @@ int hostRank(const std::vector<std::string>& hosts, std::string_view host) noexc
 
 }  // namespace
 
-const Snapshot* Snapshot::select(std::string_view host, std::string_view path) const noexcept {
+const Snapshot* Snapshot::select(std::string_view host, std::string_view path,
+                                 size_t listener) const noexcept {
+  const uint64_t bit = listener < 64 ? uint64_t{1} << listener : 0;
   if (servers.empty()) {
-    return this;
+    return (settings->listener_mask & bit) != 0 ? this : nullptr;
   }
   const std::string_view name = hostName(host);
   constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
   const Snapshot* best = nullptr;
   int best_rank = 3;
   for (const auto& sv : servers) {
-    if (sv->settings->endpoint != path) {
+    if (sv->settings->endpoint != path || (sv->settings->listener_mask & bit) == 0) {
       continue;
     }
     const int rank = hostRank(sv->settings->hosts, name);
@@ -115,7 +117,7 @@ const Snapshot* Snapshot::select(std::string_view host, std::string_view path) c
   for (const auto& sv : servers) {
     const policy::ResourceMetadata* m = sv->policy->resourceMetadata();
     const int rank = hostRank(sv->settings->hosts, name);
-    if (m == nullptr || rank == 3) {
+    if (m == nullptr || rank == 3 || (sv->settings->listener_mask & bit) == 0) {
       continue;
     }
     if (rest.empty()) {

@@ -54,9 +54,12 @@ struct Snapshot {
   const std::string& name() const noexcept { return settings->server_name; }
   // The server a request with this Host and path is for: the one whose endpoint is the path
   // (or, for the RFC 9728 well-known paths, whose metadata it names) and whose hosts match
-  // the Host — an exact name before a wildcard before "any". Null: none (404). The root
-  // without servers answers every request itself (its stages answer other paths).
-  const Snapshot* select(std::string_view host, std::string_view path) const noexcept;
+  // the Host — an exact name before a wildcard before "any" — among the servers of the
+  // listener (its index in Settings::listeners) the request came in on. Null: none (404). The
+  // root without servers answers every request on its listeners itself (its stages answer
+  // other paths).
+  const Snapshot* select(std::string_view host, std::string_view path,
+                         size_t listener = 0) const noexcept;
   // Every server: `servers`, or the root itself.
   std::vector<const Snapshot*> everyServer() const;
   // The server named `name` (null: none).

@@ -52,12 +52,14 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   forwarded_ = false;
   fwd_.reset();
   fed_.reset();
-  if (!snap_->servers.empty()) {
-    // servers: the request runs on the server its Host and path select (the root stays
-    // owned: the selected snapshot lives in it).
-    if (const filters::Snapshot* server = snap_->select(head.host, head.path)) {
-      snap_ = std::shared_ptr<const filters::Snapshot>(snap_, server);
-      ctx_.snapshot = server;
+  if (!snap_->servers.empty() || peer_.listener != 0) {
+    // servers: the request runs on the server its Host and path select among those of its
+    // listener (the root stays owned: the selected snapshot lives in it).
+    if (const filters::Snapshot* server = snap_->select(head.host, head.path, peer_.listener)) {
+      if (server != snap_.get()) {
+        snap_ = std::shared_ptr<const filters::Snapshot>(snap_, server);
+        ctx_.snapshot = server;
+      }
     } else if (refused == nullptr) {
       filters::notFound(ctx_);
       sendLocalReply();

@@ -46,6 +46,23 @@ struct Shared : downstream::Shared {
   // valid `tls:` block; a connection's session keeps the context it began with.
   bool tls_on = false;
   std::atomic<std::shared_ptr<const tls::ServerContext>> tls;
+  // The same for each listener after the first (`listeners:`; [i - 1] is listener i's), the
+  // count fixed at start.
+  struct ListenerTls {
+    bool on = false;
+    std::atomic<std::shared_ptr<const tls::ServerContext>> context;
+  };
+  std::vector<std::unique_ptr<ListenerTls>> more_tls;
+  // The context new connections on listener `i` use (null: plain HTTP).
+  std::shared_ptr<const tls::ServerContext> listenerTls(size_t i) const {
+    if (i == 0) {
+      return tls_on ? tls.load(std::memory_order_acquire) : nullptr;
+    }
+    if (i - 1 < more_tls.size() && more_tls[i - 1]->on) {
+      return more_tls[i - 1]->context.load(std::memory_order_acquire);
+    }
+    return nullptr;
+  }
   // The access log (null: off). A reload reopens it (log rotation) or replaces it; workers
   // notice through the generation and take a new reference (ProxyContext::accessLog).
   void setAccessLog(std::shared_ptr<spdlog::logger> log) {

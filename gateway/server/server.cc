@@ -33,6 +33,11 @@ namespace gw::server {
 
 namespace {
 
+// A listener as /config and the restart_pending check show it: "address" or "address (tls)".
+std::string listenerText(const settings::Listener& l) {
+  return l.address.text + (l.tls ? " (tls)" : "");
+}
+
 // Changes to watched files are coalesced: one reload this long after the last one.
 constexpr std::chrono::milliseconds kWatchDebounce{150};
 // The same stop signal repeated sooner than this after the first is one request delivered
@@ -165,6 +170,24 @@ void Server::reload() {
   // Whether the port speaks TLS is fixed at start; its certificate, key, client CAs and
   // minimum version follow the file (new connections; open ones keep theirs).
   restartOnly("tls", shared_.tls_on ? "on" : "off", now.tls ? "on" : "off");
+  {
+    std::string running;
+    std::string wanted;
+    for (const std::string& l : b.listeners) {
+      running += (running.empty() ? "" : ", ") + l;
+    }
+    for (const settings::Listener& l : now.listeners) {
+      wanted += (wanted.empty() ? "" : ", ") + listenerText(l);
+    }
+    restartOnly("listeners", running, wanted);
+  }
+  // Later listeners' certificates follow the file like the first's (when still TLS).
+  for (size_t i = 1; i < now.listeners.size() && i - 1 < shared_.more_tls.size(); ++i) {
+    auto& l = *shared_.more_tls[i - 1];
+    if (l.on && now.listeners[i].tls) {
+      l.context.store(now.listeners[i].tls->context, std::memory_order_release);
+    }
+  }
   if (shared_.tls_on && now.tls) {
     auto running = shared_.tls.load(std::memory_order_acquire);
     if (running->fingerprint() != now.tls->context->fingerprint()) {
@@ -238,11 +261,13 @@ void Server::watchFiles() {
       files.push_back(sv->pins->path());  // `mcp-gateway pins approve` rewrites it
     }
   }
-  if (s->tls) {
-    // A renewed certificate (cert-manager, certbot) is picked up like a config edit.
-    for (const std::string* f : {&s->tls->cert, &s->tls->key, &s->tls->client_ca}) {
-      if (!f->empty()) {
-        files.push_back(*f);
+  for (const settings::Listener& l : s->listeners) {
+    if (l.tls) {
+      // A renewed certificate (cert-manager, certbot) is picked up like a config edit.
+      for (const std::string* f : {&l.tls->cert, &l.tls->key, &l.tls->client_ca}) {
+        if (!f->empty()) {
+          files.push_back(*f);
+        }
       }
     }
   }
@@ -342,6 +367,17 @@ int Server::run() {
     shared_.tls_on = true;
     shared_.tls.store(s.tls->context);
   }
+  for (size_t i = 0; i < s.listeners.size(); ++i) {
+    shared_.bound.listeners.push_back(listenerText(s.listeners[i]));
+    if (i > 0) {
+      auto l = std::make_unique<proxy::Shared::ListenerTls>();
+      l->on = s.listeners[i].tls.has_value();
+      if (l->on) {
+        l->context.store(s.listeners[i].tls->context);
+      }
+      shared_.more_tls.push_back(std::move(l));
+    }
+  }
   unsigned n = s.workers != 0 ? s.workers : std::max(1u, std::thread::hardware_concurrency());
   // The admin listener first: once the data port accepts, /healthz and /readyz answer too
   // (probes and tests may look at both as soon as the data port is up).
@@ -353,20 +389,26 @@ int Server::run() {
       return 1;
     }
   }
-  // `listen` on port 0: the first worker's bind picks the port, the others share it.
-  settings::Address listen = s.listen;
+  // Every listener; one on port 0: the first worker's bind picks the port, the others share it.
+  std::vector<settings::Address> addrs;
+  for (const settings::Listener& l : s.listeners) {
+    addrs.push_back(l.address);
+  }
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(static_cast<int>(i), shared_);
     std::string error;
-    if (!w->bind(listen, error)) {
+    if (!w->bind(addrs, error)) {
       spdlog::critical("{}", error);
       return 1;
     }
-    if (listen.port == 0) {
-      listen.port = w->port();
+    for (size_t k = 0; k < addrs.size(); ++k) {
+      if (addrs[k].port == 0) {
+        addrs[k].port = w->port(k);
+      }
     }
     workers_.push_back(std::move(w));
   }
+  const settings::Address listen = addrs.front();
   // The watch is armed before the data port accepts: an edit made as soon as the gateway
   // answers is never missed (inotify queues it until the loop below runs).
   watchFiles();
@@ -381,6 +423,9 @@ int Server::run() {
   // backlog): whoever waits for the file can connect at once.
   if (!ports_file_.empty()) {
     std::string text = "listen " + std::to_string(listen.port) + "\n";
+    for (size_t k = 0; k < addrs.size(); ++k) {
+      text += "listener" + std::to_string(k) + " " + std::to_string(addrs[k].port) + "\n";
+    }
     if (s.admin) {
       text += "admin " + std::to_string(admin.port()) + "\n";
     }

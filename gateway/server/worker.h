@@ -61,7 +61,7 @@ class Worker {
     downstream::Http1Connection::reapClosed(conns_);
     conns_.reaper.reset();
     conns_.garbage_timer.reset();
-    listener_.reset();
+    listeners_.clear();
     retry_.reset();
     control_.reset();
     flush_queue_.clear();
@@ -76,7 +76,9 @@ class Worker {
     }
   }
 
-  bool bind(const settings::Address& a, std::string& error) {
+  // Binds every address of `addrs` (Settings::listeners, in order; a port 0 as the caller
+  // resolved it).
+  bool bind(const std::vector<settings::Address>& addrs, std::string& error) {
     // Only this worker's thread touches its base: no lock. Other threads reach it through
     // the control pipe (requestDrain, requestStop).
     std::unique_ptr<event_config, void (*)(event_config*)> cfg(event_config_new(),
@@ -92,22 +94,28 @@ class Worker {
     conns_.base = base_.get();
     conns_.parser = http::makeHttp1Parser();
     ctx_.pools = std::make_unique<upstream::Pools>(ctx_.base, kPoolIdleTimeout);
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (!toSockaddr(a, ss, len)) {
-      error = "cannot parse listen address " + a.text;
-      return false;
+    accept_args_.resize(addrs.size());
+    for (size_t i = 0; i < addrs.size(); ++i) {
+      const settings::Address& a = addrs[i];
+      sockaddr_storage ss{};
+      socklen_t len = 0;
+      if (!toSockaddr(a, ss, len)) {
+        error = "cannot parse listen address " + a.text;
+        return false;
+      }
+      accept_args_[i] = AcceptArg{this, static_cast<uint32_t>(i)};
+      unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT |
+                       LEV_OPT_CLOSE_ON_EXEC;
+      event::ListenerPtr l(evconnlistener_new_bind(ctx_.base, &Worker::onAccept, &accept_args_[i],
+                                                   flags, 1024, reinterpret_cast<sockaddr*>(&ss),
+                                                   static_cast<int>(len)));
+      if (!l) {
+        error = "cannot listen on " + a.text + ": " + std::strerror(errno);
+        return false;
+      }
+      evconnlistener_set_error_cb(l.get(), &Worker::onAcceptError);
+      listeners_.push_back(std::move(l));
     }
-    unsigned flags =
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC;
-    listener_.reset(evconnlistener_new_bind(ctx_.base, &Worker::onAccept, this, flags, 1024,
-                                            reinterpret_cast<sockaddr*>(&ss),
-                                            static_cast<int>(len)));
-    if (!listener_) {
-      error = "cannot listen on " + a.text + ": " + std::strerror(errno);
-      return false;
-    }
-    evconnlistener_set_error_cb(listener_.get(), &Worker::onAcceptError);
     retry_.reset(evtimer_new(ctx_.base, &Worker::onRetry, this));
     control_.reset(
         event_new(ctx_.base, control_pipe_[0], EV_READ | EV_PERSIST, &Worker::onControl, this));
@@ -119,12 +127,13 @@ class Worker {
     thread_ = std::thread([this] { event_base_dispatch(ctx_.base); });
   }
 
-  // The port bind() bound (the kernel's choice when the address names port 0); 0 if unknown.
-  uint16_t port() const {
+  // The port bind() bound for listener `i` (the kernel's choice when the address names port
+  // 0); 0 if unknown.
+  uint16_t port(size_t i = 0) const {
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
-    if (!listener_ || ::getsockname(evconnlistener_get_fd(listener_.get()),
-                                    reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    if (i >= listeners_.size() || ::getsockname(evconnlistener_get_fd(listeners_[i].get()),
+                                                reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
       return 0;
     }
     return ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
@@ -138,7 +147,8 @@ class Worker {
 
  private:
   static void onAccept(evconnlistener*, evutil_socket_t fd, sockaddr* sa, int, void* arg) {
-    auto* w = static_cast<Worker*>(arg);
+    const auto* accepted = static_cast<const AcceptArg*>(arg);
+    Worker* w = accepted->worker;
     const settings::Settings& s = *w->ctx_.shared->snapshot.load()->settings;
     if (w->ctx_.shared->connections.load(std::memory_order_relaxed) >=
         static_cast<int64_t>(s.limits.max_connections)) {
@@ -167,29 +177,30 @@ class Worker {
       w->ctx_.metrics->connections_refused.at({"per_client_limit"}).add(1);
       return;
     }
-    std::shared_ptr<const tls::ServerContext> tls;
-    if (w->ctx_.shared->tls_on) {
-      tls = w->ctx_.shared->tls.load(std::memory_order_acquire);
-    }
-    downstream::Http1Connection::start(w->conns_, fd, text, ip, tls.get());
+    std::shared_ptr<const tls::ServerContext> tls = w->ctx_.shared->listenerTls(accepted->index);
+    downstream::Http1Connection::start(w->conns_, fd, text, ip, tls.get(), accepted->index);
   }
 
   static void onAcceptError(evconnlistener*, void* arg) {
     int err = EVUTIL_SOCKET_ERROR();
     spdlog::warn("accept failed: {}; pausing accepts for 100ms",
                  evutil_socket_error_to_string(err));
-    static_cast<Worker*>(arg)->pauseAccepting();
+    static_cast<const AcceptArg*>(arg)->worker->pauseAccepting();
   }
 
   void pauseAccepting() {
-    evconnlistener_disable(listener_.get());
+    for (const auto& l : listeners_) {
+      evconnlistener_disable(l.get());
+    }
     evtimer_add(retry_.get(), &kListenerRetry);
   }
 
   static void onRetry(evutil_socket_t, short, void* arg) {
     auto* w = static_cast<Worker*>(arg);
-    if (w->listener_ && !w->ctx_.shared->draining.load()) {
-      evconnlistener_enable(w->listener_.get());
+    if (!w->ctx_.shared->draining.load()) {
+      for (const auto& l : w->listeners_) {
+        evconnlistener_enable(l.get());
+      }
     }
   }
 
@@ -221,7 +232,7 @@ class Worker {
     evtimer_del(retry_.get());
     // Closed, not just disabled: new connections are refused at once instead of waiting in
     // the backlog until the process exits.
-    listener_.reset();
+    listeners_.clear();
     ctx_.pools->closeIdle();
     std::vector<downstream::Http1Connection*> all(conns_.connections.begin(),
                                                   conns_.connections.end());
@@ -245,7 +256,13 @@ class Worker {
   event::FlushQueue flush_queue_;
   proxy::ProxyContext ctx_;              // the exchanges'
   downstream::ConnectionContext conns_;  // the connections'
-  event::ListenerPtr listener_;
+  // What an accept callback is told: its worker and which listener accepted.
+  struct AcceptArg {
+    Worker* worker = nullptr;
+    uint32_t index = 0;
+  };
+  std::vector<AcceptArg> accept_args_;  // sized once in bind(), before any listener exists
+  std::vector<event::ListenerPtr> listeners_;
   event::EventPtr retry_;
   event::EventPtr control_;
   int control_pipe_[2] = {-1, -1};

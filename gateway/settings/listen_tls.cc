@@ -4,6 +4,7 @@
 // certificate is a load error at the key that names the file, and a reload with such a
 // pair keeps the running configuration (and its certificate).
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -21,7 +22,9 @@ constexpr std::string_view kMinVersions[] = {"1.2", "1.3"};
 
 }  // namespace
 
-void Loader::walkTls(const Entry& te, Settings& s) {
+void Loader::walkTls(const Entry& te, Settings& s) { walkTls(te, s.tls); }
+
+void Loader::walkTls(const Entry& te, std::optional<ListenTls>& out) {
   const size_t errors_before = errorCount();
   ListenTls t;
   const Entry* cert_e = nullptr;
@@ -73,7 +76,115 @@ void Loader::walkTls(const Entry& te, Settings& s) {
     return;
   }
   t.context = std::move(built.context);
-  s.tls = std::move(t);
+  out = std::move(t);
+}
+
+namespace {
+constexpr std::string_view kListenerKeys[] = {"address", "tls", "servers"};
+}  // namespace
+
+// `listeners:` — each an address, optional TLS and the servers it serves. The first is what
+// `listen` (and `tls`) would be; the servers named are checked once `servers` is walked.
+void Loader::walkListeners(const Entry& le, const std::vector<Entry>& top, Settings& s) {
+  for (std::string_view key : {"listen", "tls"}) {
+    if (const Entry* e = find(top, key)) {
+      error(e->key_node.Mark(), "top-level '" + std::string(key) +
+                                    "' cannot be used with 'listeners' (line " +
+                                    std::to_string(le.key_node.Mark().line + 1) +
+                                    "): give each listener its 'address' and 'tls'");
+    }
+  }
+  if (!le.value.IsSequence() || le.value.size() == 0) {
+    error(valueMark(le), "'listeners' must be a list of at least one listener");
+    return;
+  }
+  if (le.value.size() > kMaxListeners) {
+    error(valueMark(le), "'listeners' may list at most " + std::to_string(kMaxListeners));
+    return;
+  }
+  for (size_t i = 0; i < le.value.size(); ++i) {
+    const YAML::Node& node = le.value[i];
+    const std::string path = "listeners[" + std::to_string(i) + "]";
+    std::vector<Entry> es = entries(node, le.key_node.Mark(), kListenerKeys, path);
+    if (!node.IsMap()) {
+      continue;
+    }
+    Listener l;
+    const Entry* address = find(es, "address");
+    if (address == nullptr) {
+      error(node.Mark(), "'" + path + "' has no 'address'");
+    } else if (readAddress(*address, l.address, true)) {
+      for (const Listener& other : s.listeners) {
+        if (other.address.ip == l.address.ip && other.address.port == l.address.port &&
+            l.address.port != 0) {
+          error(valueMark(*address),
+                "'" + address->path + "' " + l.address.text + " is already a listener's address");
+        }
+      }
+    }
+    for (const Entry& e : es) {
+      if (e.key == "tls") {
+        walkTls(e, l.tls);
+      } else if (e.key == "servers") {
+        std::vector<YAML::Node> nodes;
+        if (readStringList(e, l.servers, &nodes, true)) {
+          listener_server_marks_.push_back(std::move(nodes));
+        } else {
+          listener_server_marks_.emplace_back();
+        }
+      }
+    }
+    if (find(es, "servers") == nullptr) {
+      listener_server_marks_.emplace_back();
+    }
+    s.listeners.push_back(std::move(l));
+  }
+  if (!s.listeners.empty()) {
+    s.listen = s.listeners.front().address;
+    s.tls = s.listeners.front().tls;
+  }
+}
+
+// Each server a listener names exists; each server's listener_mask says where it is served.
+void Loader::checkListenerServers(Settings& s) {
+  std::vector<std::string_view> names;
+  if (s.servers.empty()) {
+    names.push_back(s.server_name);
+  }
+  for (const auto& v : s.servers) {
+    names.push_back(v->server_name);
+  }
+  for (size_t i = 0; i < s.listeners.size() && i < listener_server_marks_.size(); ++i) {
+    const Listener& l = s.listeners[i];
+    for (size_t k = 0; k < l.servers.size() && k < listener_server_marks_[i].size(); ++k) {
+      if (std::find(names.begin(), names.end(), l.servers[k]) == names.end()) {
+        std::string msg = "listener " + l.address.text + " names unknown server '" +
+                          l.servers[k] + "'";
+        config::appendDidYouMean(msg, l.servers[k], names);
+        error(listener_server_marks_[i][k].Mark(), std::move(msg));
+      }
+    }
+  }
+  auto maskOf = [&](std::string_view name) {
+    uint64_t mask = 0;
+    for (size_t i = 0; i < s.listeners.size(); ++i) {
+      const auto& list = s.listeners[i].servers;
+      if (list.empty() || std::find(list.begin(), list.end(), name) != list.end()) {
+        mask |= uint64_t{1} << i;
+      }
+    }
+    return mask;
+  };
+  if (s.listeners.empty()) {
+    return;
+  }
+  s.listener_mask = maskOf(s.server_name);
+  for (auto& v : s.servers) {
+    auto copy = std::make_shared<Settings>(*v);
+    copy->listener_mask = maskOf(copy->server_name);
+    copy->listeners = s.listeners;
+    v = std::move(copy);
+  }
 }
 
 }  // namespace gw::settings

@@ -46,7 +46,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "federation",
                                          "admin_auth",
                                          "tls",
-                                         "servers"};
+                                         "servers",
+                                         "listeners"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
@@ -196,10 +197,18 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       walkTls(e, s);
     }
   }
+  if (const Entry* listeners = find(top, "listeners")) {
+    walkListeners(*listeners, top, s);
+  }
   if (const Entry* servers = find(top, "servers")) {
     walkServers(*servers, top, s);  // after upstreams: its routes name them
   } else {
     checkRoutes(s);
+  }
+  if (s.listeners.empty()) {
+    s.listeners.push_back(Listener{s.listen, s.tls, {}});  // `listen` (and `tls`) alone
+  } else {
+    checkListenerServers(s);
   }
   if (listen_e != nullptr && s.admin && s.admin->port != 0 && s.admin->port == s.listen.port &&
       s.admin->ip == s.listen.ip) {

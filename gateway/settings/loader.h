@@ -57,6 +57,9 @@ class Loader : public config::Walker {
 
   // listen_tls.cc
   void walkTls(const Entry& te, Settings& s);
+  void walkTls(const Entry& te, std::optional<ListenTls>& out);
+  void walkListeners(const Entry& le, const std::vector<Entry>& top, Settings& s);
+  void checkListenerServers(Settings& s);
 
   // routes.cc
   void walkUpstreams(const Entry& ue, Settings& s);
@@ -82,6 +85,7 @@ class Loader : public config::Walker {
   std::filesystem::path base_dir_;
   std::vector<RouteRef> route_refs_;
   std::vector<YAML::Mark> upstream_marks_;  // where each of Settings::upstreams is named
+  std::vector<std::vector<YAML::Node>> listener_server_marks_;  // listeners[i].servers items
 };
 
 }  // namespace gw::settings

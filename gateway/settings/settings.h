@@ -185,6 +185,14 @@ struct ListenTls {
   std::shared_ptr<const tls::ServerContext> context;
 };
 
+// `listeners:` (issue #27): one port the gateway serves, instead of `listen` + `tls`.
+struct Listener {
+  Address address;
+  std::optional<ListenTls> tls;      // present: HTTPS only
+  std::vector<std::string> servers;  // the servers it serves, by name; empty: all
+};
+inline constexpr size_t kMaxListeners = 64;
+
 struct AccessLog {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
 };
@@ -203,6 +211,11 @@ struct Settings {
   // under example.com); empty: any host mcp.allowed_hosts lets in.
   std::vector<std::string> hosts;
   std::vector<std::shared_ptr<const Settings>> servers;
+  // Every port the gateway serves: `listeners:`, or the one `listen` (with `tls`). `listen`
+  // and `tls` are always the first one's.
+  std::vector<Listener> listeners;
+  // The listeners (bit i: listeners[i]) this server is served on; all without restriction.
+  uint64_t listener_mask = ~uint64_t{0};
   uint32_t workers = 0;  // 0 = one per core (resolved at start)
   std::optional<Address> admin;
   std::optional<AdminAuth> admin_auth;  // none: the admin listener must be on loopback

@@ -723,6 +723,12 @@ bool Gateway::readPorts() {
       port_ = static_cast<uint16_t>(value);
     } else if (name == "admin") {
       admin_port_ = static_cast<uint16_t>(value);
+    } else if (name.starts_with("listener")) {
+      const size_t i = std::stoul(name.substr(8));
+      if (listener_ports_.size() <= i) {
+        listener_ports_.resize(i + 1);
+      }
+      listener_ports_[i] = static_cast<uint16_t>(value);
     }
   }
   return port_ != 0;

@@ -230,6 +230,10 @@ class Gateway {
   uint16_t port() const { return port_; }
   // The admin port from the ports file (0 when the config has no admin listener).
   uint16_t adminPort() const { return admin_port_; }
+  // The port of listener `i` (`listeners:`; 0 when the ports file names none).
+  uint16_t listenerPort(size_t i) const {
+    return i < listener_ports_.size() ? listener_ports_[i] : 0;
+  }
   pid_t pid() const { return process_->pid(); }
   Process& process() { return *process_; }
   const std::string& accessLogPath() const { return access_log_; }
@@ -247,6 +251,7 @@ class Gateway {
   TempDir dir_;
   uint16_t port_ = 0;
   uint16_t admin_port_ = 0;
+  std::vector<uint16_t> listener_ports_;
   std::string access_log_;
   std::string config_text_;
   std::unique_ptr<Process> process_;

@@ -869,3 +869,76 @@ TEST_CASE("tls: the SDK v2 client's tools/call over HTTPS through the gateway",
   CHECK(out.find("\"ok\":true") != std::string::npos);
   CHECK(out.find("\"echo\":\"hi there\"") != std::string::npos);
 }
+
+TEST_CASE("tls: listeners — an HTTPS one and a plain one, each serving its own servers",
+          "[tls][servers]") {
+  Pki pki;
+  RawUpstream a(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":1,"result":{"from":"a"}})"));
+  RawUpstream b(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":1,"result":{"from":"b"}})"));
+  Gateway gw(
+      "admin: 127.0.0.1:0\n"
+      "workers: 2\n"
+      "listeners:\n"
+      "  - address: 127.0.0.1:0\n"
+      "    tls:\n"
+      "      cert: " +
+      pki.file("gw.pem") + "\n      key: " + pki.file("gw.key") + "\n" +
+      "    servers: [github]\n"
+      "  - address: 127.0.0.1:0\n"
+      "    servers: [jira, both]\n"
+      "upstreams:\n"
+      "  - { name: a, endpoints: [" +
+      a.address() +
+      "] }\n"
+      "  - { name: b, endpoints: [" +
+      b.address() +
+      "] }\n"
+      "servers:\n"
+      "  - { name: github, endpoint: /github/mcp, routes: [ { name: r, upstream: a } ] }\n"
+      "  - { name: jira, endpoint: /jira/mcp, routes: [ { name: r, upstream: b } ] }\n"
+      "  - { name: both, endpoint: /both/mcp, routes: [ { name: r, upstream: b } ] }\n");
+  REQUIRE(gw.listenerPort(0) == gw.port());
+  REQUIRE(gw.listenerPort(1) != 0);
+  REQUIRE(gw.listenerPort(1) != gw.port());
+  auto post = [](const std::string& path) {
+    std::string r = mcpPost(toolsCallBody("echo"), "", "echo");
+    return r.replace(r.find("/mcp"), 4, path);
+  };
+
+  TlsOptions verified;
+  verified.ca = pki.file("ca.pem");
+  {
+    TlsConn c(gw.listenerPort(0), verified);
+    REQUIRE(c.ok());
+    REQUIRE(c.send(post("/github/mcp")));
+    auto r = c.readResponse();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->body.find(R"("from":"a")") != std::string::npos);
+  }
+  // A server this listener does not serve is not found here.
+  for (const std::string path : {"/jira/mcp", "/both/mcp", "/mcp"}) {
+    INFO(path);
+    TlsConn c(gw.listenerPort(0), verified);
+    REQUIRE(c.ok());
+    REQUIRE(c.send(post(path)));
+    auto miss = c.readResponse();
+    REQUIRE(miss);
+    CHECK(miss->status == 404);
+    CHECK(miss->body.find("-32600") != std::string::npos);
+  }
+  // The plain listener speaks HTTP and serves its own.
+  Response jira = fetch(gw.listenerPort(1), post("/jira/mcp"));
+  CHECK(jira.status == 200);
+  CHECK(jira.body.find(R"("from":"b")") != std::string::npos);
+  CHECK(fetch(gw.listenerPort(1), post("/both/mcp")).status == 200);
+  CHECK(fetch(gw.listenerPort(1), post("/github/mcp")).status == 404);
+  CHECK(a.requestCount() == 1);
+  CHECK(b.requestCount() == 2);
+
+  Response config = adminGet(gw.adminPort(), "/config");
+  CHECK(
+      config.body.find(R"("listeners":[{"address":"127.0.0.1:0","tls":true,"servers":["github"]},)"
+                       R"({"address":"127.0.0.1:0","tls":false,"servers":["jira","both"]}])") !=
+      std::string::npos);
+}

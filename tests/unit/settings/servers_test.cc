@@ -207,3 +207,76 @@ TEST_CASE("servers: config/examples/servers.yaml loads with its policy files", "
 
 }  // namespace
 }  // namespace gw::filters
+
+namespace gw::settings {
+namespace {
+
+TEST_CASE("listeners: each an address, optional TLS and its servers", "[servers][listeners]") {
+  LoadResult r = loadString(
+      "listeners:\n"
+      "  - address: 127.0.0.1:8443\n"
+      "    servers: [b]\n"
+      "  - address: 127.0.0.1:8080\n"
+      "upstreams:\n  - { name: u, endpoints: [127.0.0.1:9001] }\n"
+      "servers:\n"
+      "  - { name: a, endpoint: /a, routes: [ { name: r, upstream: u } ] }\n"
+      "  - { name: b, endpoint: /b, routes: [ { name: r, upstream: u } ] }\n",
+      "gw.yaml");
+  INFO(test::dump(r));
+  REQUIRE(r.settings);
+  const Settings& s = *r.settings;
+  REQUIRE(s.listeners.size() == 2);
+  CHECK(s.listen.text == "127.0.0.1:8443");  // `listen` is the first listener's
+  CHECK(s.servers[0]->listener_mask == 0b10);
+  CHECK(s.servers[1]->listener_mask == 0b11);
+
+  // Without `listeners:`, the one `listen`.
+  LoadResult plain = loadString(
+      "listen: 127.0.0.1:8081\nupstreams:\n  - { name: u, endpoints: [127.0.0.1:9001] }\n"
+      "routes: [ { name: r, upstream: u } ]\n",
+      "gw.yaml");
+  REQUIRE(plain.settings);
+  REQUIRE(plain.settings->listeners.size() == 1);
+  CHECK(plain.settings->listeners[0].address.text == "127.0.0.1:8081");
+  CHECK(plain.settings->listener_mask == ~uint64_t{0});
+}
+
+TEST_CASE("listeners: what a hand-edited file gets wrong", "[servers][listeners]") {
+  struct Case {
+    const char* what;
+    std::string yaml;
+    int line, column;
+    const char* message;
+  };
+  const std::string tail =
+      "upstreams:\n  - { name: u, endpoints: [127.0.0.1:9001] }\n"
+      "routes: [ { name: r, upstream: u } ]\n";
+  const Case cases[] = {
+      {"listen beside listeners",
+       "listen: 127.0.0.1:1\nlisteners:\n  - address: 127.0.0.1:2\n" + tail, 1, 1,
+       "top-level 'listen' cannot be used with 'listeners'"},
+      {"tls beside listeners",
+       "tls: { cert: a, key: b }\nlisteners:\n  - address: 127.0.0.1:2\n" + tail, 1, 1,
+       "top-level 'tls' cannot be used with 'listeners'"},
+      {"no address", "listeners:\n  - servers: [default]\n" + tail, 2, 5, "has no 'address'"},
+      {"the same address twice",
+       "listeners:\n  - address: 127.0.0.1:2\n  - address: 127.0.0.1:2\n" + tail, 3, 14,
+       "127.0.0.1:2 is already a listener's address"},
+      {"an unknown server", "listeners:\n  - address: 127.0.0.1:2\n    servers: [defualt]\n" + tail,
+       3, 15, "names unknown server 'defualt'; did you mean 'default'?"},
+      {"an empty list", "listeners: []\n" + tail, 1, 12,
+       "'listeners' must be a list of at least one listener"},
+      {"an unknown key", "listeners:\n  - address: 127.0.0.1:2\n    port: 3\n" + tail, 3, 5,
+       "unknown key 'listeners[0].port'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    LoadResult r = loadString(c.yaml, "gw.yaml");
+    INFO(test::dump(r));
+    CHECK_FALSE(r.settings);
+    CHECK(test::hasError(r, c.line, c.column, c.message));
+  }
+}
+
+}  // namespace
+}  // namespace gw::settings
