@@ -22,7 +22,9 @@ constexpr std::string_view kMinVersions[] = {"1.2", "1.3"};
 
 }  // namespace
 
-void Loader::walkTls(const Entry& te, Settings& s) { walkTls(te, s.tls); }
+void Loader::walkTls(const Entry& te, Settings& s) {
+  walkTls(te, s.tls);
+}
 
 void Loader::walkTls(const Entry& te, std::optional<ListenTls>& out) {
   const size_t errors_before = errorCount();
@@ -158,8 +160,8 @@ void Loader::checkListenerServers(Settings& s) {
     const Listener& l = s.listeners[i];
     for (size_t k = 0; k < l.servers.size() && k < listener_server_marks_[i].size(); ++k) {
       if (std::find(names.begin(), names.end(), l.servers[k]) == names.end()) {
-        std::string msg = "listener " + l.address.text + " names unknown server '" +
-                          l.servers[k] + "'";
+        std::string msg =
+            "listener " + l.address.text + " names unknown server '" + l.servers[k] + "'";
         config::appendDidYouMean(msg, l.servers[k], names);
         error(listener_server_marks_[i][k].Mark(), std::move(msg));
       }
