@@ -28,6 +28,8 @@ namespace gw::core {
   X(kExpectationFailed, "expectation_failed", 417)                                            \
   /* pipeline stages (filters/) */                                                            \
   X(kNotFound, "not_found", 404)                                                              \
+  /* a Host another SNI certificate of the listener covers (issue #27) */                     \
+  X(kMisdirected, "misdirected", 421)                                                         \
   /* /.well-known/oauth-protected-resource answered here (a 200) */                           \
   X(kResourceMetadata, "resource_metadata", 0)                                                \
   X(kMethodNotAllowed, "method_not_allowed", 405)                                             \

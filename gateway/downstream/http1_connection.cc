@@ -187,7 +187,8 @@ bool Http1Connection::takeStream() {
   s_ = snap_->settings.get();
   req_in_ = req_out_ = 0;
   answering_ = false;
-  x_ = w_.streams->newStream(*this, snap_, StreamPeer{peer_, tls_subject_, listener_});
+  x_ = w_.streams->newStream(*this, snap_,
+                             StreamPeer{peer_, tls_subject_, listener_, sni_, sni_cert_});
   return x_ != nullptr;
 }
 
@@ -361,6 +362,8 @@ void Http1Connection::onTlsConnected() {
       SSL_get_verify_result(ssl) == X509_V_OK) {
     tls_subject_ = tls::peerSubject(SSL_get0_peer_certificate(ssl));
   }
+  sni_ = tls::sniTableOf(ssl);
+  sni_cert_ = sni_ != nullptr ? sni_->servedBy(ssl) : 0;
 }
 
 // The handshake failed (or the client closed during it): counted, logged within the

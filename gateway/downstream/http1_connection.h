@@ -115,9 +115,11 @@ class Http1Connection final : public Stream, public event::Flushable {
   event::Socket down_;
   event::EventPtr timer_;  // the one per-connection timer
   std::string peer_;
-  std::string tls_subject_;  // a verified client certificate's identity ("" without one)
-  core::IpAddress peer_ip_;  // its slot in Shared::client_counts is given back on close
-  uint32_t listener_ = 0;    // the listener it was accepted on
+  std::string tls_subject_;             // a verified client certificate's identity ("" without one)
+  core::IpAddress peer_ip_;             // its slot in Shared::client_counts is given back on close
+  uint32_t listener_ = 0;               // the listener it was accepted on
+  const tls::SniTable* sni_ = nullptr;  // its context's SNI certificates (onTlsConnected)
+  size_t sni_cert_ = 0;                 // the one the handshake served
   // The handler of the request in flight (from its first byte to its end), from
   // w_.streams; null while the connection waits between requests.
   StreamCallbacks* x_ = nullptr;

@@ -27,6 +27,10 @@
 #include "gateway/http/serialize.h"
 #include "gateway/mcp/reply.h"
 
+namespace gw::tls {
+class SniTable;
+}
+
 namespace gw::filters {
 struct Snapshot;
 }
@@ -128,6 +132,10 @@ struct StreamPeer {
   std::string_view address;  // the peer address text
   std::string_view subject;  // a verified TLS client certificate's identity, or ""
   uint32_t listener = 0;     // the index of the listener it came in on (Settings::listeners)
+  // TLS with SNI certificates (tls.certificates): the listener's table, and which of them
+  // the handshake served (0: the default). Null otherwise.
+  const tls::SniTable* sni = nullptr;
+  size_t sni_cert = 0;
 };
 
 class StreamFactory {

@@ -89,6 +89,12 @@ void tlsJson(Json& j, const settings::Settings& s) {
     j.key("not_after").str(c.not_after);
     j.close('}');
   }
+  j.key("certificates").open('[');  // tls.certificates: picked by SNI
+  for (const settings::ListenTls::Certificate& c : t.certificates) {
+    j.open('{').key("hosts").strings(c.hosts).key("cert").str(c.cert).key("key").str(c.key);
+    j.close('}');
+  }
+  j.close(']');
   j.close('}');
 }
 

@@ -37,6 +37,8 @@ const char* reasonPhrase(int status) noexcept {
       return "Unsupported Media Type";
     case 417:
       return "Expectation Failed";
+    case 421:
+      return "Misdirected Request";
     case 429:
       return "Too Many Requests";
     case 431:

@@ -11,10 +11,12 @@
 #include "gateway/core/assert.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/http/forwarding.h"
+#include "gateway/http/host.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/mcp/verifier.h"
 #include "gateway/proxy/local_target.h"
 #include "gateway/proxy/proxy_context.h"
+#include "gateway/tls/server_context.h"
 
 namespace gw::proxy {
 
@@ -52,6 +54,15 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   forwarded_ = false;
   fwd_.reset();
   fed_.reset();
+  if (peer_.sni != nullptr && refused == nullptr && misdirected()) {
+    filters::setReply(ctx_, 421, mcp::code::kInvalidRequest,
+                      "Misdirected Request: this connection's certificate is not the one for "
+                      "this Host; send the request on a connection to that host",
+                      "misdirected", false);
+    ctx_.reply.id = mcp::RequestId::null();
+    sendLocalReply();
+    return;
+  }
   if (!snap_->servers.empty() || peer_.listener != 0) {
     // servers: the request runs on the server its Host and path select among those of its
     // listener (the root stays owned: the selected snapshot lives in it).
@@ -78,6 +89,17 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
     return;
   }
   run();
+}
+
+// TLS with SNI certificates: the request's Host is one another certificate of the listener
+// covers (RFC 9110 §15.5.20: the connection was made for another host, e.g. reused by a
+// client for a second origin), so it is not served on this connection.
+bool Exchange::misdirected() const noexcept {
+  http::HostPort hp;
+  if (head.host.empty() || !http::parseHostPort(head.host, hp)) {
+    return false;
+  }
+  return peer_.sni->certFor(hp.host) != peer_.sni_cert;
 }
 
 void Exchange::resetContext() {

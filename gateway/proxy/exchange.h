@@ -96,6 +96,7 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   const std::shared_ptr<const filters::Snapshot>& snapshot() const noexcept { return snap_; }
   const settings::Settings& settings() const noexcept { return *snap_->settings; }
   std::string_view serverLabel() const noexcept;  // metrics and log (request_log.cc)
+  bool misdirected() const noexcept;
   ProxyContext& worker() const noexcept { return *w_; }
   downstream::Stream* stream() const noexcept { return stream_; }  // null between requests
   // The body's padded copy (verify / classify only; shorter than the padding when unread).

@@ -17,7 +17,8 @@ namespace gw::settings {
 
 namespace {
 
-constexpr std::string_view kTlsKeys[] = {"cert", "key", "client_ca", "min_version"};
+constexpr std::string_view kTlsKeys[] = {"cert", "key", "client_ca", "min_version", "certificates"};
+constexpr std::string_view kCertificateKeys[] = {"hosts", "cert", "key"};
 constexpr std::string_view kMinVersions[] = {"1.2", "1.3"};
 
 }  // namespace
@@ -33,10 +34,17 @@ void Loader::walkTls(const Entry& te, std::optional<ListenTls>& out) {
   const Entry* key_e = nullptr;
   const Entry* ca_e = nullptr;
   std::vector<Entry> tls_entries = entries(te.value, te.key_node.Mark(), kTlsKeys, te.path);
+  std::vector<const Entry*> sni_cert_entries;
+  std::vector<const Entry*> sni_key_entries;
+  std::vector<YAML::Node> sni_items;
   for (const Entry& e : tls_entries) {
     std::string path;
     if (e.key == "min_version") {
       readEnum(e, kMinVersions, t.min_version);
+      continue;
+    }
+    if (e.key == "certificates") {
+      walkTlsCertificates(e, t, sni_cert_entries, sni_key_entries, sni_items);
       continue;
     }
     if (!readNonEmptyString(e, path)) {
@@ -64,9 +72,25 @@ void Loader::walkTls(const Entry& te, std::optional<ListenTls>& out) {
     error(valueMark(*cert_e), "TLS files not looked at (hermetic test load)");
     return;
   }
-  tls::ServerConfig cfg{t.cert, t.key, t.client_ca,
-                        t.min_version == "1.3" ? tls::MinVersion::kTls13 : tls::MinVersion::kTls12};
+  tls::ServerConfig cfg{t.cert,
+                        t.key,
+                        t.client_ca,
+                        t.min_version == "1.3" ? tls::MinVersion::kTls13 : tls::MinVersion::kTls12,
+                        {}};
+  for (const ListenTls::Certificate& c : t.certificates) {
+    cfg.certificates.push_back(tls::SniCertificate{c.hosts, c.cert, c.key});
+  }
   tls::BuildResult built = tls::buildServerContext(cfg);
+  if (!built.context && built.certificate >= 0 &&
+      static_cast<size_t>(built.certificate) < sni_items.size()) {
+    const auto i = static_cast<size_t>(built.certificate);
+    const bool key = built.field == tls::Field::kKey;
+    const Entry* at = key ? sni_key_entries[i] : sni_cert_entries[i];
+    error(at != nullptr ? valueMark(*at) : sni_items[i].Mark(),
+          "'" + te.path + ".certificates[" + std::to_string(i) + "]." + (key ? "key" : "cert") +
+              "': " + built.error);
+    return;
+  }
   if (!built.context) {
     const Entry* at = built.field == tls::Field::kKey        ? key_e
                       : built.field == tls::Field::kClientCa ? ca_e
@@ -79,6 +103,56 @@ void Loader::walkTls(const Entry& te, std::optional<ListenTls>& out) {
   }
   t.context = std::move(built.context);
   out = std::move(t);
+}
+
+// tls.certificates: [{hosts, cert, key}] — each entry's hosts (DNS names or "*." wildcards,
+// none named by two entries), its certificate and key files.
+void Loader::walkTlsCertificates(const Entry& ce, ListenTls& t,
+                                 std::vector<const Entry*>& cert_entries,
+                                 std::vector<const Entry*>& key_entries,
+                                 std::vector<YAML::Node>& items) {
+  if (!ce.value.IsSequence() || ce.value.size() == 0) {
+    error(valueMark(ce), "'" + ce.path + "' must be a list of {hosts, cert, key}");
+    return;
+  }
+  // The entries' storage must outlive the pointers handed back: kept in the loader.
+  for (size_t i = 0; i < ce.value.size(); ++i) {
+    const YAML::Node& node = ce.value[i];
+    const std::string path = ce.path + "[" + std::to_string(i) + "]";
+    tls_entry_store_.push_back(entries(node, ce.key_node.Mark(), kCertificateKeys, path));
+    const std::vector<Entry>& es = tls_entry_store_.back();
+    if (!node.IsMap()) {
+      continue;
+    }
+    ListenTls::Certificate c;
+    const Entry* hosts = find(es, "hosts");
+    const Entry* cert = find(es, "cert");
+    const Entry* key = find(es, "key");
+    if (hosts == nullptr || cert == nullptr || key == nullptr) {
+      error(node.Mark(), "'" + path + "' needs 'hosts', 'cert' and 'key'");
+      continue;
+    }
+    readServerHosts(*hosts, c.hosts);
+    for (const std::string& h : c.hosts) {
+      for (const ListenTls::Certificate& other : t.certificates) {
+        if (std::find(other.hosts.begin(), other.hosts.end(), h) != other.hosts.end()) {
+          error(valueMark(*hosts),
+                "'" + hosts->path + "': host " + h + " is already another certificate's");
+        }
+      }
+    }
+    std::string text;
+    if (readNonEmptyString(*cert, text)) {
+      c.cert = resolve(text);
+    }
+    if (readNonEmptyString(*key, text)) {
+      c.key = resolve(text);
+    }
+    t.certificates.push_back(std::move(c));
+    cert_entries.push_back(cert);
+    key_entries.push_back(key);
+    items.push_back(node);
+  }
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -80,12 +81,15 @@ class Loader : public config::Walker {
                   std::vector<YAML::Mark>& endpoint_marks);
   void walkServerMcp(const Entry& me, Mcp& m);
   void readServerHosts(const Entry& e, std::vector<std::string>& out);
+  void walkTlsCertificates(const Entry& ce, ListenTls& t, std::vector<const Entry*>& cert_entries,
+                           std::vector<const Entry*>& key_entries, std::vector<YAML::Node>& items);
 
   std::string source_;  // the file's absolute, normalized path
   std::filesystem::path base_dir_;
   std::vector<RouteRef> route_refs_;
   std::vector<YAML::Mark> upstream_marks_;  // where each of Settings::upstreams is named
   std::vector<std::vector<YAML::Node>> listener_server_marks_;  // listeners[i].servers items
+  std::deque<std::vector<Entry>> tls_entry_store_;  // tls.certificates[] entries (stable)
 };
 
 }  // namespace gw::settings

@@ -180,6 +180,14 @@ struct ListenTls {
   std::string key;
   std::string client_ca;  // "": no client certificates
   std::string min_version = "1.2";
+  // tls.certificates: more certificates, chosen by SNI (exact or "*." host names, lowercase);
+  // `cert`/`key` above is the default. A request whose Host another of them covers gets 421.
+  struct Certificate {
+    std::vector<std::string> hosts;
+    std::string cert;
+    std::string key;
+  };
+  std::vector<Certificate> certificates;
   // Built at load from the files above (a bad pair is a load error); held by the listener
   // until a reload brings the next one.
   std::shared_ptr<const tls::ServerContext> context;

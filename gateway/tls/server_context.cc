@@ -42,6 +42,8 @@ constexpr const char* kTls12Ciphers =
 constexpr unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 constexpr int kVerifyDepth = 8;
 
+int sslSniIndex();  // below: the SSL ex_data slot that points to its context's SniTable
+
 struct BioFree {
   void operator()(BIO* b) const noexcept { BIO_free(b); }
 };
@@ -268,6 +270,9 @@ SSL* ServerContext::newSession() const noexcept {
   SSL* ssl = SSL_new(ctx_);
   if (ssl != nullptr) {
     SSL_set_accept_state(ssl);
+    if (sni_ != nullptr) {
+      SSL_set_ex_data(ssl, sslSniIndex(), const_cast<SniTable*>(sni_));
+    }
   }
   return ssl;
 }
@@ -293,122 +298,262 @@ std::string refusedReplacement(const CertificateInfo& running, const Certificate
   return "certificate " + next.fingerprint + " is not valid before " + next.not_before;
 }
 
+namespace {
+
+// A context for one certificate pair, with every setting of `cfg` but its files. False with
+// `field` and `why` on error.
+bool makeContext(const std::string& cert, const std::string& key_file, const ServerConfig& cfg,
+                 CtxPtr& out, CertificateInfo& info, Field& field, std::string& why) {
+  field = Field::kCert;
+  CtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) {
+    why = sslError("cannot create a TLS context");
+    return false;
+  }
+  SSL_CTX_set_min_proto_version(
+      ctx.get(), cfg.min_version == MinVersion::kTls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+  SSL_CTX_set_options(
+      ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                                  SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) {
+    why = sslError("cannot set the TLS 1.2 ciphers");
+    return false;
+  }
+  SSL_CTX_set_default_passwd_cb(ctx.get(), noPassword);
+  SSL_CTX_set_alpn_select_cb(ctx.get(), selectAlpn, nullptr);
+  // Stateless tickets only (no per-context session cache to grow); ticket lifetime = the
+  // time a key encrypts, so a client never holds a ticket no key can read.
+  SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_timeout(ctx.get(), kTicketKeyLifetimeSeconds);
+  SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx.get(), ticketKeyCallback);
+
+  // The certificate and its chain.
+  std::string pem;
+  if (!readFile(cert, pem, why)) {
+    return false;
+  }
+  std::vector<X509Ptr> chain = readCerts(pem);
+  if (chain.empty()) {
+    why = "no PEM certificate in " + cert;
+    return false;
+  }
+  if (SSL_CTX_use_certificate(ctx.get(), chain.front().get()) != 1) {
+    why = cert + ": " + sslError("certificate refused");
+    return false;
+  }
+  for (size_t i = 1; i < chain.size(); ++i) {
+    if (SSL_CTX_add1_chain_cert(ctx.get(), chain[i].get()) != 1) {
+      why = cert + ": " + sslError("chain certificate refused");
+      return false;
+    }
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int md_len = 0;
+  if (X509_digest(chain.front().get(), EVP_sha256(), md, &md_len) != 1) {
+    why = sslError("cannot hash the certificate");
+    return false;
+  }
+
+  // The key, which must match.
+  field = Field::kKey;
+  std::string key_pem;
+  if (!readFile(key_file, key_pem, why)) {
+    return false;
+  }
+  BioPtr kbio(BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())));
+  PkeyPtr key(kbio ? PEM_read_bio_PrivateKey(kbio.get(), nullptr, noPassword, nullptr) : nullptr);
+  OPENSSL_cleanse(key_pem.data(), key_pem.size());
+  if (!key) {
+    why = "no usable PEM private key in " + key_file + " (encrypted keys are not supported)";
+    return false;
+  }
+  if (SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1 ||
+      SSL_CTX_check_private_key(ctx.get()) != 1) {
+    ERR_clear_error();
+    why = "the private key in " + key_file + " does not match the certificate in " + cert;
+    return false;
+  }
+
+  // Client certificates. The session id context (which a resumed session must carry) is a
+  // hash of the CA file: a ticket issued under other client CAs is not resumed.
+  field = Field::kClientCa;
+  std::string ca_pem;
+  if (!cfg.client_ca.empty()) {
+    if (!readFile(cfg.client_ca, ca_pem, why)) {
+      return false;
+    }
+    std::vector<X509Ptr> cas = readCerts(ca_pem);
+    if (cas.empty()) {
+      why = "no PEM certificate in " + cfg.client_ca;
+      return false;
+    }
+    X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
+    for (const X509Ptr& ca : cas) {
+      if (X509_STORE_add_cert(store, ca.get()) != 1 ||
+          SSL_CTX_add_client_CA(ctx.get(), ca.get()) != 1) {
+        why = cfg.client_ca + ": " + sslError("CA certificate refused");
+        return false;
+      }
+    }
+    SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    SSL_CTX_set_verify_depth(ctx.get(), kVerifyDepth);
+  }
+  std::string sid = "mcp-gateway/tls-listen";
+  sid += '\0';
+  sid += ca_pem;
+  unsigned char sid_md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(sid.data()), sid.size(), sid_md);
+  SSL_CTX_set_session_id_context(ctx.get(), sid_md, sizeof sid_md);
+
+  info = CertificateInfo{};
+  info.fingerprint = core::hexEncode(std::string_view(reinterpret_cast<const char*>(md), md_len));
+  info.subject = peerSubject(chain.front().get());
+  info.not_before = isoTime(X509_get0_notBefore(chain.front().get()), &info.not_before_unix);
+  info.not_after = isoTime(X509_get0_notAfter(chain.front().get()), &info.not_after_unix);
+  out = std::move(ctx);
+  return true;
+}
+
+bool equalsLower(std::string_view text, std::string_view lower) noexcept {
+  if (text.size() != lower.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (c != lower[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The SNI table is the main SSL_CTX's ex_data (deleted with it); each SSL made from the
+// context carries a pointer to it (sniTableOf).
+void freeSniTable(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+  delete static_cast<SniTable*>(ptr);
+}
+
+int ctxSniIndex() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, freeSniTable);
+  return index;
+}
+
+int sslSniIndex() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// SNI: the certificate that names the host the client asked for (else the default).
+int onServerName(SSL* ssl, int*, void* arg) {
+  const auto* table = static_cast<const SniTable*>(arg);
+  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (name == nullptr || table == nullptr) {
+    return SSL_TLSEXT_ERR_OK;
+  }
+  const size_t i = table->certFor(name);
+  if (i > 0) {
+    SSL_set_SSL_CTX(ssl, table->entries()[i - 1].ctx);
+  }
+  return SSL_TLSEXT_ERR_OK;
+}
+
+}  // namespace
+
+SniTable::~SniTable() {
+  for (Entry& e : entries_) {
+    SSL_CTX_free(e.ctx);
+  }
+}
+
+size_t SniTable::certFor(std::string_view host) const noexcept {
+  size_t wildcard = 0;
+  size_t wildcard_len = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    for (const std::string& h : entries_[i].hosts) {
+      if (h.starts_with("*.")) {
+        const std::string_view suffix = std::string_view(h).substr(1);
+        if (host.size() > suffix.size() &&
+            equalsLower(host.substr(host.size() - suffix.size()), suffix) &&
+            suffix.size() > wildcard_len) {
+          wildcard = i + 1;
+          wildcard_len = suffix.size();
+        }
+      } else if (equalsLower(host, h)) {
+        return i + 1;
+      }
+    }
+  }
+  return wildcard;
+}
+
+size_t SniTable::servedBy(const SSL* ssl) const noexcept {
+  const SSL_CTX* ctx = SSL_get_SSL_CTX(ssl);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].ctx == ctx) {
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+const SniTable* sniTableOf(const SSL* ssl) noexcept {
+  return ssl == nullptr ? nullptr
+                        : static_cast<const SniTable*>(SSL_get_ex_data(ssl, sslSniIndex()));
+}
+
 BuildResult buildServerContext(const ServerConfig& cfg) noexcept {
   BuildResult r;
-  auto fail = [&](Field f, std::string why) {
+  auto fail = [&](Field f, std::string why, int certificate) {
     r.field = f;
     r.error = std::move(why);
+    r.certificate = certificate;
     r.context.reset();
     ERR_clear_error();
     return r;
   };
   try {
-    CtxPtr ctx(SSL_CTX_new(TLS_server_method()));
-    if (!ctx) {
-      return fail(Field::kCert, sslError("cannot create a TLS context"));
-    }
-    SSL_CTX_set_min_proto_version(
-        ctx.get(), cfg.min_version == MinVersion::kTls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
-    SSL_CTX_set_options(
-        ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
-    SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE |
-                                    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
-    if (SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) {
-      return fail(Field::kCert, sslError("cannot set the TLS 1.2 ciphers"));
-    }
-    SSL_CTX_set_default_passwd_cb(ctx.get(), noPassword);
-    SSL_CTX_set_alpn_select_cb(ctx.get(), selectAlpn, nullptr);
-    // Stateless tickets only (no per-context session cache to grow); ticket lifetime = the
-    // time a key encrypts, so a client never holds a ticket no key can read.
-    SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_timeout(ctx.get(), kTicketKeyLifetimeSeconds);
-    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx.get(), ticketKeyCallback);
-
-    // The certificate and its chain.
-    std::string pem;
-    std::string why;
-    if (!readFile(cfg.cert, pem, why)) {
-      return fail(Field::kCert, why);
-    }
-    std::vector<X509Ptr> chain = readCerts(pem);
-    if (chain.empty()) {
-      return fail(Field::kCert, "no PEM certificate in " + cfg.cert);
-    }
-    if (SSL_CTX_use_certificate(ctx.get(), chain.front().get()) != 1) {
-      return fail(Field::kCert, cfg.cert + ": " + sslError("certificate refused"));
-    }
-    for (size_t i = 1; i < chain.size(); ++i) {
-      if (SSL_CTX_add1_chain_cert(ctx.get(), chain[i].get()) != 1) {
-        return fail(Field::kCert, cfg.cert + ": " + sslError("chain certificate refused"));
-      }
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int md_len = 0;
-    if (X509_digest(chain.front().get(), EVP_sha256(), md, &md_len) != 1) {
-      return fail(Field::kCert, sslError("cannot hash the certificate"));
-    }
-
-    // The key, which must match.
-    std::string key_pem;
-    if (!readFile(cfg.key, key_pem, why)) {
-      return fail(Field::kKey, why);
-    }
-    BioPtr kbio(BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())));
-    PkeyPtr key(kbio ? PEM_read_bio_PrivateKey(kbio.get(), nullptr, noPassword, nullptr) : nullptr);
-    OPENSSL_cleanse(key_pem.data(), key_pem.size());
-    if (!key) {
-      return fail(Field::kKey, "no usable PEM private key in " + cfg.key +
-                                   " (encrypted keys are not supported)");
-    }
-    if (SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1) {
-      ERR_clear_error();
-      return fail(Field::kKey, "the private key in " + cfg.key +
-                                   " does not match the certificate in " + cfg.cert);
-    }
-    if (SSL_CTX_check_private_key(ctx.get()) != 1) {
-      ERR_clear_error();
-      return fail(Field::kKey, "the private key in " + cfg.key +
-                                   " does not match the certificate in " + cfg.cert);
-    }
-
-    // Client certificates. The session id context (which a resumed session must carry) is a
-    // hash of the CA file: a ticket issued under other client CAs is not resumed.
-    std::string ca_pem;
-    if (!cfg.client_ca.empty()) {
-      if (!readFile(cfg.client_ca, ca_pem, why)) {
-        return fail(Field::kClientCa, why);
-      }
-      std::vector<X509Ptr> cas = readCerts(ca_pem);
-      if (cas.empty()) {
-        return fail(Field::kClientCa, "no PEM certificate in " + cfg.client_ca);
-      }
-      X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
-      for (const X509Ptr& ca : cas) {
-        if (X509_STORE_add_cert(store, ca.get()) != 1 ||
-            SSL_CTX_add_client_CA(ctx.get(), ca.get()) != 1) {
-          return fail(Field::kClientCa, cfg.client_ca + ": " + sslError("CA certificate refused"));
-        }
-      }
-      SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-      SSL_CTX_set_verify_depth(ctx.get(), kVerifyDepth);
-    }
-    std::string sid = "mcp-gateway/tls-listen";
-    sid += '\0';
-    sid += ca_pem;
-    unsigned char sid_md[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char*>(sid.data()), sid.size(), sid_md);
-    SSL_CTX_set_session_id_context(ctx.get(), sid_md, sizeof sid_md);
-
+    CtxPtr ctx;
     CertificateInfo info;
-    info.fingerprint = core::hexEncode(std::string_view(reinterpret_cast<const char*>(md), md_len));
-    info.subject = peerSubject(chain.front().get());
-    info.not_before = isoTime(X509_get0_notBefore(chain.front().get()), &info.not_before_unix);
-    info.not_after = isoTime(X509_get0_notAfter(chain.front().get()), &info.not_after_unix);
+    Field field = Field::kCert;
+    std::string why;
+    if (!makeContext(cfg.cert, cfg.key, cfg, ctx, info, field, why)) {
+      return fail(field, why, -1);
+    }
+    SniTable* table = nullptr;
+    if (!cfg.certificates.empty()) {
+      std::vector<SniTable::Entry> entries;
+      auto release = [&] {
+        for (SniTable::Entry& e : entries) {
+          SSL_CTX_free(e.ctx);
+        }
+      };
+      for (size_t i = 0; i < cfg.certificates.size(); ++i) {
+        const SniCertificate& c = cfg.certificates[i];
+        CtxPtr extra;
+        CertificateInfo extra_info;
+        if (!makeContext(c.cert, c.key, cfg, extra, extra_info, field, why)) {
+          release();
+          return fail(field, why, static_cast<int>(i));
+        }
+        entries.push_back(SniTable::Entry{c.hosts, extra.release()});
+      }
+      table = new SniTable(std::move(entries));
+      if (SSL_CTX_set_ex_data(ctx.get(), ctxSniIndex(), table) != 1) {
+        delete table;
+        return fail(Field::kCert, sslError("cannot attach the SNI certificates"), -1);
+      }
+      SSL_CTX_set_tlsext_servername_callback(ctx.get(), onServerName);
+      SSL_CTX_set_tlsext_servername_arg(ctx.get(), table);
+    }
     r.context = std::make_shared<const ServerContext>(ctx.release(), !cfg.client_ca.empty(),
-                                                      std::move(info));
+                                                      std::move(info), table);
     return r;
   } catch (...) {
-    return fail(Field::kCert, "out of memory while building the TLS context");
+    return fail(Field::kCert, "out of memory while building the TLS context", -1);
   }
 }
 

@@ -14,19 +14,58 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 namespace gw::tls {
 
 enum class MinVersion : uint8_t { kTls12, kTls13 };
 
+// `tls.certificates[]` (issue #27): one more certificate, served to a client whose SNI
+// names one of `hosts` (lowercase; exact, or "*.example.com" for any name under it).
+struct SniCertificate {
+  std::vector<std::string> hosts;
+  std::string cert;
+  std::string key;
+};
+
 // What the `tls:` block names (absolute paths; client_ca "" = no client certificates).
 struct ServerConfig {
-  std::string cert;       // PEM: the certificate, then its chain
+  std::string cert;       // PEM: the certificate, then its chain (the default one)
   std::string key;        // PEM private key matching `cert`
   std::string client_ca;  // PEM CA certificates that client certificates must chain to
   MinVersion min_version = MinVersion::kTls12;
+  std::vector<SniCertificate> certificates;
 };
+
+// The certificates a context picks from by SNI. Owned by the context's SSL_CTX (freed with
+// it), so it lives as long as any connection made from the context. Number 0 is the default
+// certificate, i the i-th of ServerConfig::certificates.
+class SniTable {
+ public:
+  struct Entry {
+    std::vector<std::string> hosts;
+    SSL_CTX* ctx = nullptr;  // one reference held
+  };
+  explicit SniTable(std::vector<Entry> entries) noexcept : entries_(std::move(entries)) {}
+  ~SniTable();
+  SniTable(const SniTable&) = delete;
+  SniTable& operator=(const SniTable&) = delete;
+
+  // The certificate that serves `host` (a DNS name, any case, no port): an exact name
+  // before a wildcard; 0 when none names it.
+  size_t certFor(std::string_view host) const noexcept;
+  // The certificate the handshake of `ssl` chose.
+  size_t servedBy(const SSL* ssl) const noexcept;
+  const std::vector<Entry>& entries() const noexcept { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// The SNI table of the context `ssl` was made from (null: it has no SNI certificates).
+const SniTable* sniTableOf(const SSL* ssl) noexcept;
 
 // What the served (leaf) certificate says, read once at build: logs and /config.
 struct CertificateInfo {
@@ -49,8 +88,9 @@ std::string refusedReplacement(const CertificateInfo& running, const Certificate
 
 class ServerContext {
  public:
-  explicit ServerContext(SSL_CTX* ctx, bool client_certs, CertificateInfo cert) noexcept
-      : ctx_(ctx), client_certs_(client_certs), cert_(std::move(cert)) {}
+  explicit ServerContext(SSL_CTX* ctx, bool client_certs, CertificateInfo cert,
+                         const SniTable* sni = nullptr) noexcept
+      : ctx_(ctx), client_certs_(client_certs), cert_(std::move(cert)), sni_(sni) {}
   ~ServerContext();
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
@@ -68,6 +108,7 @@ class ServerContext {
   SSL_CTX* ctx_;
   bool client_certs_;
   CertificateInfo cert_;
+  const SniTable* sni_;  // owned by ctx_ (null: no SNI certificates)
 };
 
 // Which configured file a build error is about (the loader points at that key).
@@ -76,7 +117,8 @@ enum class Field : uint8_t { kCert, kKey, kClientCa };
 struct BuildResult {
   std::shared_ptr<const ServerContext> context;  // null on error
   Field field = Field::kCert;
-  std::string error;  // what is wrong, naming the file
+  int certificate = -1;  // the certificates[] entry at fault (-1: the default pair)
+  std::string error;     // what is wrong, naming the file
 };
 
 // Reads the files and builds the context: TLS 1.2 (unless kTls13) and 1.3, ECDHE with AEAD

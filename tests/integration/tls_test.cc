@@ -104,6 +104,7 @@ struct TlsOptions {
   std::string ca;       // verify the server against this CA ("" = no verification)
   std::string ciphers;  // TLS 1.2 cipher list ("" = the library's)
   SSL_SESSION* session = nullptr;
+  std::string sni = "localhost";  // the server name asked for ("": none)
 };
 
 struct HttpResponse {
@@ -156,7 +157,9 @@ class TlsConn {
     REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd_);
-    SSL_set_tlsext_host_name(ssl_, "localhost");
+    if (!o.sni.empty()) {
+      SSL_set_tlsext_host_name(ssl_, o.sni.c_str());
+    }
     if (o.session != nullptr) {
       SSL_set_session(ssl_, o.session);
     }
@@ -212,6 +215,17 @@ class TlsConn {
       s += kHex[md[i] & 15];
     }
     return s;
+  }
+  // The server certificate's subject, one line ("CN = a.example").
+  std::string subject() const {
+    X509* x = SSL_get1_peer_certificate(ssl_);
+    if (x == nullptr) {
+      return {};
+    }
+    char line[256];
+    X509_NAME_oneline(X509_get_subject_name(x), line, sizeof line);
+    X509_free(x);
+    return line;
   }
   // A resumable session (owned by the caller: SSL_SESSION_free), after a response was read.
   SSL_SESSION* session() const { return SSL_get1_session(ssl_); }
@@ -941,4 +955,70 @@ TEST_CASE("tls: listeners — an HTTPS one and a plain one, each serving its own
       config.body.find(R"("listeners":[{"address":"127.0.0.1:0","tls":true,"servers":["github"]},)"
                        R"({"address":"127.0.0.1:0","tls":false,"servers":["jira","both"]}])") !=
       std::string::npos);
+}
+
+TEST_CASE("tls: certificates by SNI, and 421 for a Host another certificate covers",
+          "[tls][servers]") {
+  Pki pki;
+  pki.issue("a", "/CN=a.example", "DNS:a.example");
+  pki.issue("wild", "/CN=wild.b.example", "DNS:*.b.example");
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  Gateway gw(tlsConfig(up.address(),
+                       pairLines(pki) + "  certificates:\n    - hosts: [a.example]\n      cert: " +
+                           pki.file("a.pem") + "\n      key: " + pki.file("a.key") +
+                           "\n    - hosts: [\"*.b.example\"]\n      cert: " + pki.file("wild.pem") +
+                           "\n      key: " + pki.file("wild.key") + "\n"));
+  auto callFor = [](const std::string& host) {
+    std::string r = call();
+    return r.replace(r.find("Host: 127.0.0.1"), 15, "Host: " + host);
+  };
+  struct Case {
+    std::string sni;                                 // "" : none
+    std::string subject;                             // the certificate served
+    std::vector<std::pair<std::string, int>> hosts;  // Host → status
+  };
+  const Case cases[] = {
+      {"a.example",
+       "a.example",
+       {{"a.example", 200},
+        {"A.Example:443", 200},
+        {"x.b.example", 421},
+        {"localhost", 421},
+        {"127.0.0.1", 421}}},
+      {"x.b.example",
+       "wild.b.example",
+       {{"x.b.example", 200}, {"Y.B.EXAMPLE", 200}, {"a.example", 421}, {"b.example", 421}}},
+      {"localhost",
+       "localhost",
+       {{"localhost", 200},
+        {"127.0.0.1", 200},
+        {"other.example", 200},
+        {"a.example", 421},
+        {"z.b.example", 421}}},
+      {"", "localhost", {{"127.0.0.1", 200}, {"a.example", 421}}},
+      {"unknown.example", "localhost", {{"unknown.example", 200}, {"a.example", 421}}},
+  };
+  TlsOptions o;
+  o.ca = pki.file("ca.pem");
+  size_t forwarded = 0;
+  for (const Case& c : cases) {
+    for (const auto& [host, status] : c.hosts) {
+      INFO("SNI '" << c.sni << "', Host " << host);
+      o.sni = c.sni;
+      TlsConn conn(gw.port(), o);
+      REQUIRE(conn.ok());
+      CHECK(conn.subject() == "/CN=" + c.subject);
+      REQUIRE(conn.send(callFor(host)));
+      auto r = conn.readResponse();
+      REQUIRE(r);
+      CHECK(r->status == status);
+      if (status == 421) {
+        CHECK(r->head.find("421 Misdirected Request") != std::string::npos);
+        CHECK(r->body.find("-32600") != std::string::npos);
+      } else {
+        ++forwarded;
+      }
+    }
+  }
+  CHECK(up.requestCount() == forwarded);  // a 421 is never forwarded
 }

@@ -165,5 +165,63 @@ TEST_CASE("tls: an unreadable key is a load error", "[settings][tls]") {
   CHECK(hasError(r, 6, 8, "cannot read"));
 }
 
+TEST_CASE("tls: certificates picked by SNI, and their problems at their keys",
+          "[settings][tls][servers]") {
+  Certs c;
+  // A second pair for a.example, signed by the same CA.
+  c.run(
+      "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+      "-subj /CN=a.example -keyout a.key -out a.csr");
+  c.write("a.ext", "subjectAltName=DNS:a.example\n");
+  c.run(
+      "openssl x509 -req -in a.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile a.ext -out a.pem");
+  LoadResult ok = load(c,
+                       "tls:\n"
+                       "  cert: gw.pem\n"
+                       "  key: gw.key\n"
+                       "  certificates:\n"
+                       "    - { hosts: [A.Example, \"*.b.example\"], cert: a.pem, key: a.key }\n");
+  INFO(dump(ok));
+  REQUIRE(ok.settings);
+  REQUIRE(ok.settings->tls->certificates.size() == 1);
+  CHECK(ok.settings->tls->certificates[0].hosts ==
+        std::vector<std::string>{"a.example", "*.b.example"});
+  CHECK(ok.settings->tls->certificates[0].cert == c.file("a.pem"));
+
+  struct Case {
+    const char* name;
+    std::string block;
+    int line;
+    int column;
+    std::string text;
+  };
+  const std::string head = "tls:\n  cert: gw.pem\n  key: gw.key\n  certificates:\n";  // 4-7
+  const Case cases[] = {
+      {"a missing cert file", head + "    - { hosts: [a.example], cert: nope.pem, key: a.key }\n",
+       8, 35, "'tls.certificates[0].cert': cannot read"},
+      {"a key that does not match",
+       head + "    - { hosts: [a.example], cert: a.pem, key: gw.key }\n", 8, 47,
+       "'tls.certificates[0].key': the private key in"},
+      {"no hosts", head + "    - { cert: a.pem, key: a.key }\n", 8, 7,
+       "needs 'hosts', 'cert' and 'key'"},
+      {"a host with a port", head + "    - { hosts: [a.example:443], cert: a.pem, key: a.key }\n",
+       8, 17, "must be a host name"},
+      {"a host two certificates name",
+       head + "    - { hosts: [a.example], cert: a.pem, key: a.key }\n"
+              "    - { hosts: [a.example], cert: a.pem, key: a.key }\n",
+       9, 16, "host a.example is already another certificate's"},
+      {"not a list", head.substr(0, head.size() - 1) + " a.pem\n", 7, 17,
+       "'tls.certificates' must be a list"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.name);
+    LoadResult r = load(c, k.block);
+    INFO(dump(r));
+    CHECK_FALSE(r.settings);
+    CHECK(hasError(r, k.line, k.column, k.text));
+  }
+}
+
 }  // namespace
 }  // namespace gw::settings
