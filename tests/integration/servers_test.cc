@@ -7,8 +7,10 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <catch.hpp>
 #include <ctime>
+#include <functional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -340,4 +342,57 @@ servers:
   }
   CHECK(added);
   CHECK(fetch(gw.port(), post("/strict/mcp", "h", "tools/call", "delete_x")).status == 403);
+}
+
+TEST_CASE("servers: a reload adds and removes servers under load, no request fails",
+          "[servers][reload]") {
+  RawUpstream a(namedServer("a"));
+  const std::string one = R"(listen: "127.0.0.1:${PORT}"
+workers: 2
+upstreams:
+  - { name: a, endpoints: ["${A}"] }
+servers:
+  - name: one
+    endpoint: /one/mcp
+    routes: [ { name: all, upstream: a } ]
+)";
+  Gateway gw(one, {{"A", a.address()}});
+  const std::string with_two =
+      gw.configText() +
+      "  - name: two\n    endpoint: /two/mcp\n    routes: [ { name: all, upstream: a } ]\n";
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::thread load([&] {
+    const auto deadline = Clock::now() + Ms(30000);
+    for (int i = 0; i < 5000 && !stop && Clock::now() < deadline; ++i) {
+      const int status = fetch(gw.port(), post("/one/mcp", "h", "tools/call", "t")).status;
+      (status == 200 ? ok : failed).fetch_add(1);
+    }
+  });
+  auto waitFor = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 100 && !done(); ++i) {
+      std::this_thread::sleep_for(Ms(50));
+    }
+    return done();
+  };
+  auto served = [&](const std::string& path) {
+    return fetch(gw.port(), post(path, "h", "tools/call", "t")).status == 200;
+  };
+  CHECK(waitFor([&] { return ok.load() >= 20; }));
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(writeFile(gw.configPath(), with_two));
+    REQUIRE(kill(gw.pid(), SIGHUP) == 0);
+    CHECK(waitFor([&] { return served("/two/mcp"); }));
+    REQUIRE(writeFile(gw.configPath(), gw.configText()));
+    REQUIRE(kill(gw.pid(), SIGHUP) == 0);
+    CHECK(waitFor([&] { return !served("/two/mcp"); }));
+  }
+  const int before = ok.load();
+  CHECK(waitFor([&] { return ok.load() >= before + 20; }));
+  stop = true;
+  load.join();
+  INFO(gw.process().stderrText());
+  CHECK(failed.load() == 0);
+  CHECK(ok.load() > 40);
 }

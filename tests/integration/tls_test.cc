@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/era_fixtures.h"
 #include "tests/integration/harness.h"
 
 using namespace gw::itest;
@@ -1021,4 +1022,79 @@ TEST_CASE("tls: certificates by SNI, and 421 for a Host another certificate cove
     }
   }
   CHECK(up.requestCount() == forwarded);  // a 421 is never forwarded
+}
+
+TEST_CASE("tls: three real SDK servers on two listeners, the SDK client at each URL",
+          "[tls][servers][sdk][slow]") {
+  requireFiles({kNode22});
+  Pki pki;
+  pki.issue("named", "/CN=localhost", "DNS:localhost");  // SNI localhost
+  pki.issue("other", "/CN=mcp.test", "DNS:mcp.test");    // SNI mcp.test (no client uses it)
+  TempDir dir;
+  FixtureServer github(dir, "github", "sessions", "_gh");
+  FixtureServer jira(dir, "jira", "sessions", "_jira");
+  FixtureServer internal(dir, "internal", "sessions", "_int");
+  Gateway gw(
+      "workers: 2\n"
+      "listeners:\n"
+      "  - address: 127.0.0.1:0\n"
+      "    tls:\n"
+      "      cert: " +
+      pki.file("gw.pem") + "\n      key: " + pki.file("gw.key") +
+      "\n"
+      "      certificates:\n"
+      "        - { hosts: [localhost], cert: " +
+      pki.file("named.pem") + ", key: " + pki.file("named.key") +
+      " }\n"
+      "        - { hosts: [mcp.test], cert: " +
+      pki.file("other.pem") + ", key: " + pki.file("other.key") +
+      " }\n"
+      "    servers: [github, jira]\n"
+      "  - address: 127.0.0.1:0\n"
+      "    servers: [internal]\n"
+      "upstreams:\n"
+      "  - { name: gh, endpoints: [" +
+      github.endpoint() + "] }\n  - { name: jira, endpoints: [" + jira.endpoint() +
+      "] }\n  - { name: int, endpoints: [" + internal.endpoint() +
+      "] }\n"
+      "servers:\n"
+      "  - { name: github, endpoint: /github/mcp, hosts: [localhost],\n"
+      "      routes: [ { name: r, upstream: gh } ] }\n"
+      "  - { name: jira, endpoint: /jira/mcp, routes: [ { name: r, upstream: jira } ] }\n"
+      "  - { name: internal, endpoint: /internal/mcp,\n"
+      "      routes: [ { name: r, upstream: int } ] }\n");
+  const std::string tls_port = std::to_string(gw.listenerPort(0));
+  const std::string plain_port = std::to_string(gw.listenerPort(1));
+  struct Case {
+    std::string url;
+    std::string own;  // the suffix of the tools the client must see, "" for a failure
+  };
+  const Case cases[] = {
+      {"https://localhost:" + tls_port + "/github/mcp", "_gh"},  // SNI localhost
+      {"https://127.0.0.1:" + tls_port + "/jira/mcp", "_jira"},  // no SNI: the default
+      {"http://127.0.0.1:" + plain_port + "/internal/mcp", "_int"},
+      {"https://127.0.0.1:" + tls_port + "/github/mcp", ""},  // github: host localhost only
+      {"http://127.0.0.1:" + plain_port + "/jira/mcp", ""},   // jira: not on this listener
+      {"https://localhost:" + tls_port + "/internal/mcp", ""},
+  };
+  for (const Case& c : cases) {
+    Ran r =
+        run(dir,
+            sdkArgv(dir, c.url, "pin", "matrix", "", {"NODE_EXTRA_CA_CERTS=" + pki.file("ca.pem")}),
+            "client");
+    INFO(c.url << "\nclient: " << r.out << r.err << "\ngateway stderr:\n"
+               << gw.process().stderrText());
+    if (c.own.empty()) {
+      CHECK(r.code != 0);
+      continue;
+    }
+    CHECK(r.code == 0);
+    const std::string tools = unquote(jsonToken(r.out, "toolNames"));
+    CHECK(tools.find(c.own) != std::string::npos);
+    for (const std::string other : {"_gh", "_jira", "_int"}) {
+      if (other != c.own) {
+        CHECK(tools.find(other) == std::string::npos);
+      }
+    }
+  }
 }
