@@ -77,6 +77,19 @@ constexpr bool icontains(std::string_view s, std::string_view needle) {
   return false;
 }
 
+// How a host pattern (servers[].hosts, tls.certificates[].hosts: a name, or "*.example.com"
+// for any name that ends in ".example.com") takes a host name, compared without case.
+enum class HostMatch : uint8_t { kNone, kExact, kWildcard };
+constexpr HostMatch matchHost(std::string_view pattern, std::string_view host) {
+  if (pattern.starts_with("*.")) {
+    const std::string_view suffix = pattern.substr(1);  // ".example.com"
+    return host.size() > suffix.size() && iequals(host.substr(host.size() - suffix.size()), suffix)
+               ? HostMatch::kWildcard
+               : HostMatch::kNone;
+  }
+  return iequals(pattern, host) ? HostMatch::kExact : HostMatch::kNone;
+}
+
 constexpr bool isOws(char c) {
   return c == ' ' || c == '\t';
 }

@@ -166,8 +166,14 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   j.key("admin");
   optionalStr(j, bound.admin);
   const bool file_tls = s.tls.has_value();
+  std::vector<std::string> file_listeners;
+  for (const settings::Listener& l : s.listeners) {
+    file_listeners.push_back(listenerText(l));
+  }
+  // (The explain command binds nothing: its Bound names no listeners.)
+  const bool listeners_pending = !bound.listeners.empty() && bound.listeners != file_listeners;
   if (bound.listen != s.listen.text || bound.workers != s.workers || bound.admin != file_admin ||
-      bound.tls != file_tls) {
+      bound.tls != file_tls || listeners_pending) {
     j.key("restart_pending").open('{');
     if (bound.listen != s.listen.text) {
       j.key("listen").str(s.listen.text);
@@ -181,6 +187,9 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
     }
     if (bound.tls != file_tls) {
       j.key("tls").boolean(file_tls);
+    }
+    if (listeners_pending) {
+      j.key("listeners").strings(file_listeners);
     }
     j.close('}');
   }
@@ -369,6 +378,10 @@ void policyJson(Json& j, const policy::PolicySet& p) {
 }
 
 }  // namespace
+
+std::string listenerText(const settings::Listener& l) {
+  return l.address.text + (l.tls ? " (tls)" : "");
+}
 
 std::string configJson(const Snapshot& snap, const Bound* bound) {
   const settings::Settings& s = *snap.settings;

@@ -22,6 +22,10 @@ struct Bound {
   std::vector<std::string> listeners;
 };
 
+// A listener as Bound::listeners and /config's restart_pending name it: "address" or
+// "address (tls)".
+std::string listenerText(const settings::Listener& l);
+
 // `bound`: the running process's listen/workers/admin/tls (null: the snapshot's, as for the
 // `explain` command, which binds nothing).
 std::string configJson(const Snapshot& snap, const Bound* bound = nullptr);

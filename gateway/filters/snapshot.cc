@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/core/ascii.h"
 #include "gateway/pins/book.h"
 #include "gateway/pins/pins.h"
 #include "gateway/router/route_table.h"
@@ -48,22 +49,6 @@ std::string_view hostName(std::string_view host) noexcept {
   return colon == std::string_view::npos ? host : host.substr(0, colon);
 }
 
-bool equalsLower(std::string_view text, std::string_view lower) noexcept {
-  if (text.size() != lower.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-    if (c != lower[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // How well `hosts` takes `host`: 0 an exact name, 1 a wildcard, 2 "any" (no hosts), 3 not.
 int hostRank(const std::vector<std::string>& hosts, std::string_view host) noexcept {
   if (hosts.empty()) {
@@ -71,14 +56,12 @@ int hostRank(const std::vector<std::string>& hosts, std::string_view host) noexc
   }
   int rank = 3;
   for (const std::string& h : hosts) {
-    if (h.starts_with("*.")) {
-      const std::string_view suffix = std::string_view(h).substr(1);  // ".example.com"
-      if (host.size() > suffix.size() &&
-          equalsLower(host.substr(host.size() - suffix.size()), suffix)) {
-        rank = std::min(rank, 1);
-      }
-    } else if (equalsLower(host, h)) {
+    const core::HostMatch m = core::matchHost(h, host);
+    if (m == core::HostMatch::kExact) {
       return 0;
+    }
+    if (m == core::HostMatch::kWildcard) {
+      rank = 1;
     }
   }
   return rank;

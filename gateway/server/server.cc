@@ -33,11 +33,6 @@ namespace gw::server {
 
 namespace {
 
-// A listener as /config and the restart_pending check show it: "address" or "address (tls)".
-std::string listenerText(const settings::Listener& l) {
-  return l.address.text + (l.tls ? " (tls)" : "");
-}
-
 // Changes to watched files are coalesced: one reload this long after the last one.
 constexpr std::chrono::milliseconds kWatchDebounce{150};
 // The same stop signal repeated sooner than this after the first is one request delivered
@@ -177,7 +172,7 @@ void Server::reload() {
       running += (running.empty() ? "" : ", ") + l;
     }
     for (const settings::Listener& l : now.listeners) {
-      wanted += (wanted.empty() ? "" : ", ") + listenerText(l);
+      wanted += (wanted.empty() ? "" : ", ") + filters::listenerText(l);
     }
     restartOnly("listeners", running, wanted);
   }
@@ -368,7 +363,7 @@ int Server::run() {
     shared_.tls.store(s.tls->context);
   }
   for (size_t i = 0; i < s.listeners.size(); ++i) {
-    shared_.bound.listeners.push_back(listenerText(s.listeners[i]));
+    shared_.bound.listeners.push_back(filters::listenerText(s.listeners[i]));
     if (i > 0) {
       auto l = std::make_unique<proxy::Shared::ListenerTls>();
       l->on = s.listeners[i].tls.has_value();

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/core/ascii.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/hex.h"
 
@@ -415,22 +416,6 @@ bool makeContext(const std::string& cert, const std::string& key_file, const Ser
   return true;
 }
 
-bool equalsLower(std::string_view text, std::string_view lower) noexcept {
-  if (text.size() != lower.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-    if (c != lower[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The SNI table is the main SSL_CTX's ex_data (deleted with it); each SSL made from the
 // context carries a pointer to it (sniTableOf).
 void freeSniTable(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
@@ -474,16 +459,13 @@ size_t SniTable::certFor(std::string_view host) const noexcept {
   size_t wildcard_len = 0;
   for (size_t i = 0; i < entries_.size(); ++i) {
     for (const std::string& h : entries_[i].hosts) {
-      if (h.starts_with("*.")) {
-        const std::string_view suffix = std::string_view(h).substr(1);
-        if (host.size() > suffix.size() &&
-            equalsLower(host.substr(host.size() - suffix.size()), suffix) &&
-            suffix.size() > wildcard_len) {
-          wildcard = i + 1;
-          wildcard_len = suffix.size();
-        }
-      } else if (equalsLower(host, h)) {
+      const core::HostMatch m = core::matchHost(h, host);
+      if (m == core::HostMatch::kExact) {
         return i + 1;
+      }
+      if (m == core::HostMatch::kWildcard && h.size() > wildcard_len) {
+        wildcard = i + 1;  // the longest wildcard that takes it
+        wildcard_len = h.size();
       }
     }
   }

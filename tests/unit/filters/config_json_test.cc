@@ -98,4 +98,15 @@ TEST_CASE("config json: listen, workers and admin show what is bound, the file v
   CHECK(has(configFor("default: allow\n", &was_tls),
             "\"admin\":null,\"restart_pending\":{\"tls\":false},\"tls\":null,"));
   CHECK(has(plain, "\"admin\":null,\"tls\":null,\"admin_auth\":null,"));
+
+  // Listeners bound at start; a file that changed them waits for a restart.
+  gw::filters::Bound bound_listeners{.listen = "127.0.0.1:8080",
+                                     .workers = 0,
+                                     .admin = std::nullopt,
+                                     .tls = false,
+                                     .listeners = {"127.0.0.1:8080"}};
+  CHECK_FALSE(has(configFor("default: allow\n", &bound_listeners), "restart_pending"));
+  bound_listeners.listeners = {"127.0.0.1:8080", "127.0.0.1:8443 (tls)"};
+  CHECK(has(configFor("default: allow\n", &bound_listeners),
+            "\"restart_pending\":{\"listeners\":[\"127.0.0.1:8080\"]}"));
 }
