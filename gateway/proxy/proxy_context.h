@@ -7,9 +7,11 @@
 // from another thread except Shared's atomics.
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/core/clock.h"
@@ -101,7 +103,8 @@ struct ProxyContext {
   std::unique_ptr<upstream::Pools> pools;
   std::unique_ptr<ratelimit::RedisLimiter> redis;  // this worker's Redis client, lazily
   std::string redis_id;                            // the settings it was made for
-  std::vector<std::unique_ptr<ratelimit::RedisLimiter>> retired_redis;  // finishing
+  // Limiters of other Redis settings, by redisFor's id (see redisFor).
+  std::vector<std::pair<std::string, std::unique_ptr<ratelimit::RedisLimiter>>> retired_redis;
   // The worker's one flush queue (event/flush_queue.h; the worker owns it and outlives
   // this): upstream requests, fan-outs and merged listen streams with output queued in this
   // loop turn.
@@ -135,23 +138,41 @@ struct ProxyContext {
     return access_log.get();
   }
 
-  // The worker's Redis limiter for these settings (re-made when a reload changes them).
+  // The worker's Redis limiter for these settings. Several servers' policies may name
+  // different Redis settings: each keeps its own limiter (the last used is `redis`, the
+  // others wait in `retired_redis`), so requests alternating between them reuse connections;
+  // one a reload no longer names is dropped once idle and there are more than kRedisKept.
+  static constexpr size_t kRedisKept = 8;
   ratelimit::RedisLimiter& redisFor(const policy::RedisSettings& rs) {
     std::string wanted = rs.host + ":" + std::to_string(rs.port) + "/" +
                          std::to_string(static_cast<int>(rs.on_error)) + "/" +
                          std::to_string(rs.timeout.count());
-    if (!redis || wanted != redis_id) {
-      // A replaced limiter would drop its pending callbacks: keep it until they are done.
-      std::erase_if(retired_redis, [](const auto& r) { return r->pending() == 0; });
-      if (redis) {
-        retired_redis.push_back(std::move(redis));
-      }
-      redis = std::make_unique<ratelimit::RedisLimiter>(
-          base, rs.host, rs.port, rs.timeout,
-          static_cast<ratelimit::RedisLimiter::OnError>(static_cast<int>(rs.on_error)),
-          *shared->limiter);
-      redis_id = std::move(wanted);
+    if (redis && wanted == redis_id) {
+      return *redis;
     }
+    for (auto& [other_id, limiter] : retired_redis) {
+      if (other_id == wanted) {
+        std::swap(other_id, redis_id);
+        std::swap(limiter, redis);
+        return *redis;
+      }
+    }
+    if (redis) {
+      retired_redis.emplace_back(std::move(redis_id), std::move(redis));
+    }
+    // A limiter with callbacks pending must outlive them: only idle ones are dropped.
+    for (size_t i = 0; retired_redis.size() > kRedisKept && i < retired_redis.size();) {
+      if (retired_redis[i].second->pending() == 0) {
+        retired_redis.erase(retired_redis.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    redis = std::make_unique<ratelimit::RedisLimiter>(
+        base, rs.host, rs.port, rs.timeout,
+        static_cast<ratelimit::RedisLimiter::OnError>(static_cast<int>(rs.on_error)),
+        *shared->limiter);
+    redis_id = std::move(wanted);
     return *redis;
   }
 };

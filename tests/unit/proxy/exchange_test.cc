@@ -747,3 +747,30 @@ TEST_CASE("exchange: one that ends as answered without an answer is caught (no t
   CHECK_FALSE(aborts([&] { h.worker().exchanges.endStream(x, false); }));
 #endif
 }
+
+TEST_CASE("exchange: each Redis the servers' policies name keeps its own limiter",
+          "[proxy][redis][servers]") {
+  Harness h;
+  gw::proxy::ProxyContext& w = h.worker();
+  auto settingsFor = [](uint16_t port) {
+    gw::policy::RedisSettings rs;
+    rs.present = true;
+    rs.host = "127.0.0.1";
+    rs.port = port;
+    return rs;
+  };
+  gw::ratelimit::RedisLimiter& a = w.redisFor(settingsFor(1));
+  gw::ratelimit::RedisLimiter& b = w.redisFor(settingsFor(2));
+  CHECK(&a != &b);
+  // Requests alternating between two servers reuse both: nothing is made again.
+  for (int i = 0; i < 10; ++i) {
+    CHECK(&w.redisFor(settingsFor(1)) == &a);
+    CHECK(&w.redisFor(settingsFor(2)) == &b);
+  }
+  CHECK(w.retired_redis.size() == 1);
+  // Settings no server names any more (reloads) are let go once idle, beyond kRedisKept.
+  for (uint16_t port = 10; port < 30; ++port) {
+    w.redisFor(settingsFor(port));
+  }
+  CHECK(w.retired_redis.size() <= gw::proxy::ProxyContext::kRedisKept);
+}
