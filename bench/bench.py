@@ -349,16 +349,17 @@ def probe(port, legacy=False):
     return problems
 
 
-def runWrk(port, seconds, conns, latency, legacy=False, scheme="http", headers=()):
+def runWrk(port, seconds, conns, latency, legacy=False, scheme="http", headers=(), path="/mcp"):
     """headers: extra request header lines ("Name: value"), sent with every request (bench/tls.py:
-    a bearer token); scheme "https" for a TLS listener."""
+    a bearer token; bench/servers.py: Host); scheme "https" for a TLS listener; path: the
+    request path (bench/servers.py: a server's endpoint)."""
     argv = ["taskset", "-c", kLoadCpu, "wrk", "-t1", f"-c{conns}", f"-d{seconds}s",
             "-s", os.path.join(kHere, "mcp_call.lua")]
     for h in headers:
         argv += ["-H", h]
     if latency:
         argv.append("--latency")
-    argv.append(f"{scheme}://127.0.0.1:{port}/mcp")
+    argv.append(f"{scheme}://127.0.0.1:{port}{path}")
     if legacy:
         argv += ["--", "legacy"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60).stdout

@@ -1,7 +1,8 @@
 -- wrk script for the mcp-gateway benchmark (bench/run.sh): a 250-byte JSON-RPC tools/call POST
 -- with the 2026-07-28 mirrored headers, rotating Mcp-Name over tool_a, tool_b, tool_c (the three
 -- routes of every routing setup). The body's params.name always equals Mcp-Name, so verify mode
--- accepts it. Headers given with `wrk -H` are added to every request. done() prints one
+-- accepts it. Headers given with `wrk -H` are added to every request (`-H "Host: …"` replaces the
+-- URL's), and the path is the URL's. done() prints one
 -- machine-readable BENCH line that bench/bench.py parses.
 
 local kBodyBytes = 250
@@ -40,7 +41,8 @@ function init(args)
       headers["Mcp-Method"] = "tools/call"
       headers["Mcp-Name"] = name
     end
-    requests[i] = wrk.format("POST", "/mcp", headers, body)
+    -- The URL's path (/mcp for every workload but bench/servers.py's /s37/mcp).
+    requests[i] = wrk.format("POST", wrk.path, headers, body)
   end
 end
 

@@ -21,6 +21,9 @@
 # session, era: legacy, against the same gateway with era: modern, nginx and HAProxy; report
 # bench/results/<YYYY-MM-DD-HHMM>-bridge.md): BENCH_BRIDGE=0 skips it; BENCH_BRIDGE_RUNS,
 # BENCH_BRIDGE_PROFILE, BENCH_BRIDGE_PROFILE_SECONDS (see README.md).
+# After the bridge, bench/servers.py (issue #27: a tools/call to the 37th of 50 servers against
+# a single-server gateway, nginx and HAProxy; report bench/results/<YYYY-MM-DD-HHMM>-servers.md):
+# BENCH_SERVERS=0 skips it; BENCH_SERVERS_RUNS (rounds, default 5).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -102,6 +105,10 @@ fi
 # The era bridge (bench/bridge.py): era: legacy vs era: modern, nginx and HAProxy.
 if [[ "${BENCH_BRIDGE:-1}" != 0 ]]; then
   run_driver python3 "$here/bridge.py" "$gateway" "$here/results"
+fi
+# Server selection (bench/servers.py): 50 servers vs one, nginx and HAProxy.
+if [[ "${BENCH_SERVERS:-1}" != 0 ]]; then
+  run_driver python3 "$here/servers.py" "$gateway" "$here/results"
 fi
 # TLS termination (gateway, nginx, HAProxy) and the JWT identity path (bench/tls.py).
 if [[ "${BENCH_TLS:-1}" != 0 ]]; then

@@ -79,14 +79,16 @@ const Snapshot* Snapshot::select(std::string_view host, std::string_view path,
   constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
   const Snapshot* best = nullptr;
   int best_rank = 3;
-  for (const auto& sv : servers) {
-    if (sv->settings->endpoint != path || (sv->settings->listener_mask & bit) == 0) {
-      continue;
-    }
-    const int rank = hostRank(sv->settings->hosts, name);
-    if (rank < best_rank) {
-      best = sv.get();
-      best_rank = rank;
+  if (const auto it = by_endpoint.find(path); it != by_endpoint.end()) {
+    for (const Snapshot* sv : it->second) {
+      if ((sv->settings->listener_mask & bit) == 0) {
+        continue;
+      }
+      const int rank = hostRank(sv->settings->hosts, name);
+      if (rank < best_rank) {
+        best = sv;
+        best_rank = rank;
+      }
     }
   }
   if (best != nullptr || !path.starts_with(kWellKnown)) {
@@ -269,6 +271,7 @@ std::shared_ptr<const Snapshot> Snapshot::loadServers(
       }
     }
     stores.push_back(sv->pins ? std::string_view(sv->pins->path()) : std::string_view{});
+    snap->by_endpoint[sv->settings->endpoint].push_back(sv.get());
     snap->servers.push_back(std::move(sv));
   }
   if (!errors.empty()) {

@@ -11,7 +11,9 @@
 //    it owns, pins).
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +53,16 @@ struct Snapshot {
   // request runs on the one select() gives it. Without `servers:` the root is the only
   // server ("default") and `servers` is empty.
   std::vector<std::shared_ptr<const Snapshot>> servers;
+  // select()'s index of `servers` by endpoint (each list in `servers` order): one hash lookup
+  // per request however many servers there are.
+  struct PathHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, std::vector<const Snapshot*>, PathHash, std::equal_to<>>
+      by_endpoint;
   const std::string& name() const noexcept { return settings->server_name; }
   // The server a request with this Host and path is for: the one whose endpoint is the path
   // (or, for the RFC 9728 well-known paths, whose metadata it names) and whose hosts match
