@@ -125,17 +125,20 @@ void Server::reload() {
   }
   const settings::Settings& was = *old->settings;
   const settings::Settings& now = *next->settings;
-  if (shared_.tls_on && now.tls) {
-    // A certificate every client would refuse (expired, not valid yet) does not replace one
-    // they accept: refused like a key that does not match its certificate.
-    const auto running = shared_.tls.load(std::memory_order_acquire);
-    const int64_t unix_now =
-        std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch())
-            .count();
+  // A certificate every client would refuse (expired, not valid yet) does not replace one
+  // they accept, on any listener: refused like a key that does not match its certificate.
+  const int64_t unix_now =
+      std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch()).count();
+  for (size_t i = 0; i < now.listeners.size(); ++i) {
+    const auto running = shared_.listenerTls(i);
+    const std::optional<settings::ListenTls>& wanted = now.listeners[i].tls;
+    if (!running || !wanted) {
+      continue;
+    }
     const std::string why =
-        tls::refusedReplacement(running->certificate(), now.tls->context->certificate(), unix_now);
+        tls::refusedReplacement(running->certificate(), wanted->context->certificate(), unix_now);
     if (!why.empty()) {
-      spdlog::error("reload: tls.cert {}: {}; the running certificate {} stays", now.tls->cert, why,
+      spdlog::error("reload: tls.cert {}: {}; the running certificate {} stays", wanted->cert, why,
                     running->fingerprint());
       spdlog::error("reload failed; keeping the running configuration");
       shared_.metrics.reloaded(false);
