@@ -13,9 +13,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <unordered_map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gateway/federation/registry.h"
