@@ -169,6 +169,37 @@ TEST_CASE("servers: select by path, then Host — exact, wildcard, any", "[serve
   CHECK(root->everyServer().size() == 4);
 }
 
+TEST_CASE("servers: select among the servers of the listener a request came in on",
+          "[servers][listeners]") {
+  policy::test::TempDir dir;
+  const std::string path =
+      dir.write("gw.yaml",
+                "listeners:\n"
+                "  - { address: 127.0.0.1:18443, servers: [public] }\n"
+                "  - { address: 127.0.0.1:18080 }\n"
+                "upstreams:\n  - name: a\n    endpoints: [127.0.0.1:9001]\n"
+                "servers:\n"
+                "  - { name: public, endpoint: /mcp, routes: [ { name: r, upstream: a } ] }\n"
+                "  - { name: inside, endpoint: /mcp, hosts: [inside.example] }\n"
+                "  - { name: admin, endpoint: /admin/mcp }\n");
+  std::vector<settings::Diagnostic> errors;
+  auto root = Snapshot::load(path, nullptr, errors);
+  for (const auto& e : errors) {
+    UNSCOPED_INFO(e.str());
+  }
+  REQUIRE(root);
+  auto name = [&](std::string_view host, std::string_view p, size_t listener) -> std::string {
+    const Snapshot* s = root->select(host, p, listener);
+    return s == nullptr ? "-" : s->name();
+  };
+  CHECK(name("inside.example", "/mcp", 0) == "public");  // `inside` is not on listener 0
+  CHECK(name("inside.example", "/mcp", 1) == "inside");
+  CHECK(name("other", "/mcp", 1) == "public");
+  CHECK(name("x", "/admin/mcp", 0) == "-");
+  CHECK(name("x", "/admin/mcp", 1) == "admin");
+  CHECK(name("x", "/mcp", 64) == "-");  // no such listener
+}
+
 TEST_CASE("servers: without `servers:` the root is the one server", "[servers]") {
   policy::test::TempDir dir;
   const std::string path = dir.write("gw.yaml",
