@@ -200,6 +200,51 @@ TEST_CASE("servers: select among the servers of the listener a request came in o
   CHECK(name("x", "/mcp", 64) == "-");  // no such listener
 }
 
+TEST_CASE("servers: each server's resource is its endpoint; a pins store is one server's",
+          "[servers][oauth]") {
+  policy::test::TempDir dir;
+  dir.write("good.yaml",
+            "identity:\n  api_keys: []\n  resource_metadata:\n"
+            "    resource: https://mcp.example.com/a/mcp\n"
+            "    authorization_servers: [https://idp.example.com]\n");
+  dir.write("wrong.yaml",
+            "identity:\n  api_keys: []\n  resource_metadata:\n"
+            "    resource: https://mcp.example.com/mcp\n"
+            "    authorization_servers: [https://idp.example.com]\n");
+  dir.write("pins.yaml", "tool_pinning:\n  mode: log\n  store: pins.json\n");
+  auto load = [&](const std::string& a_policy, const std::string& b_policy) {
+    const std::string path =
+        dir.write("gw.yaml",
+                  "upstreams:\n  - name: u\n    endpoints: [127.0.0.1:9001]\nservers:\n"
+                  "  - { name: a, endpoint: /a/mcp, routes: [ { name: r, upstream: u } ],\n"
+                  "      policies: [" +
+                      a_policy +
+                      "] }\n"
+                      "  - { name: b, endpoint: /b/mcp, routes: [ { name: r, upstream: u } ],\n"
+                      "      policies: [" +
+                      b_policy + "] }\n");
+    std::vector<settings::Diagnostic> errors;
+    auto root = Snapshot::load(path, nullptr, errors);
+    std::string text;
+    for (const auto& e : errors) {
+      text += e.str() + "\n";
+    }
+    return std::make_pair(root, text);
+  };
+  auto [ok, none] = load("good.yaml", "pins.yaml");
+  INFO(none);
+  CHECK(ok);
+  auto [wrong, why] = load("wrong.yaml", "pins.yaml");
+  CHECK_FALSE(wrong);
+  CHECK(why.find("wrong.yaml:3:1: identity.resource_metadata.resource "
+                 "'https://mcp.example.com/mcp' of server 'a' must have the server's endpoint "
+                 "/a/mcp as its path") != std::string::npos);
+  auto [shared, store] = load("pins.yaml", "pins.yaml");
+  CHECK_FALSE(shared);
+  CHECK(store.find("is already the store of server 'a'; each server needs its own") !=
+        std::string::npos);
+}
+
 TEST_CASE("servers: without `servers:` the root is the one server", "[servers]") {
   policy::test::TempDir dir;
   const std::string path = dir.write("gw.yaml",
