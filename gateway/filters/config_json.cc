@@ -2,6 +2,10 @@
 
 #include "gateway/filters/config_json.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "gateway/filters/json_writer.h"
 #include "gateway/filters/pipeline.h"
 #include "gateway/policy/jwt.h"
@@ -170,8 +174,11 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   for (const settings::Listener& l : s.listeners) {
     file_listeners.push_back(listenerText(l));
   }
-  // (The explain command binds nothing: its Bound names no listeners.)
-  const bool listeners_pending = !bound.listeners.empty() && bound.listeners != file_listeners;
+  // (The explain command binds nothing: its Bound names no listeners.) The first listener's
+  // own changes show as `listen` and `tls`; `listeners` says that others were added,
+  // removed or changed.
+  const bool listeners_pending =
+      !bound.listeners.empty() && laterListenersDiffer(bound.listeners, file_listeners);
   if (bound.listen != s.listen.text || bound.workers != s.workers || bound.admin != file_admin ||
       bound.tls != file_tls || listeners_pending) {
     j.key("restart_pending").open('{');
@@ -378,6 +385,13 @@ void policyJson(Json& j, const policy::PolicySet& p) {
 }
 
 }  // namespace
+
+bool laterListenersDiffer(const std::vector<std::string>& bound,
+                          const std::vector<std::string>& file) {
+  return bound.size() != file.size() ||
+         !std::equal(bound.begin() + (bound.empty() ? 0 : 1), bound.end(),
+                     file.begin() + (file.empty() ? 0 : 1));
+}
 
 std::string listenerText(const settings::Listener& l) {
   return l.address.text + (l.tls ? " (tls)" : "");

@@ -25,6 +25,10 @@ struct Bound {
 // A listener as Bound::listeners and /config's restart_pending name it: "address" or
 // "address (tls)".
 std::string listenerText(const settings::Listener& l);
+// Whether listeners other than the first were added, removed or changed (the first one's
+// changes are `listen`'s and `tls`'s).
+bool laterListenersDiffer(const std::vector<std::string>& bound,
+                          const std::vector<std::string>& file);
 
 // `bound`: the running process's listen/workers/admin/tls (null: the snapshot's, as for the
 // `explain` command, which binds nothing).

@@ -169,15 +169,21 @@ void Server::reload() {
   // minimum version follow the file (new connections; open ones keep theirs).
   restartOnly("tls", shared_.tls_on ? "on" : "off", now.tls ? "on" : "off");
   {
-    std::string running;
-    std::string wanted;
-    for (const std::string& l : b.listeners) {
-      running += (running.empty() ? "" : ", ") + l;
-    }
+    std::vector<std::string> file;
     for (const settings::Listener& l : now.listeners) {
-      wanted += (wanted.empty() ? "" : ", ") + filters::listenerText(l);
+      file.push_back(filters::listenerText(l));
     }
-    restartOnly("listeners", running, wanted);
+    if (filters::laterListenersDiffer(b.listeners, file)) {
+      std::string running;
+      std::string wanted;
+      for (const std::string& l : b.listeners) {
+        running += (running.empty() ? "" : ", ") + l;
+      }
+      for (const std::string& l : file) {
+        wanted += (wanted.empty() ? "" : ", ") + l;
+      }
+      restartOnly("listeners", running, wanted);
+    }
   }
   // Later listeners' certificates follow the file like the first's (when still TLS).
   for (size_t i = 1; i < now.listeners.size() && i - 1 < shared_.more_tls.size(); ++i) {
