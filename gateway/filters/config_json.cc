@@ -320,10 +320,16 @@ void policyJson(Json& j, const policy::PolicySet& p) {
     j.open('{').key("resource").str(m->resource);
     j.key("authorization_servers").strings(m->authorization_servers);
     j.key("scopes_supported").strings(m->scopes_supported);
+    j.key("challenge_scopes").strings(m->challenge_scopes);
     j.key("url").str(m->url).close('}');
   } else {
     j.raw("null");
   }
+  j.key("scope_implies").open('{');  // closed transitively
+  for (const auto& [scope, granted] : p.scopeImplies()) {
+    j.key(scope).strings(granted);
+  }
+  j.close('}');
   j.key("jwt");
   if (const auto* jwt = p.jwt()) {
     j.open('{');

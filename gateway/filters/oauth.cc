@@ -114,7 +114,9 @@ FilterStatus refuse(RequestContext& ctx, const policy::PolicySet& pol, policy::A
   ctx.reply.addField(
       "WWW-Authenticate",
       bearerChallenge(pol, auth == policy::AuthResult::kInvalid ? "invalid_token" : nullptr,
-                      m != nullptr ? m->scopes_supported : kNone));
+                      m == nullptr                   ? kNone
+                      : !m->challenge_scopes.empty() ? m->challenge_scopes
+                                                     : m->scopes_supported));
   return FilterStatus::kLocalReply;
 }
 
@@ -133,6 +135,9 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
   auto now =
       std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch()).count();
   ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
+  if (ctx.auth == policy::AuthResult::kAuthenticated) {
+    pol.expandScopes(ctx.identity.scopes);  // identity.scope_implies
+  }
   // No credential in the request (anonymous, or missing where one is needed), but a client
   // certificate verified on the connection: the certificate is the credential. A credential
   // in the request wins, and a bad one is refused as usual.

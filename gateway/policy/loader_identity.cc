@@ -6,6 +6,7 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "gateway/core/ascii.h"
 #include "gateway/core/hex.h"
@@ -21,11 +22,11 @@ namespace {
 using config::Entry;
 using config::find;
 
-constexpr std::string_view kIdentityKeys[] = {"api_keys", "jwt", "anonymous", "forward_credentials",
-                                              "resource_metadata"};
+constexpr std::string_view kIdentityKeys[] = {
+    "api_keys", "jwt", "anonymous", "forward_credentials", "resource_metadata", "scope_implies"};
 constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims", "scopes"};
-constexpr std::string_view kMetadataKeys[] = {"resource", "authorization_servers",
-                                              "scopes_supported", "resource_name"};
+constexpr std::string_view kMetadataKeys[] = {
+    "resource", "authorization_servers", "scopes_supported", "resource_name", "challenge_scopes"};
 constexpr std::string_view kJwtKeys[] = {"issuer",       "audiences", "keys_file",    "skew",
                                          "groups_claim", "jwks_url",  "jwks_refresh", "jwks_ca"};
 
@@ -54,6 +55,14 @@ void Loader::walkIdentity(const Entry& ie) {
       }
       metadata_seen_ = true;
       walkMetadata(e);
+    } else if (e.key == "scope_implies") {
+      if (scope_implies_seen_) {
+        error(e.key_node.Mark(),
+              "'identity.scope_implies' is already set by an earlier policy file");
+        continue;
+      }
+      scope_implies_seen_ = true;
+      walkScopeImplies(e);
     }
   }
 }
@@ -278,6 +287,8 @@ void Loader::walkMetadata(const Entry& me) {
       }
     } else if (e.key == "scopes_supported") {
       ok = readScopes(e, m.scopes_supported) && ok;
+    } else if (e.key == "challenge_scopes") {
+      ok = readScopes(e, m.challenge_scopes) && ok;
     } else if (e.key == "resource_name") {
       ok = readNonEmptyString(e, m.resource_name) && ok;
     }
@@ -293,6 +304,86 @@ void Loader::walkMetadata(const Entry& me) {
   }
   renderMetadata(m);
   set_->resource_metadata_ = std::move(m);
+}
+
+// identity.scope_implies: {scope: [scopes it grants]}, closed transitively here (a scope
+// grants what the scopes it grants grant); a scope that grants itself through others is a
+// load error naming the cycle.
+void Loader::walkScopeImplies(const Entry& se) {
+  if (!se.value.IsMap()) {
+    error(valueMark(se), "'" + se.path + "' must be a map of scope: [scopes it grants]");
+    return;
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> direct;
+  std::vector<YAML::Mark> marks;
+  for (const auto& kv : se.value) {
+    Entry e;
+    e.key = kv.first.Scalar();
+    e.key_node = kv.first;
+    e.value = kv.second;
+    e.path = se.path + "." + e.key;
+    std::vector<std::string> one{e.key};
+    bool bad = e.key.empty() || std::any_of(e.key.begin(), e.key.end(), [](char c) {
+                 return c <= 0x20 || c >= 0x7f || c == '"' || c == '\\';
+               });
+    if (bad) {
+      error(kv.first.Mark(), "'" + se.path + "': invalid scope '" + e.key +
+                                 "' (printable ASCII without spaces, quotes or backslashes)");
+      continue;
+    }
+    std::vector<std::string> granted;
+    if (!readScopes(e, granted)) {
+      continue;
+    }
+    direct.emplace_back(e.key, std::move(granted));
+    marks.push_back(kv.first.Mark());
+  }
+  // Depth-first closure; a scope met again on its own path is a cycle.
+  auto grantsOf = [&](const std::string& s) -> const std::vector<std::string>* {
+    for (const auto& [scope, granted] : direct) {
+      if (scope == s) {
+        return &granted;
+      }
+    }
+    return nullptr;
+  };
+  std::vector<std::pair<std::string, std::vector<std::string>>> closed;
+  for (size_t i = 0; i < direct.size(); ++i) {
+    std::vector<std::string> out;
+    std::vector<std::string> path{direct[i].first};
+    bool cycle = false;
+    std::function<void(const std::string&)> visit = [&](const std::string& s) {
+      const std::vector<std::string>* granted = grantsOf(s);
+      if (granted == nullptr || cycle) {
+        return;
+      }
+      for (const std::string& g : *granted) {
+        if (std::find(path.begin(), path.end(), g) != path.end()) {
+          if (g == direct[i].first && !cycle) {
+            std::string chain;
+            for (const std::string& p : path) {
+              chain += p + " -> ";
+            }
+            error(marks[i], "'" + se.path + "': scope '" + direct[i].first + "' implies itself (" +
+                                chain + g + ")");
+          }
+          cycle = true;
+          return;
+        }
+        if (std::find(out.begin(), out.end(), g) == out.end()) {
+          out.push_back(g);
+        }
+        path.push_back(g);
+        visit(g);
+        path.pop_back();
+      }
+    };
+    visit(direct[i].first);
+    closed.emplace_back(direct[i].first, std::move(out));
+  }
+  std::sort(closed.begin(), closed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  set_->scope_implies_ = std::move(closed);
 }
 
 bool Loader::checkUrl(const Entry& e, const std::string& url, bool allow_query) {

@@ -55,6 +55,7 @@ class Loader : public config::Walker {
   std::filesystem::path base_dir_;
   bool jwt_seen_ = false;
   bool metadata_seen_ = false;
+  bool scope_implies_seen_ = false;
   std::optional<std::pair<std::string, YAML::Mark>> jwt_audiences_missing_;  // file, mark
   std::vector<std::pair<std::string, YAML::Mark>> redis_limits_;
 
@@ -76,6 +77,7 @@ class Loader : public config::Walker {
   // identity.resource_metadata (RFC 9728 §2): what GET /.well-known/oauth-protected-resource
   // answers, rendered once here.
   void walkMetadata(const Entry& me);
+  void walkScopeImplies(const Entry& se);
   // An absolute URL as RFC 9728 wants a resource identifier or an issuer: https (http only
   // on a loopback host, for development), a host, no fragment, no credentials.
   bool checkUrl(const Entry& e, const std::string& url, bool allow_query);

@@ -22,6 +22,26 @@ const std::string* Identity::claim(std::string_view name) const noexcept {
   return nullptr;
 }
 
+void PolicySet::expandScopes(std::vector<std::string>& scopes) const {
+  if (scope_implies_.empty()) {
+    return;
+  }
+  const size_t held = scopes.size();
+  for (size_t i = 0; i < held; ++i) {
+    const auto it =
+        std::lower_bound(scope_implies_.begin(), scope_implies_.end(), scopes[i],
+                         [](const auto& entry, const std::string& s) { return entry.first < s; });
+    if (it == scope_implies_.end() || it->first != scopes[i]) {
+      continue;
+    }
+    for (const std::string& implied : it->second) {
+      if (std::find(scopes.begin(), scopes.end(), implied) == scopes.end()) {
+        scopes.push_back(implied);
+      }
+    }
+  }
+}
+
 bool Identity::hasScope(std::string_view scope) const noexcept {
   return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
 }

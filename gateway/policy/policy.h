@@ -133,6 +133,9 @@ struct ResourceMetadata {
   std::string resource;  // the gateway's canonical resource URI (https, no fragment)
   std::vector<std::string> authorization_servers;
   std::vector<std::string> scopes_supported;
+  // The `scope` of a 401 challenge (what a client asks the authorization server for);
+  // empty: scopes_supported.
+  std::vector<std::string> challenge_scopes;
   std::string resource_name;    // optional
   std::string document;         // the JSON document, rendered at load
   std::string url;              // where the document is: the well-known URI of `resource`
@@ -221,6 +224,15 @@ class PolicySet {
     return resource_metadata_ ? &*resource_metadata_ : nullptr;
   }
   bool requiresAuth() const noexcept { return !anonymous_; }  // anonymous: deny
+  // identity.scope_implies, closed transitively at load: each scope with every scope it
+  // grants (sorted by scope).
+  const std::vector<std::pair<std::string, std::vector<std::string>>>& scopeImplies()
+      const noexcept {
+    return scope_implies_;
+  }
+  // Adds to `scopes` every scope one of them implies (none are added twice); a no-op
+  // without scope_implies.
+  void expandScopes(std::vector<std::string>& scopes) const;
   bool forwardCredentials() const noexcept { return forward_credentials_; }
   bool defaultAllow() const noexcept { return default_allow_; }
 
@@ -260,6 +272,7 @@ class PolicySet {
   RedisSettings redis_;
   ToolPinning pinning_;  // from the last file that sets it
   std::optional<ResourceMetadata> resource_metadata_;
+  std::vector<std::pair<std::string, std::vector<std::string>>> scope_implies_;
 };
 
 }  // namespace gw::policy

@@ -237,3 +237,33 @@ TEST_CASE("oauth: a rule's require.scopes answers 403 insufficient_scope with th
   }
   CHECK(line.find("\"status\":403") != std::string::npos);
 }
+
+TEST_CASE("oauth: scope_implies grants through the pipeline; challenge_scopes name the ask",
+          "[oauth]") {
+  RawUpstream up(RawUpstream::respond(200, kOkBody));
+  TempDir dir;
+  const std::string yaml = config(dir, up.address(), "deny");
+  // The same policy with a hierarchy (mcp:owner grants mcp:admin) and a narrower challenge.
+  std::string policy = readFile(dir.file("policy.yaml"));
+  policy.replace(policy.find("  anonymous:"), 0,
+                 "    challenge_scopes: [mcp:tools]\n"
+                 "  scope_implies:\n"
+                 "    \"mcp:owner\": [\"mcp:admin\"]\n");
+  REQUIRE(writeFile(dir.file("policy.yaml"), policy));
+  Gateway gw(yaml);
+
+  Response none = fetch(gw.port(), call("admin_reset", "", 1));
+  CHECK(none.status == 401);
+  CHECK(challenge(none) ==
+        std::string("Bearer scope=\"mcp:tools\", resource_metadata=\"") + kMetadataUrl + "\"");
+  // mcp:owner implies mcp:admin, which the admin_* rule requires.
+  Response owner =
+      fetch(gw.port(), call("admin_reset", jwt(kResource, R"(,"scope":"mcp:owner")"), 2));
+  INFO(owner.head << owner.body);
+  CHECK(owner.status == 200);
+  Response tools =
+      fetch(gw.port(), call("admin_reset", jwt(kResource, R"(,"scope":"mcp:tools")"), 3));
+  CHECK(tools.status == 403);
+  CHECK(challenge(tools).find("insufficient_scope") != std::string::npos);
+  CHECK(up.requestCount() == 1);
+}

@@ -201,6 +201,78 @@ TEST_CASE("require.scopes: every scope is needed, the decision names them", "[po
   CHECK(set->filtersLists());  // a scope rule can deny, so lists are filtered
 }
 
+TEST_CASE("scope_implies: a scope grants what it lists, transitively, before require.scopes",
+          "[policy][oauth]") {
+  std::vector<settings::Diagnostic> errors;
+  auto set = load(
+      "identity:\n"
+      "  scope_implies:\n"
+      "    \"mcp:admin\": [\"mcp:tools\", \"mcp:write\"]\n"
+      "    \"mcp:write\": [\"mcp:read\"]\n"
+      "    \"mcp:owner\": [\"mcp:admin\"]\n"
+      "rules:\n"
+      "  - name: reads\n"
+      "    match: { method: tools/call, name: \"read_*\" }\n"
+      "    require: { scopes: [mcp:read] }\n",
+      errors);
+  INFO(allErrors(errors));
+  REQUIRE(set != nullptr);
+  // Closed transitively, sorted by scope.
+  REQUIRE(set->scopeImplies().size() == 3);
+  CHECK(set->scopeImplies()[0].first == "mcp:admin");
+  CHECK(set->scopeImplies()[0].second ==
+        std::vector<std::string>{"mcp:tools", "mcp:write", "mcp:read"});
+  CHECK(set->scopeImplies()[1].first == "mcp:owner");
+  CHECK(set->scopeImplies()[1].second ==
+        std::vector<std::string>{"mcp:admin", "mcp:tools", "mcp:write", "mcp:read"});
+  struct Case {
+    std::vector<std::string> held;
+    bool allow;
+  };
+  const Case cases[] = {
+      {{"mcp:read"}, true},     {{"mcp:write"}, true},  {{"mcp:admin"}, true},
+      {{"mcp:owner"}, true},    {{"mcp:tools"}, false}, {{}, false},
+      {{"mcp:readers"}, false},
+  };
+  for (const Case& c : cases) {
+    Identity id = caller(c.held);
+    set->expandScopes(id.scopes);
+    INFO(id.scopes.size());
+    Call call("read_file");
+    CHECK(set->decide(call.view(), id).allow == c.allow);
+    CHECK(set->mayUse("tools/call", "read_file", id) == c.allow);
+  }
+  Identity twice = caller({"mcp:admin", "mcp:write"});
+  set->expandScopes(twice.scopes);
+  CHECK(twice.scopes ==
+        std::vector<std::string>{"mcp:admin", "mcp:write", "mcp:tools", "mcp:read"});
+}
+
+TEST_CASE("scope_implies: cycles and bad scopes are load errors", "[policy][oauth]") {
+  struct Case {
+    const char* what;
+    const char* yaml;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"a scope that implies itself",
+       "identity:\n  scope_implies:\n    a: [b]\n    b: [c]\n    c: [a]\n",
+       "scope 'a' implies itself (a -> b -> c -> a)"},
+      {"directly", "identity:\n  scope_implies:\n    a: [a]\n",
+       "scope 'a' implies itself (a -> a)"},
+      {"a bad scope", "identity:\n  scope_implies:\n    a: [\"b c\"]\n", "invalid scope 'b c'"},
+      {"not a map", "identity:\n  scope_implies: [a]\n", "must be a map of scope"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    std::vector<settings::Diagnostic> errors;
+    auto set = load(c.yaml, errors);
+    CHECK(set == nullptr);
+    CHECK(allErrors(errors).find(c.message) != std::string::npos);
+    INFO(allErrors(errors));
+  }
+}
+
 TEST_CASE("require.scopes: with param and equals_claim both must hold, bad forms are errors",
           "[policy][oauth]") {
   std::vector<settings::Diagnostic> errors;
