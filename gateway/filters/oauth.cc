@@ -95,6 +95,24 @@ namespace {
 
 const std::vector<std::string> kNone;
 
+// The scopes a 401 challenge names — what a client asks the authorization server for, so the
+// least this request needs: the scopes of the rule that would decide it for a caller without
+// any (its require.scopes), else resource_metadata.challenge_scopes, else scopes_supported.
+const std::vector<std::string>& challengeScopes(const RequestContext& ctx,
+                                                const policy::PolicySet& pol) {
+  if (ctx.mcp.has_method) {
+    const policy::Decision d =
+        pol.decide(policy::RequestView{ctx.mcp.method, &ctx.mcp}, policy::Identity{});
+    if (d.missing_scopes != nullptr) {
+      return *d.missing_scopes;
+    }
+  }
+  const policy::ResourceMetadata* m = pol.resourceMetadata();
+  return m == nullptr                   ? kNone
+         : !m->challenge_scopes.empty() ? m->challenge_scopes
+                                        : m->scopes_supported;
+}
+
 // The answer to a refused credential (`auth` neither kAnonymous nor kAuthenticated): 400
 // invalid_request for a malformed request, else a 401 challenge whose error="invalid_token"
 // says a Bearer token came and was refused (no error code without one, or with another
@@ -107,16 +125,13 @@ FilterStatus refuse(RequestContext& ctx, const policy::PolicySet& pol, policy::A
     ctx.reply.addField("WWW-Authenticate", bearerChallenge(pol, "invalid_request", kNone));
     return FilterStatus::kLocalReply;
   }
-  const policy::ResourceMetadata* m = pol.resourceMetadata();
   setReply(ctx, 401, mcp::code::kUnauthorized,
            std::string("Unauthorized: ") + (*why ? why : "credentials required"),
            auth == policy::AuthResult::kMissing ? "auth_missing" : "auth_invalid");
   ctx.reply.addField(
       "WWW-Authenticate",
       bearerChallenge(pol, auth == policy::AuthResult::kInvalid ? "invalid_token" : nullptr,
-                      m == nullptr                   ? kNone
-                      : !m->challenge_scopes.empty() ? m->challenge_scopes
-                                                     : m->scopes_supported));
+                      challengeScopes(ctx, pol)));
   return FilterStatus::kLocalReply;
 }
 

@@ -238,7 +238,7 @@ TEST_CASE("oauth: a rule's require.scopes answers 403 insufficient_scope with th
   CHECK(line.find("\"status\":403") != std::string::npos);
 }
 
-TEST_CASE("oauth: scope_implies grants through the pipeline; challenge_scopes name the ask",
+TEST_CASE("oauth: scope_implies grants through the pipeline, a 401 names the least it needs",
           "[oauth]") {
   RawUpstream up(RawUpstream::respond(200, kOkBody));
   TempDir dir;
@@ -252,9 +252,15 @@ TEST_CASE("oauth: scope_implies grants through the pipeline; challenge_scopes na
   REQUIRE(writeFile(dir.file("policy.yaml"), policy));
   Gateway gw(yaml);
 
+  // A 401 names the least the request needs: the scopes of the rule that decides it, else
+  // challenge_scopes (not all of scopes_supported).
   Response none = fetch(gw.port(), call("admin_reset", "", 1));
   CHECK(none.status == 401);
   CHECK(challenge(none) ==
+        std::string("Bearer scope=\"mcp:admin\", resource_metadata=\"") + kMetadataUrl + "\"");
+  Response plain = fetch(gw.port(), call("echo", "", 4));
+  CHECK(plain.status == 401);
+  CHECK(challenge(plain) ==
         std::string("Bearer scope=\"mcp:tools\", resource_metadata=\"") + kMetadataUrl + "\"");
   // mcp:owner implies mcp:admin, which the admin_* rule requires.
   Response owner =
