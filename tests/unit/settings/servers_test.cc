@@ -200,7 +200,7 @@ TEST_CASE("servers: select among the servers of the listener a request came in o
   CHECK(name("x", "/mcp", 64) == "-");  // no such listener
 }
 
-TEST_CASE("servers: each server's resource is its endpoint; a pins store is one server's",
+TEST_CASE("servers: each server's resource is its endpoint, and a pins store is one server's",
           "[servers][oauth]") {
   policy::test::TempDir dir;
   dir.write("good.yaml",
