@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gateway/core/ascii.h"
+#include "gateway/http/host.h"
 #include "gateway/pins/book.h"
 #include "gateway/pins/pins.h"
 #include "gateway/router/route_table.h"
@@ -39,16 +40,6 @@ federation::RouteCatalog* Snapshot::catalogOf(const settings::Route& r) const no
 
 namespace {
 
-// The Host value without its port, for comparison with servers[].hosts (lowercase).
-std::string_view hostName(std::string_view host) noexcept {
-  if (host.starts_with('[')) {
-    const size_t close = host.find(']');
-    return close == std::string_view::npos ? host : host.substr(0, close + 1);
-  }
-  const size_t colon = host.rfind(':');
-  return colon == std::string_view::npos ? host : host.substr(0, colon);
-}
-
 // How well `hosts` takes `host`: 0 an exact name, 1 a wildcard, 2 "any" (no hosts), 3 not.
 int hostRank(const std::vector<std::string>& hosts, std::string_view host) noexcept {
   if (hosts.empty()) {
@@ -75,7 +66,8 @@ const Snapshot* Snapshot::select(std::string_view host, std::string_view path,
   if (servers.empty()) {
     return (settings->listener_mask & bit) != 0 ? this : nullptr;
   }
-  const std::string_view name = hostName(host);
+  http::HostPort hp;  // the Host without its port (a malformed one matches only "any")
+  const std::string_view name = http::parseHostPort(host, hp) ? hp.host : std::string_view{};
   constexpr std::string_view kWellKnown = "/.well-known/oauth-protected-resource";
   const Snapshot* best = nullptr;
   int best_rank = 3;
