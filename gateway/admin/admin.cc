@@ -18,6 +18,7 @@
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/explain.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/policy/identity_token.h"
 
 namespace gw::admin {
 
@@ -193,6 +194,16 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
     } else {
       reply(req, 200, "OK", kText, "ready\n");
     }
+  } else if (path == "/.well-known/jwks.json") {
+    // The public keys of the signed_identity upstreams (every server's upstreams are the same).
+    std::vector<const settings::Upstream*> ups;
+    if (snap) {
+      for (const settings::Upstream& u : snap->settings->upstreams) {
+        ups.push_back(&u);
+      }
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "max-age=300");
+    reply(req, 200, "OK", "application/jwk-set+json", policy::identityJwks(ups));
   } else if (path == "/metrics") {
     metrics::Gauges g;
     g.connections = shared.connections.load(std::memory_order_relaxed);

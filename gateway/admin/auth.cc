@@ -10,7 +10,8 @@
 namespace gw::admin {
 
 bool isOpenAdminPath(std::string_view path) noexcept {
-  return path == "/healthz" || path == "/readyz";
+  // The JWKS of signed_identity upstreams is public: upstreams fetch it without a token.
+  return path == "/healthz" || path == "/readyz" || path == "/.well-known/jwks.json";
 }
 
 AdminAuthResult checkAdminAuth(const std::optional<settings::AdminAuth>& auth,

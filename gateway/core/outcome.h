@@ -57,6 +57,11 @@ namespace gw::core {
   X(kNoRoute, "no_route", 502)                                                                \
   X(kRateLimited, "rate_limited", 429)                                                        \
   X(kRateLimitUnavailable, "ratelimit_unavailable", 503)                                      \
+  /* upstreams[].auth: the token endpoint refused, or could not be asked (issue #28) */       \
+  X(kUpstreamAuthRefused, "upstream_auth_refused", 403)                                       \
+  X(kUpstreamAuthUnavailable, "upstream_auth_unavailable", 503)                               \
+  /* identity.introspection could not be asked */                                             \
+  X(kIntrospectionUnavailable, "introspection_unavailable", 503)                              \
   /* upstream */                                                                              \
   X(kConnectFailed, "connect_failed", 502)                                                    \
   X(kConnectTimeout, "connect_timeout", 504)                                                  \

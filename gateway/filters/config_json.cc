@@ -278,6 +278,33 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
       j.key(h.first).str(kRedacted);
     }
     j.close('}');
+    j.key("auth");
+    if (u.auth) {
+      // Files and names only: the client secret and the signing key are never shown.
+      const settings::UpstreamAuth& a = *u.auth;
+      j.open('{').key("type").str(settings::authTypeName(a.type));
+      if (!a.token_endpoint.empty()) {
+        j.key("token_endpoint").str(a.token_endpoint).key("client_id").str(a.client_id);
+        j.key("client_secret_file").str(a.client_secret_file);
+        j.key("client_secret").str(kRedacted);
+        j.key("client_auth").str(a.client_auth_post ? "post" : "basic");
+        j.key("resource").strOrNull(!a.resource.empty(), a.resource);
+        j.key("scopes").strings(a.scopes);
+        j.key("ca").str(a.ca.empty() ? "system" : a.ca);
+        j.key("timeout_ms")
+            .num(static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(a.timeout).count()));
+      }
+      if (!a.key_file.empty()) {
+        j.key("issuer").str(a.issuer).key("key_file").str(a.key_file);
+        j.key("ttl_s").num(
+            static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(a.ttl).count()));
+      }
+      j.key("audience").strOrNull(!a.audience.empty(), a.audience);
+      j.close('}');
+    } else {
+      j.raw("null");
+    }
     j.close('}');
   }
   j.close(']');

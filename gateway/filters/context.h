@@ -71,6 +71,9 @@ struct RequestContext {
   // (in that order per message; policy_decisions_total and the access log's "audit").
   std::vector<policy::Verdict> verdicts;  // reused
   bool forward_credentials = false;       // Authorization goes upstream
+  // The caller's bearer access token (a JWT, or an introspected opaque token) when that is
+  // what authenticated it (views the head): what token_exchange exchanges. Empty otherwise.
+  std::string_view bearer_token;
 
   LocalReply reply;
 
@@ -81,6 +84,7 @@ struct RequestContext {
     policy_rule = {};
     verdicts.clear();
     forward_credentials = false;
+    bearer_token = {};
     head = nullptr;
     client_ip = {};  // may view the previous request's head bytes
     peer_subject = {};

@@ -21,6 +21,8 @@
 #include "gateway/mcp/sentinel.h"
 #include "gateway/mcp/verifier.h"
 #include "gateway/pins/book.h"
+#include "gateway/policy/credential_store.h"
+#include "gateway/policy/token_answer.h"
 
 namespace gw::filters {
 
@@ -281,6 +283,38 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
   j.key("forward_credentials_source")
       .strOrNull(ctx.route != nullptr,
                  ctx.route ? credentialForwarding(*ctx.route, *snap.policy, s).source : "");
+  // upstreams[].auth of the upstreams this request may reach, and whether a credential the
+  // gateway holds now would be used (null: signed per caller on the request path).
+  j.key("upstream_auth").open('[');
+  if (ctx.route != nullptr) {
+    const std::vector<size_t> one{ctx.route->upstream_index};
+    for (size_t index : ctx.route->federated() ? ctx.route->upstream_indexes : one) {
+      const settings::Upstream& up = s.upstreams[index];
+      if (!up.auth) {
+        continue;
+      }
+      j.open('{')
+          .key("upstream")
+          .str(up.name)
+          .key("type")
+          .str(settings::authTypeName(up.auth->type));
+      j.key("cached");
+      if (up.auth->type == settings::UpstreamAuthType::kForward ||
+          up.auth->type == settings::UpstreamAuthType::kSignedIdentity ||
+          (up.auth->type == settings::UpstreamAuthType::kTokenExchange &&
+           ctx.bearer_token.empty())) {
+        j.raw("null");
+      } else {
+        const policy::TokenJob job = policy::upstreamTokenJob(up, ctx.bearer_token);
+        const auto now =
+            std::chrono::duration_cast<core::Nanos>(core::steadyNow().time_since_epoch());
+        j.boolean(policy::CredentialStore::instance().find(job.key, now).state ==
+                  policy::CredentialStore::State::kReady);
+      }
+      j.close('}');
+    }
+  }
+  j.close(']');
   j.key("rate_limits").open('[');
   for (const LimitResult& l : limits) {
     bool redis = l.check->spec->backend == policy::RateLimitSpec::Backend::kRedis &&

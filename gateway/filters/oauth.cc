@@ -2,11 +2,13 @@
 // protected resource metadata it answers itself, and the RFC 6750 challenges of its 401s and
 // 403s.
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gateway/core/ascii.h"
 #include "gateway/core/clock.h"
 #include "gateway/filters/stages.h"
 #include "gateway/http/message.h"
@@ -135,6 +137,20 @@ FilterStatus refuse(RequestContext& ctx, const policy::PolicySet& pol, policy::A
   return FilterStatus::kLocalReply;
 }
 
+// The request's `Authorization: Bearer <token>` when the token is a JWT (two dots: what
+// PolicySet::authenticate took as one); empty otherwise.
+std::string_view jwtBearer(const std::vector<http::HeaderField>& fields) {
+  const http::HeaderField* f = http::findField(fields, "authorization");
+  if (f == nullptr || f->value.size() < 7 || !core::iequals(f->value.substr(0, 7), "bearer ")) {
+    return {};
+  }
+  std::string_view t = f->value.substr(7);
+  while (!t.empty() && t.front() == ' ') {
+    t.remove_prefix(1);
+  }
+  return std::count(t.begin(), t.end(), '.') == 2 ? t : std::string_view{};
+}
+
 }  // namespace
 
 FilterStatus identityStage(RequestContext& ctx) noexcept {
@@ -152,6 +168,7 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
   ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
   if (ctx.auth == policy::AuthResult::kAuthenticated) {
     pol.expandScopes(ctx.identity.scopes);  // identity.scope_implies
+    ctx.bearer_token = jwtBearer(ctx.head->fields);
   }
   // No credential in the request (anonymous, or missing where one is needed), but a client
   // certificate verified on the connection: the certificate is the credential. A credential
@@ -181,3 +198,11 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
 }
 
 }  // namespace gw::filters::detail
+
+namespace gw::filters {
+
+void bearerRequired(RequestContext& ctx, const char* why) {
+  detail::refuse(ctx, *ctx.snapshot->policy, policy::AuthResult::kMissing, why);
+}
+
+}  // namespace gw::filters

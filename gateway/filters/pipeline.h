@@ -47,6 +47,11 @@ using mcp::renderReplyBody;
 // `servers:`, for the request's Host), never forwarded.
 void notFound(RequestContext& ctx);
 
+// 401 with the Bearer challenge (identity.resource_metadata, the scopes this request needs):
+// a request that needs a bearer token it did not bring (an upstream with auth type
+// token_exchange, for a caller authenticated otherwise).
+void bearerRequired(RequestContext& ctx, const char* why);
+
 // The answer to a request whose MCP-Protocol-Version the gateway does not speak (or that has
 // none): 400, -32022 (-32020 when absent), data {"supported":[…mcp.protocol_versions],
 // "requested":…}, so the client can retry with one it has.

@@ -34,6 +34,8 @@ inline constexpr int kNoRoute = -31013;               // 502: no route matched
 inline constexpr int kHostForbidden = -31014;         // 403: Host not in mcp.allowed_hosts
 inline constexpr int kTooManyParamHeaders = -31015;   // 431: over mcp.max_param_headers
 inline constexpr int kSessionNotFound = -31016;       // 404: Mcp-Session-Id names no endpoint
+inline constexpr int kUpstreamAuthRefused = -31017;   // 403: no token for the upstream
+inline constexpr int kAuthUnavailable = -31018;       // 503: a token/introspection endpoint down
 }  // namespace code
 
 // A request id as it appeared in the body: its JSON text, echoed verbatim.

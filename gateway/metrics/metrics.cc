@@ -203,6 +203,17 @@ WorkerMetrics& Registry::addWorker() {
   return *workers_.back();
 }
 
+void Registry::tokenRequest(std::string_view kind, std::string_view target, std::string_view result,
+                            std::chrono::nanoseconds took) {
+  token_requests_.at({kind, target, result}).add(1);
+  token_durations_.at({kind, target}).observe(took);
+}
+
+void Registry::setTokenCacheSizes(std::function<std::vector<std::pair<std::string, int64_t>>()> f) {
+  std::lock_guard lock(token_cache_mu_);
+  token_cache_sizes_ = std::move(f);
+}
+
 const char* Registry::jwksFetchLabel(JwksFetch r) noexcept {
   switch (r) {
     case JwksFetch::kOk:
@@ -360,6 +371,31 @@ std::string Registry::scrape(const Gauges& g) const {
     jwks_family.metric.push_back(std::move(cm));
   }
   fams.push_back(std::move(jwks_family));
+  {
+    MergedMap requests;
+    MergedMap durations;
+    token_requests_.forEach([&](const Cell& c) { merge(c, requests); });
+    token_durations_.forEach([&](const Cell& c) { merge(c, durations); });
+    fams.push_back(counterFamily(
+        "mcp_gateway_token_requests_total",
+        "Calls to OAuth endpoints (upstreams[].auth, identity.introspection) by result",
+        {"kind", "target", "result"}, requests));
+    fams.push_back(histogramFamily("mcp_gateway_token_request_duration_seconds",
+                                   "Duration of calls to OAuth endpoints", {"kind", "target"},
+                                   durations));
+    auto cache = family("mcp_gateway_token_cache_entries",
+                        "Entries of the shared credential cache by kind", MetricType::Gauge);
+    std::lock_guard lock(token_cache_mu_);
+    if (token_cache_sizes_) {
+      for (const auto& [kind, n] : token_cache_sizes_()) {
+        prometheus::ClientMetric cm;
+        cm.label = {{"kind", kind}};
+        cm.gauge.value = static_cast<double>(n);
+        cache.metric.push_back(std::move(cm));
+      }
+    }
+    fams.push_back(std::move(cache));
+  }
   fams.push_back(scalar("mcp_gateway_jwks_keys", "Keys in the last JWKS fetched successfully",
                         MetricType::Gauge, static_cast<double>(jwks_keys_.load())));
   if (int64_t expiry = tls_cert_expiry_.load(); expiry != 0) {

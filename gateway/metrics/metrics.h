@@ -202,6 +202,16 @@ class Registry {
   // (mcp_gateway_tls_certificate_expiry_timestamp_seconds; 0: no TLS, not exported).
   void setTlsCertificateExpiry(int64_t unix) noexcept { tls_cert_expiry_.store(unix); }
 
+  // One call to an OAuth endpoint (server/token_fetcher.h): `kind` client_credentials,
+  // token_exchange or introspection, `target` the upstream's name (or "introspection"),
+  // `result` ok, refused or failed (mcp_gateway_token_requests_total and
+  // mcp_gateway_token_request_duration_seconds). The fetcher's thread only.
+  void tokenRequest(std::string_view kind, std::string_view target, std::string_view result,
+                    std::chrono::nanoseconds took);
+  // Entries of the shared credential store by kind (mcp_gateway_token_cache_entries), read
+  // at scrape.
+  void setTokenCacheSizes(std::function<std::vector<std::pair<std::string, int64_t>>()> f);
+
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.
   std::string scrape(const Gauges& g) const;
 
@@ -216,6 +226,10 @@ class Registry {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(JwksFetch::kCount)> jwks_fetches_{};
   std::atomic<int64_t> jwks_keys_{0};
   std::atomic<int64_t> tls_cert_expiry_{0};
+  Family token_requests_{3};   // kind, target, result
+  Family token_durations_{2};  // kind, target
+  mutable std::mutex token_cache_mu_;
+  std::function<std::vector<std::pair<std::string, int64_t>>()> token_cache_sizes_;
 };
 
 }  // namespace gw::metrics

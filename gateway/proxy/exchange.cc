@@ -49,6 +49,7 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   resetContext();
   keys_.reset();
   limits_.reset();
+  auth_.reset();
   step_ = Step::kHead;
   body.reset();
   forwarded_ = false;
@@ -161,6 +162,8 @@ filters::FilterStatus Exchange::runStep() {
                                                            : filters::FilterStatus::kContinue;
     case Step::kOwner:
       return fed_.ownerStep();
+    case Step::kCredentials:
+      return credentialsStep();
     case Step::kTarget:
     case Step::kDone:
       break;
@@ -185,7 +188,25 @@ void Exchange::resume(filters::FilterStatus verdict) {
 void Exchange::stopStages() noexcept {
   keys_.cancel();
   limits_.cancel();
+  auth_.cancel();
   fed_.leaveRefresh();
+}
+
+// upstreams[].auth: the credentials for the upstreams this request may reach — a plain
+// route's upstream, or every upstream of a federated route (made before the owner is chosen:
+// an ownership refresh asks them all).
+filters::FilterStatus Exchange::credentialsStep() {
+  const settings::Route* route = ctx_.route;
+  if (route == nullptr || !settings().any_upstream_auth) {
+    return filters::FilterStatus::kContinue;
+  }
+  auth_upstreams_.clear();
+  if (!route->federated()) {
+    auth_upstreams_.push_back(route->upstream_index);
+  } else {
+    auth_upstreams_ = route->upstream_indexes;
+  }
+  return auth_.run(ctx_, *w_, auth_upstreams_, *this);
 }
 
 // The pipeline's head stages, then how the body is read. A token whose key a JWKS fetch is

@@ -40,6 +40,7 @@
 #include "gateway/proxy/local_target.h"
 #include "gateway/proxy/request_body.h"
 #include "gateway/proxy/stage.h"
+#include "gateway/proxy/upstream_auth.h"
 #include "gateway/ratelimit/gcra.h"
 
 namespace gw::proxy {
@@ -106,6 +107,8 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // The forwarding target: one upstream request (a federated call's owner goes through it).
   ForwardTarget& forward() noexcept { return fwd_; }
   FederatedTarget& federated() noexcept { return fed_; }
+  // The Authorization each upstream gets (upstreams[].auth), made by the kCredentials step.
+  const UpstreamAuth& upstreamAuth() const noexcept { return auth_; }
   void noteForwarded() noexcept { forwarded_ = true; }  // upstreams were asked (metrics)
   // The response head for the client (respond sends it; a target fills it first).
   std::vector<http::Field>& responseFields() noexcept { return resp_fields_; }
@@ -124,17 +127,19 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // is resumed through resume(), kNeedBody reads the body (onBodyComplete runs on), and
   // kLocalReply answers. kTarget hands the request to what answers it.
   enum class Step : uint8_t {
-    kHead,       // the pipeline's head stages (a JWT may wait for its keys: KeysWait)
-    kEarlyBody,  // a body checked before the limits are charged
-    kLimits,     // the rate limits (LimitStage; Redis-backed ones wait)
-    kBody,       // a buffered body not read yet
-    kOwner,      // the owner of a named call on a federated route (may wait for a refresh)
-    kTarget,     // the target: the upstream, the fan-out or a merged answer
-    kDone,       // answered, or handed to the target
+    kHead,         // the pipeline's head stages (a JWT may wait for its keys: KeysWait)
+    kEarlyBody,    // a body checked before the limits are charged
+    kLimits,       // the rate limits (LimitStage; Redis-backed ones wait)
+    kBody,         // a buffered body not read yet
+    kCredentials,  // what the upstreams get as Authorization (upstreams[].auth; may wait)
+    kOwner,        // the owner of a named call on a federated route (may wait for a refresh)
+    kTarget,       // the target: the upstream, the fan-out or a merged answer
+    kDone,         // answered, or handed to the target
   };
   void run();
   filters::FilterStatus runStep();
   filters::FilterStatus headStep();
+  filters::FilterStatus credentialsStep();
   void stopStages() noexcept;  // whatever stage waits is cancelled
   // request and body
   void resetContext();  // the pipeline's context for `head`, as new
@@ -200,8 +205,10 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   Life life_ = Life::kIdle;
   // the stages
   Step step_ = Step::kDone;
-  KeysWait keys_;      // a JWT waiting for its JWKS fetch (kHead)
-  LimitStage limits_;  // the rate limits; its RateLimit fields go on the answer
+  KeysWait keys_;                       // a JWT waiting for its JWKS fetch (kHead)
+  LimitStage limits_;                   // the rate limits; its RateLimit fields go on the answer
+  UpstreamAuth auth_;                   // the credentials made for the upstreams (kCredentials)
+  std::vector<size_t> auth_upstreams_;  // the upstreams kCredentials makes them for (reused)
 
   core::Nanos started_{};   // the request's first byte (its duration; the upstream attempt's)
   bool forwarded_ = false;  // this request got an upstream connection (metrics: tools)

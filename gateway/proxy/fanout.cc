@@ -162,6 +162,8 @@ void FanOut::startSlot(Slot& slot) {
   slot.head.method = "POST";
   slot.head.query = {};
   slot.head.fields = fields_.fields();
+  slot.head.authorization =
+      slot.index < auth_.size() ? std::string_view(auth_[slot.index]) : std::string_view{};
   slot.head.client_host = false;
   slot.head.content_length = slot.body.size();
   slot.head.length_field = true;

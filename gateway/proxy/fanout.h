@@ -84,6 +84,9 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   // previous run is done, e.g. from onFanOutDone).
   bool again(federation::ListKind kind, std::string_view method, std::string_view body,
              FanOutDone* done);
+  // The Authorization each upstream of the route gets (upstreams[].auth; route order; "" for
+  // none made), for the next start(). Kept across again().
+  void authorize(std::vector<std::string> values) { auth_ = std::move(values); }
   // Closes every upstream request (never pooled); done is not called.
   void cancel() noexcept;
   bool running() const noexcept { return pending_ > 0; }
@@ -167,6 +170,7 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   core::Nanos started_{};
   std::string base_body_;
   OwnedFields fields_;
+  std::vector<std::string> auth_;  // authorize()
   std::vector<std::unique_ptr<Slot>> slots_;
   federation::FetchReport report_;
   std::vector<int> statuses_;

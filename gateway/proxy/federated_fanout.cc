@@ -89,6 +89,7 @@ filters::FilterStatus FederatedTarget::waitForRefresh(federation::ListKind kind)
                             : std::string_view(x_.settings().mcp.protocol_versions[0]));
   x_.forward().buildUpstreamHead();  // the forwarded fields (the fan-out copies them)
   const std::string request = refreshBody(fetch, found->version);
+  found->fan.authorize(x_.upstreamAuth().forRoute(*x_.ctx().route));
   if (!found->fan.start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, FanOut::Mode::kList,
                         fetch, federation::methodOf(fetch), request, x_.forward().upstreamFields(),
                         x_.now(), found)) {
@@ -180,6 +181,7 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
                                   : x_.ctx().mcp.has_method ? x_.ctx().mcp.method
                                                             : std::string_view{};
   x_.noteForwarded();
+  fanout_->authorize(x_.upstreamAuth().forRoute(*x_.ctx().route));
   if (!fanout_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, mode, kind, method, b,
                       x_.forward().upstreamFields(), x_.now(), this)) {
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,
@@ -381,6 +383,7 @@ void FederatedTarget::startListen() {
     b = x_.body.view();
   }
   x_.noteForwarded();
+  listen_->authorize(x_.upstreamAuth().forRoute(*x_.ctx().route));
   if (!listen_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, b,
                       x_.forward().upstreamFields(), this, x_.forward().frontClient())) {
     listen_->close();

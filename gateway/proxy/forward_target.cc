@@ -111,11 +111,16 @@ void ForwardTarget::buildUpstreamHead() {
   uh.client_host = false;
   const bool trusted_peer = http::isTrustedPeer(x_.peer(), s.trusted_proxies);
   const bool front = frontRequest();
+  // upstreams[].auth: `forward` sends the caller's Authorization to this upstream; another
+  // type sends the credential made for it (Http1Upstream drops any other).
+  const bool forward_auth = up.auth ? up.auth->type == settings::UpstreamAuthType::kForward
+                                    : x_.ctx().forward_credentials;
+  uh.authorization = x_.upstreamAuth().authorization(up_index_);
   for (const http::HeaderField& f : head.fields) {
     if (http::replacedByForwarding(f, trusted_peer)) {
       continue;  // client address fields: dropped, or merged below (trusted_proxies)
     }
-    if (!x_.ctx().forward_credentials && core::iequals(f.name, "authorization")) {
+    if (!forward_auth && core::iequals(f.name, "authorization")) {
       continue;
     }
     if (core::iequals(f.name, "accept-encoding") && readsAnswerWhole()) {

@@ -97,6 +97,8 @@ void MergedListen::open(Slot& slot) {
   slot.head.method = "POST";
   slot.head.query = {};
   slot.head.fields = fields_.fields();
+  slot.head.authorization =
+      slot.index < auth_.size() ? std::string_view(auth_[slot.index]) : std::string_view{};
   slot.head.content_length = body_.size();
   slot.head.length_field = true;
   slot.head.pinned_endpoint = -1;

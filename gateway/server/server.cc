@@ -23,8 +23,10 @@
 #include "gateway/downstream/http1_connection.h"
 #include "gateway/filters/snapshot.h"
 #include "gateway/http/parser.h"
+#include "gateway/policy/token_answer.h"
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/server/jwks_fetcher.h"
+#include "gateway/server/token_fetcher.h"
 #include "gateway/server/worker.h"
 #include "gateway/tls/server_context.h"
 #include "gateway/upstream/pool.h"
@@ -275,6 +277,16 @@ void Server::watchFiles() {
       }
     }
   }
+  for (const settings::Upstream& u : s->upstreams) {
+    if (u.auth) {
+      // A rotated client secret or signing key applies like a config edit.
+      for (const std::string* f : {&u.auth->client_secret_file, &u.auth->key_file}) {
+        if (!f->empty()) {
+          files.push_back(*f);
+        }
+      }
+    }
+  }
   if (s->admin_auth) {
     files.push_back(s->admin_auth->token_file);  // a rotated token (a Secret's update) applies
   }
@@ -423,6 +435,27 @@ int Server::run() {
     spdlog::critical("{}", error);
     return 1;
   }
+  // upstreams[].auth and identity.introspection: the calls to OAuth endpoints, beside the
+  // workers (client_credentials tokens are fetched now, and for upstreams a reload adds).
+  TokenFetcher tokens(shared_.metrics, [this] {
+    const auto running = shared_.snapshot.load();
+    return running ? policy::clientCredentialJobs(running->settings->upstreams)
+                   : std::vector<policy::TokenJob>{};
+  });
+  if (std::string error; !tokens.start(error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
+  shared_.metrics.setTokenCacheSizes([] {
+    const policy::CredentialStore& store = policy::CredentialStore::instance();
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (auto k :
+         {policy::TokenJob::Kind::kClientCredentials, policy::TokenJob::Kind::kTokenExchange,
+          policy::TokenJob::Kind::kIntrospection}) {
+      out.emplace_back(policy::tokenJobKindName(k), static_cast<int64_t>(store.size(k)));
+    }
+    return out;
+  });
   // Written once every listener is bound (what connects before the workers run waits in the
   // backlog): whoever waits for the file can connect at once.
   if (!ports_file_.empty()) {
@@ -472,6 +505,7 @@ int Server::run() {
   }
   workers_.clear();  // joins the threads, closes what is left
   jwks.stop();
+  tokens.stop();
   admin.stop();
   sigterm.reset();
   sigint.reset();

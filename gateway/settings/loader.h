@@ -67,6 +67,9 @@ class Loader : public config::Walker {
   void readHostHeader(const Entry& e, Upstream& u);
   void walkUpstreamTls(const Entry& te, Upstream& u);
   void readUpstreamHeaders(const Entry& e, Upstream& u);
+  // upstream_auth.cc
+  void walkUpstreamAuth(const Entry& ae, Upstream& u);
+  bool readSecretFile(const Entry& e, std::string& abs, std::string& secret);
   void walkMatch(const Entry& me, RouteMatch& m);
   void readGlobMap(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
   void walkRoutes(const Entry& re, Settings& s);

@@ -31,7 +31,8 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "era",
                                               "session_secret",
                                               "tls",
-                                              "headers"};
+                                              "headers",
+                                              "auth"};
 constexpr std::string_view kTlsKeys[] = {"ca", "server_name", "cert", "key"};
 constexpr std::string_view kRouteKeys[] = {"name",  "match",  "upstream",    "upstreams",
                                            "names", "legacy", "verify_body", "forward_credentials"};
@@ -211,6 +212,18 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
         walkUpstreamTls(e, u);
       } else if (e.key == "headers") {
         readUpstreamHeaders(e, u);
+      } else if (e.key == "auth") {
+        walkUpstreamAuth(e, u);
+      }
+    }
+    if (u.auth) {
+      for (const auto& [name, value] : u.headers) {
+        if (core::iequals(name, "authorization")) {
+          error(find(es, "headers")->key_node.Mark(),
+                "'" + prefix +
+                    "' has both 'auth' and a 'headers' entry for Authorization; "
+                    "keep one (auth makes the Authorization this upstream gets)");
+        }
       }
     }
     for (const Address& a : u.endpoints) {
@@ -223,6 +236,7 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
       error(node.Mark(), "'" + prefix + "' has no 'endpoints'");
     }
     if (named) {
+      s.any_upstream_auth = s.any_upstream_auth || u.madeCredential();
       s.upstreams.push_back(std::move(u));
       upstream_marks_.push_back(valueMark(*find(es, "name")));
     }

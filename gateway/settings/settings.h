@@ -21,7 +21,8 @@
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX (gateway/tls/tls.h)
 namespace gw::tls {
 class ServerContext;
-}
+class SigningKey;
+}  // namespace gw::tls
 
 namespace gw::settings {
 
@@ -93,6 +94,36 @@ struct UpstreamTls {
   std::shared_ptr<ssl_ctx_st> ctx;
 };
 
+// upstreams[].auth: how the gateway authenticates itself (and the caller) to this upstream.
+// Every type but kForward replaces any Authorization the request carries.
+enum class UpstreamAuthType : uint8_t {
+  kForward,            // the caller's own Authorization goes through (forward_credentials)
+  kClientCredentials,  // one token of the gateway's own (RFC 6749 §4.4), refreshed
+  kTokenExchange,      // the caller's token exchanged per caller (RFC 8693)
+  kSignedIdentity,     // a short-lived JWT the gateway signs per caller
+};
+const char* authTypeName(UpstreamAuthType t) noexcept;
+
+struct UpstreamAuth {
+  UpstreamAuthType type = UpstreamAuthType::kForward;
+  // client_credentials, token_exchange: the token endpoint and the gateway's client.
+  std::string token_endpoint;  // an http(s) URL
+  std::string client_id;
+  std::string client_secret_file;   // absolute; read at every load
+  std::string client_secret;        // a secret: never logged or shown
+  bool client_auth_post = false;    // client_secret_post (default client_secret_basic)
+  std::string audience;             // RFC 8693 `audience`; signed_identity: the JWT's `aud`
+  std::string resource;             // RFC 8707 `resource` ("" = none)
+  std::vector<std::string> scopes;  // `scope` asked for
+  std::string ca;                   // absolute; "" = the system store
+  Duration timeout = std::chrono::seconds(5);  // per token-endpoint call
+  // signed_identity
+  std::string issuer;
+  std::string key_file;  // absolute
+  std::shared_ptr<const tls::SigningKey> key;
+  Duration ttl = std::chrono::seconds(60);
+};
+
 struct Upstream {
   std::string name;
   std::vector<Address> endpoints;
@@ -116,6 +147,11 @@ struct Upstream {
   // no hop-by-hop, framing or Mcp-* name); values with ${VAR} expanded from the environment at
   // load, free of control characters but HTAB. Values are secrets: never logged or shown.
   std::vector<std::pair<std::string, std::string>> headers;
+  std::optional<UpstreamAuth> auth;  // upstreams[].auth (absent: as before)
+  // The upstream takes a credential the gateway makes (an auth type other than forward).
+  bool madeCredential() const noexcept {
+    return auth.has_value() && auth->type != UpstreamAuthType::kForward;
+  }
 };
 
 // A route's match; every present key must match (AND). Values are globs where `*` matches
@@ -234,6 +270,7 @@ struct Settings {
   std::vector<Route> routes;
   Federation federation;
   std::vector<std::string> policy_files;  // absolute paths (resolved from the config file)
+  bool any_upstream_auth = false;         // some upstream makes its credential (upstreams[].auth)
   AccessLog access_log;
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);

@@ -10,6 +10,8 @@
 #include <algorithm>
 
 #include "gateway/core/ascii.h"
+#include "gateway/http/serialize.h"
+#include "gateway/policy/token_answer.h"
 #include "gateway/tls/tls.h"
 #include "gateway/upstream/deadlines.h"
 
@@ -128,12 +130,33 @@ void Http1Upstream::writeHead(evbuffer* out) {
   std::string& h = head_buf_;
   h.clear();
   http::appendRequestLine(h, head_->method, up_->path, head_->query);
+  const std::vector<http::Field>* fields = &head_->fields;
+  std::string made;
+  if (up_->madeCredential()) {
+    // upstreams[].auth: whatever Authorization the request carries never reaches this
+    // upstream; the credential made for it does.
+    auth_fields_.clear();
+    for (const http::Field& f : head_->fields) {
+      if (!core::iequals(f.name, "authorization")) {
+        auth_fields_.push_back(f);
+      }
+    }
+    fields = &auth_fields_;
+    std::string_view value = head_->authorization;
+    if (value.empty() && up_->auth->type == settings::UpstreamAuthType::kClientCredentials) {
+      made = policy::clientCredentialsAuthorization(*up_, clock_->now());
+      value = made;
+    }
+    if (!value.empty()) {
+      http::appendField(h, "Authorization", value);
+    }
+  }
   if (up_->headers.empty()) {
-    http::appendFields(h, head_->fields);
+    http::appendFields(h, *fields);
   } else {
     // upstreams[].headers replace the request's fields of the same names (Authorization
     // forwarded by forward_credentials included), on every request to this upstream.
-    http::appendFieldsSetting(h, head_->fields, up_->headers);
+    http::appendFieldsSetting(h, *fields, up_->headers);
   }
   appendHost(h);
   if (head_->content_length > 0 || head_->length_field) {

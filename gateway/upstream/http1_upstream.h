@@ -87,6 +87,10 @@ struct UpstreamRequestHead {
   uint64_t content_length = 0;
   bool length_field = false;  // write Content-Length even when 0
   int pinned_endpoint = -1;   // a session's endpoint, or -1: the balancer picks
+  // upstreams[].auth other than forward: the Authorization value to send (views the owner's);
+  // every Authorization among `fields` is dropped then. Empty for a client_credentials
+  // upstream: the gateway's current token is looked up here.
+  std::string_view authorization;
 };
 
 class Http1Upstream {
@@ -162,8 +166,9 @@ class Http1Upstream {
   const settings::Upstream* up_ = nullptr;
   const UpstreamRequestHead* head_ = nullptr;  // the owner's, alive for the request
   Lease lease_;
-  const Endpoint* endpoint_ = nullptr;  // the last endpoint tried (for the access log)
-  std::string head_buf_;                // the head as written (a retry rewrites it)
+  const Endpoint* endpoint_ = nullptr;    // the last endpoint tried (for the access log)
+  std::string head_buf_;                  // the head as written (a retry rewrites it)
+  std::vector<http::Field> auth_fields_;  // fields without Authorization (upstreams[].auth)
   std::string tls_error_;
   size_t head_len_ = 0;
   core::Nanos started_{};

@@ -1,0 +1,235 @@
+// proxy/: the credentials a request carries to its upstreams (upstream_auth.h).
+
+#include "gateway/proxy/upstream_auth.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gateway/core/hex.h"
+#include "gateway/filters/pipeline.h"
+#include "gateway/mcp/jsonrpc.h"
+#include "gateway/policy/credential_store.h"
+#include "gateway/policy/identity_token.h"
+#include "gateway/policy/token_answer.h"
+#include "gateway/proxy/proxy_context.h"
+#include "gateway/tls/signing.h"
+
+namespace gw::proxy {
+
+namespace {
+
+using State = policy::CredentialStore::State;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kFastPoll{5};
+constexpr milliseconds kSlowPoll{25};
+constexpr milliseconds kFastFor{200};
+constexpr milliseconds kGrace{1000};
+
+std::string jti() {
+  unsigned char b[16];
+  if (RAND_bytes(b, sizeof b) != 1) {
+    return {};
+  }
+  return core::hexEncode(std::string_view(reinterpret_cast<const char*>(b), sizeof b));
+}
+
+// The per-worker key of a caller's signed identity for upstream `up`: everything the JWT says
+// of the caller.
+std::string identityKey(const settings::Upstream& up, const policy::Identity& id) {
+  std::string k = up.name;
+  auto part = [&](std::string_view s) {
+    k += '\0';
+    k += std::to_string(s.size());
+    k += ':';
+    k += s;
+  };
+  part(up.auth->issuer);
+  part(up.auth->key->kid());
+  part(id.subject);
+  for (const std::string& g : id.groups) {
+    part(g);
+  }
+  k += '\1';
+  for (const std::string& s : id.scopes) {
+    part(s);
+  }
+  if (const std::string* c = id.claim("client_id")) {
+    part(*c);
+  }
+  return k;
+}
+
+}  // namespace
+
+const std::string* SignedIdentities::find(const std::string& key, core::Nanos now) const {
+  auto it = held_.find(key);
+  return it != held_.end() && now < it->second.until ? &it->second.jwt : nullptr;
+}
+
+void SignedIdentities::put(std::string key, std::string jwt, core::Nanos reuse_until) {
+  if (held_.size() >= kMax) {
+    held_.clear();
+  }
+  held_[std::move(key)] = Held{std::move(jwt), reuse_until};
+}
+
+void UpstreamAuth::reset() noexcept {
+  cancel();
+  items_.clear();
+  started_ = false;
+}
+
+void UpstreamAuth::cancel() noexcept {
+  if (timer_) {
+    evtimer_del(timer_.get());
+  }
+  runner_ = nullptr;
+}
+
+std::string_view UpstreamAuth::authorization(size_t index) const noexcept {
+  for (const Item& it : items_) {
+    if (it.index == index) {
+      return it.value;
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> UpstreamAuth::forRoute(const settings::Route& route) const {
+  std::vector<std::string> out;
+  out.reserve(route.upstream_indexes.size());
+  for (size_t index : route.upstream_indexes) {
+    out.emplace_back(authorization(index));
+  }
+  return out;
+}
+
+bool UpstreamAuth::makes(size_t index) const noexcept {
+  return std::any_of(items_.begin(), items_.end(),
+                     [index](const Item& it) { return it.index == index; });
+}
+
+filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyContext& w,
+                                        const std::vector<size_t>& upstreams, StageRunner& runner) {
+  const settings::Settings& s = *ctx.snapshot->settings;
+  const core::Nanos now = w.clock->now();
+  if (!started_) {
+    started_ = true;
+    items_.clear();
+    milliseconds longest{0};
+    for (size_t index : upstreams) {
+      const settings::Upstream& up = s.upstreams[index];
+      if (up.madeCredential() && !makes(index)) {
+        items_.push_back(Item{index, {}});
+        longest = std::max(longest, std::chrono::duration_cast<milliseconds>(up.auth->timeout));
+      }
+    }
+    since_ = now;
+    deadline_ = now + longest + kGrace;
+  }
+  bool waiting = false;
+  policy::CredentialStore& store = policy::CredentialStore::instance();
+  for (Item& it : items_) {
+    if (!it.value.empty()) {
+      continue;
+    }
+    const settings::Upstream& up = s.upstreams[it.index];
+    const settings::UpstreamAuth& a = *up.auth;
+    if (a.type == settings::UpstreamAuthType::kSignedIdentity) {
+      const std::string key = identityKey(up, ctx.identity);
+      if (const std::string* held = w.signed_identities.find(key, now)) {
+        it.value = "Bearer " + *held;
+        continue;
+      }
+      const int64_t unix_now =
+          std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch())
+              .count();
+      std::string jwt = policy::signIdentity(a, ctx.identity, unix_now, jti());
+      if (jwt.empty()) {
+        filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
+                          "Service Unavailable: the gateway could not sign an identity for "
+                          "upstream '" +
+                              up.name + "'; retry",
+                          "upstream_auth_unavailable");
+        ctx.reply.addField("Retry-After", "1");
+        return filters::FilterStatus::kLocalReply;
+      }
+      it.value = "Bearer " + jwt;
+      w.signed_identities.put(key, std::move(jwt), now + a.ttl / 2);
+      continue;
+    }
+    if (a.type == settings::UpstreamAuthType::kTokenExchange && ctx.bearer_token.empty()) {
+      filters::bearerRequired(ctx, "this upstream needs a bearer access token to act for you");
+      return filters::FilterStatus::kLocalReply;
+    }
+    policy::TokenJob job = policy::upstreamTokenJob(up, ctx.bearer_token);
+    const policy::CredentialStore::Found f = store.find(job.key, now);
+    switch (f.state) {
+      case State::kReady:
+        it.value = "Bearer " + f.value;
+        continue;
+      case State::kRefused:
+        filters::setReply(ctx, 403, mcp::code::kUpstreamAuthRefused,
+                          "Forbidden: the identity provider refused a token for upstream '" +
+                              up.name + "' (" + f.error + ")",
+                          "upstream_auth_refused");
+        return filters::FilterStatus::kLocalReply;
+      case State::kFailed:
+        filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
+                          "Service Unavailable: no token for upstream '" + up.name +
+                              "': the token endpoint could not be asked; retry",
+                          "upstream_auth_unavailable");
+        ctx.reply.addField("Retry-After", "1");
+        return filters::FilterStatus::kLocalReply;
+      case State::kNone:
+        if (a.type == settings::UpstreamAuthType::kTokenExchange) {
+          store.ask(std::move(job), now);
+        }
+        // client_credentials: the fetcher brings it (at start, or after a reload).
+        waiting = true;
+        break;
+      case State::kPending:
+        waiting = true;
+        break;
+    }
+  }
+  if (!waiting) {
+    return filters::FilterStatus::kContinue;
+  }
+  if (now >= deadline_) {
+    filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
+                      "Service Unavailable: the token endpoint did not answer in time; retry",
+                      "upstream_auth_unavailable");
+    ctx.reply.addField("Retry-After", "1");
+    return filters::FilterStatus::kLocalReply;
+  }
+  if (!timer_) {
+    timer_.reset(evtimer_new(
+        w.base,
+        [](evutil_socket_t, short, void* arg) { static_cast<UpstreamAuth*>(arg)->onTimer(); },
+        this));
+    if (!timer_) {
+      filters::setReply(ctx, 503, mcp::code::kOverloaded, "Service Unavailable: retry",
+                        "upstream_auth_unavailable");
+      return filters::FilterStatus::kLocalReply;
+    }
+  }
+  clock_ = w.clock;
+  runner_ = &runner;
+  const timeval tv = event::toTimeval(now - since_ < kFastFor ? kFastPoll : kSlowPoll);
+  evtimer_add(timer_.get(), &tv);
+  return filters::FilterStatus::kStop;
+}
+
+void UpstreamAuth::onTimer() {
+  StageRunner* r = runner_;
+  runner_ = nullptr;
+  if (r != nullptr) {
+    r->resume(filters::FilterStatus::kContinue);
+  }
+}
+
+}  // namespace gw::proxy

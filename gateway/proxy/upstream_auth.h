@@ -1,0 +1,89 @@
+#pragma once
+// proxy/: the credentials a request carries to its upstreams (upstreams[].auth) — the stage
+// that makes them before anything goes upstream, for every upstream the request may reach (a
+// plain route's upstream, a federated call's owner, every upstream of a federated fan-out):
+// - client_credentials: the gateway's own token for that upstream, from the shared store
+//   (policy/credential_store.h) the token fetcher keeps fresh;
+// - token_exchange: a token the identity provider issued for this caller and upstream
+//   (RFC 8693), from the store, or exchanged now: the stage stops until the answer is in
+//   (it looks every 5 ms for the first 200 ms, then every 25 ms), at most the auth timeout
+//   and a second;
+// - signed_identity: a JWT the gateway signs for this caller (policy/identity_token.h), kept
+//   per worker and caller until half its lifetime has passed.
+// A refusal by the token endpoint is 403 (-31017) naming the upstream and the OAuth error, an
+// endpoint that cannot be asked is 503 (-31018) with Retry-After; in both cases no upstream is
+// contacted. A caller without a bearer token for token_exchange gets the 401 challenge.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gateway/core/clock.h"
+#include "gateway/event/owners.h"
+#include "gateway/filters/context.h"
+#include "gateway/proxy/stage.h"
+#include "gateway/settings/settings.h"
+
+namespace gw::proxy {
+
+struct ProxyContext;
+
+// A worker's signed identity JWTs, by upstream and caller (bounded: cleared when full).
+class SignedIdentities {
+ public:
+  static constexpr size_t kMax = 4096;
+  // The JWT for `key`, or null when none is held that may still be reused at `now`.
+  const std::string* find(const std::string& key, core::Nanos now) const;
+  void put(std::string key, std::string jwt, core::Nanos reuse_until);
+
+ private:
+  struct Held {
+    std::string jwt;
+    core::Nanos until{};
+  };
+  std::unordered_map<std::string, Held> held_;
+};
+
+class UpstreamAuth {
+ public:
+  UpstreamAuth() = default;
+  UpstreamAuth(const UpstreamAuth&) = delete;
+  UpstreamAuth& operator=(const UpstreamAuth&) = delete;
+  ~UpstreamAuth() { cancel(); }
+
+  // The stage: the Authorization for each upstream (indexes into Settings::upstreams) in
+  // `upstreams`. kContinue: made; kStop: waiting (runner.resume later); kLocalReply: ctx.reply.
+  filters::FilterStatus run(filters::RequestContext& ctx, ProxyContext& w,
+                            const std::vector<size_t>& upstreams, StageRunner& runner);
+  // The request ends while the stage waits: no resume.
+  void cancel() noexcept;
+  // A new request.
+  void reset() noexcept;
+
+  // The Authorization field value made for upstream `index` ("" when it gets none made here).
+  std::string_view authorization(size_t index) const noexcept;
+  // authorization() for each upstream of a federated `route`, in route order.
+  std::vector<std::string> forRoute(const settings::Route& route) const;
+  // Whether upstream `index` takes a credential made here (every Authorization the request
+  // carries is then dropped).
+  bool makes(size_t index) const noexcept;
+
+ private:
+  struct Item {
+    size_t index = 0;
+    std::string value;  // "Bearer …" once made
+  };
+  void onTimer();
+
+  std::vector<Item> items_;
+  bool started_ = false;
+  core::Nanos since_{};
+  core::Nanos deadline_{};
+  event::EventPtr timer_;
+  const core::Clock* clock_ = nullptr;
+  StageRunner* runner_ = nullptr;
+};
+
+}  // namespace gw::proxy

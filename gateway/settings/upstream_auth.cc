@@ -1,0 +1,262 @@
+// settings/: upstreams[].auth — how the gateway authenticates to an upstream (forward,
+// client_credentials, token_exchange, signed_identity). The client secret and the signing
+// key are read here, at every load: a missing file, an empty secret or a key of the wrong
+// kind is a load error, and a reload that brings one keeps the running snapshot.
+
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/client/request.h"
+#include "gateway/settings/loader.h"
+#include "gateway/tls/signing.h"
+
+namespace gw::settings {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kAuthKeys[] = {
+    "type",        "token_endpoint", "client_id", "client_secret_file",
+    "client_auth", "audience",       "resource",  "scopes",
+    "ca",          "timeout",        "issuer",    "key_file",
+    "ttl"};
+constexpr std::string_view kAuthTypes[] = {"forward", "client_credentials", "token_exchange",
+                                           "signed_identity"};
+constexpr std::string_view kClientAuths[] = {"basic", "post"};
+// The keys each type takes besides `type`.
+constexpr std::string_view kTokenKeys[] = {"token_endpoint", "client_id", "client_secret_file",
+                                           "client_auth",    "audience",  "resource",
+                                           "scopes",         "ca",        "timeout"};
+constexpr std::string_view kSignedKeys[] = {"issuer", "key_file", "audience", "ttl"};
+
+constexpr Duration kMaxTtl = std::chrono::minutes(10);
+constexpr Duration kMaxTimeout = std::chrono::seconds(60);
+constexpr size_t kMaxSecretBytes = 4096;
+
+bool takes(UpstreamAuthType t, std::string_view key) {
+  auto in = [&](const auto& keys) {
+    for (std::string_view k : keys) {
+      if (k == key) {
+        return true;
+      }
+    }
+    return false;
+  };
+  switch (t) {
+    case UpstreamAuthType::kForward:
+      return false;
+    case UpstreamAuthType::kClientCredentials:
+    case UpstreamAuthType::kTokenExchange:
+      return in(kTokenKeys);
+    case UpstreamAuthType::kSignedIdentity:
+      return in(kSignedKeys);
+  }
+  return false;
+}
+
+// A scope token (RFC 6749 §3.3): printable ASCII but space, '"' and '\'.
+bool scopeToken(std::string_view s) {
+  if (s.empty()) {
+    return false;
+  }
+  for (char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b <= 0x20 || b >= 0x7f || c == '"' || c == '\\') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* authTypeName(UpstreamAuthType t) noexcept {
+  return kAuthTypes[static_cast<size_t>(t)].data();
+}
+
+// A secret kept in a file (client_secret_file): its content without trailing whitespace.
+// Errors name the file, never a byte of its content.
+bool Loader::readSecretFile(const Entry& e, std::string& abs, std::string& secret) {
+  std::string text;
+  if (!readNonEmptyString(e, text)) {
+    return false;
+  }
+  abs = resolve(text);
+  const std::string what = "'" + e.path + "': file '" + text + "'";
+  if (hermeticLoad()) {
+    secret = "hermetic";
+    return true;  // files not read (hermetic test load)
+  }
+  std::error_code ec;
+  const fs::file_status st = fs::status(abs, ec);
+  if (ec || !fs::exists(st)) {
+    error(valueMark(e), what + " does not exist (looked for " + abs + ")");
+    return false;
+  }
+  if (!fs::is_regular_file(st)) {
+    error(valueMark(e), what + " is not a regular file (" + abs + ")");
+    return false;
+  }
+  std::string reason;
+  if (!readWholeFile(abs, secret, reason)) {
+    error(valueMark(e), what + " cannot be read (" + abs + "): " + reason);
+    return false;
+  }
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
+    secret.pop_back();
+  }
+  if (secret.empty()) {
+    error(valueMark(e), what + " is empty (" + abs + ")");
+    return false;
+  }
+  if (secret.size() > kMaxSecretBytes) {
+    error(valueMark(e), what + " holds more than " + std::to_string(kMaxSecretBytes) +
+                            " bytes; is it the right file? (" + abs + ")");
+    return false;
+  }
+  for (char c : secret) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      error(valueMark(e), what + " holds a control character (" + abs + ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+void Loader::walkUpstreamAuth(const Entry& ae, Upstream& u) {
+  std::vector<Entry> es = entries(ae.value, ae.key_node.Mark(), kAuthKeys, ae.path);
+  if (!ae.value.IsMap()) {
+    return;  // reported by entries()
+  }
+  const Entry* te = find(es, "type");
+  if (te == nullptr) {
+    error(valueMark(ae), "'" + ae.path +
+                             "' has no 'type' (forward, client_credentials, token_exchange or "
+                             "signed_identity)");
+    return;
+  }
+  size_t type_index = 0;
+  if (!readChoice(*te, kAuthTypes, type_index)) {
+    return;
+  }
+  UpstreamAuth a;
+  a.type = static_cast<UpstreamAuthType>(type_index);
+  const std::string type_name = authTypeName(a.type);
+  const size_t before = errorCount();
+  for (const Entry& e : es) {
+    if (e.key == "type") {
+      continue;
+    }
+    if (!takes(a.type, e.key)) {
+      error(e.key_node.Mark(),
+            "'" + e.path + "' does not apply to auth type " + type_name +
+                (a.type == UpstreamAuthType::kForward ? " (forward sends the caller's own "
+                                                        "Authorization and takes no other key)"
+                                                      : ""));
+      continue;
+    }
+    if (e.key == "token_endpoint") {
+      client::Url url;
+      std::string why;
+      if (readNonEmptyString(e, a.token_endpoint) &&
+          !client::parseUrl(a.token_endpoint, url, why)) {
+        error(valueMark(e), "'" + e.path + "': '" + a.token_endpoint + "' " + why);
+      }
+    } else if (e.key == "client_id") {
+      readNonEmptyString(e, a.client_id);
+    } else if (e.key == "client_secret_file") {
+      readSecretFile(e, a.client_secret_file, a.client_secret);
+    } else if (e.key == "client_auth") {
+      bool basic = true;
+      if (readChoice(e, kClientAuths[0], kClientAuths[1], basic)) {
+        a.client_auth_post = !basic;
+      }
+    } else if (e.key == "audience") {
+      readNonEmptyString(e, a.audience);
+    } else if (e.key == "resource") {
+      client::Url url;
+      std::string why;
+      if (readNonEmptyString(e, a.resource) && !client::parseUrl(a.resource, url, why)) {
+        error(valueMark(e),
+              "'" + e.path + "': '" + a.resource + "' " + why + " (RFC 8707: an absolute URI)");
+      }
+    } else if (e.key == "scopes") {
+      std::vector<YAML::Node> nodes;
+      if (readStringList(e, a.scopes, &nodes)) {
+        for (size_t i = 0; i < a.scopes.size(); ++i) {
+          if (!scopeToken(a.scopes[i])) {
+            error(nodes[i].Mark(), "'" + e.path + "[" + std::to_string(i) + "]': '" + a.scopes[i] +
+                                       "' is not a scope (RFC 6749 §3.3: no spaces, quotes or "
+                                       "backslashes)");
+          }
+        }
+      }
+    } else if (e.key == "ca") {
+      std::string rel;
+      if (readNonEmptyString(e, rel)) {
+        a.ca = resolve(rel);
+        std::error_code ec;
+        if (!hermeticLoad() && !fs::is_regular_file(a.ca, ec)) {
+          error(valueMark(e),
+                "'" + e.path + "': CA file '" + rel + "' does not exist (looked for " + a.ca + ")");
+        }
+      }
+    } else if (e.key == "timeout") {
+      if (readDuration(e, a.timeout) &&
+          (a.timeout <= Duration::zero() || a.timeout > kMaxTimeout)) {
+        error(valueMark(e), "'" + e.path + "' must be more than 0 and at most 60s");
+      }
+    } else if (e.key == "issuer") {
+      readNonEmptyString(e, a.issuer);
+    } else if (e.key == "key_file") {
+      std::string rel;
+      if (readNonEmptyString(e, rel)) {
+        a.key_file = resolve(rel);
+        if (!hermeticLoad()) {
+          std::string why;
+          a.key = tls::SigningKey::load(a.key_file, why);
+          if (a.key == nullptr) {
+            error(valueMark(e), "'" + e.path + "': " + why +
+                                    " (make one with: openssl genpkey -algorithm EC -pkeyopt "
+                                    "ec_paramgen_curve:P-256 -out identity-key.pem)");
+          }
+        }
+      }
+    } else if (e.key == "ttl") {
+      if (readDuration(e, a.ttl) && (a.ttl <= Duration::zero() || a.ttl > kMaxTtl)) {
+        error(valueMark(e), "'" + e.path + "' must be more than 0 and at most 10m");
+      }
+    }
+  }
+  auto need = [&](std::string_view key) {
+    if (find(es, key) == nullptr) {
+      error(valueMark(ae),
+            "'" + ae.path + "' of type " + type_name + " needs '" + std::string(key) + "'");
+    }
+  };
+  switch (a.type) {
+    case UpstreamAuthType::kForward:
+      break;
+    case UpstreamAuthType::kClientCredentials:
+    case UpstreamAuthType::kTokenExchange:
+      need("token_endpoint");
+      need("client_id");
+      need("client_secret_file");
+      break;
+    case UpstreamAuthType::kSignedIdentity:
+      need("issuer");
+      need("key_file");
+      need("audience");
+      break;
+  }
+  if (errorCount() == before) {
+    u.auth = std::move(a);
+  }
+}
+
+}  // namespace gw::settings
