@@ -91,26 +91,7 @@ bool Loader::readSecretFile(const Entry& e, std::string& abs, std::string& secre
     secret = "hermetic";
     return true;  // files not read (hermetic test load)
   }
-  std::error_code ec;
-  const fs::file_status st = fs::status(abs, ec);
-  if (ec || !fs::exists(st)) {
-    error(valueMark(e), what + " does not exist (looked for " + abs + ")");
-    return false;
-  }
-  if (!fs::is_regular_file(st)) {
-    error(valueMark(e), what + " is not a regular file (" + abs + ")");
-    return false;
-  }
-  std::string reason;
-  if (!readWholeFile(abs, secret, reason)) {
-    error(valueMark(e), what + " cannot be read (" + abs + "): " + reason);
-    return false;
-  }
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
-    secret.pop_back();
-  }
-  if (secret.empty()) {
-    error(valueMark(e), what + " is empty (" + abs + ")");
+  if (!readTrimmedFile(e, abs, what, secret)) {
     return false;
   }
   if (secret.size() > kMaxSecretBytes) {
