@@ -12,6 +12,8 @@
 
 #include "gateway/client/http_client.h"
 #include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
+#include "gateway/policy/token_answer.h"
 
 namespace gw::proxy {
 
@@ -44,6 +46,14 @@ client::Request requestTo(const settings::Upstream& up, size_t index, std::strin
   req.headers.emplace_back("Accept", "application/json, text/event-stream");
   for (const auto& [name, value] : up.headers) {
     req.headers.emplace_back(name, value);
+  }
+  if (up.auth && up.auth->type == settings::UpstreamAuthType::kClientCredentials) {
+    // The gateway's own session with the server carries the gateway's own token (a session
+    // shared by callers cannot carry one caller's credential).
+    const auto now = std::chrono::duration_cast<core::Nanos>(core::steadyNow().time_since_epoch());
+    if (std::string auth = policy::clientCredentialsAuthorization(up, now); !auth.empty()) {
+      req.headers.emplace_back("Authorization", std::move(auth));
+    }
   }
   req.setJson(std::move(body));
   return req;

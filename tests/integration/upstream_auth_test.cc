@@ -309,3 +309,77 @@ TEST_CASE("upstream auth: client_credentials, signed_identity and forward",
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("upstream auth: real SDK servers see the gateway's credentials, in both eras",
+          "[upstream_auth][oauth]") {
+  Setup s;
+  // A 2026-07-28 server behind token_exchange and a 2025-only one behind client_credentials
+  // (the gateway's own session with it: initialize included), each logging what it got.
+  Process modern({"/usr/bin/env", "MCP_AUTH_TRACE=1", kNode22, kFixtures + "/mcp-server.mjs", "0"},
+                 s.dir.path(), "modern-server");
+  Process old({"/usr/bin/env", "MCP_AUTH_TRACE=1", "MCP_LEGACY=only", kNode22,
+               kFixtures + "/mcp-server.mjs", "0"},
+              s.dir.path(), "old-server");
+  const uint16_t modern_port = fixturePort(modern);
+  const uint16_t old_port = fixturePort(old);
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 2\n"
+      "upstreams:\n"
+      "  - name: modern\n    endpoints: [127.0.0.1:" +
+      std::to_string(modern_port) +
+      "]\n    era: modern\n    auth:\n      type: token_exchange\n      token_endpoint: " +
+      s.as.url("/token") +
+      "\n      client_id: mcp-gateway\n      client_secret_file: " + s.dir.file("gw-secret") +
+      "\n      audience: http://upstream-a\n"
+      "  - name: old\n    endpoints: [127.0.0.1:" +
+      std::to_string(old_port) +
+      "]\n    era: legacy\n    auth:\n      type: client_credentials\n"
+      "      token_endpoint: " +
+      s.as.url("/token") +
+      "\n      client_id: mcp-gateway\n      client_secret_file: " + s.dir.file("gw-secret") +
+      "\n      audience: http://upstream-b\n"
+      "routes:\n  - name: old\n    match: { method: \"tools/*\", name: \"echo\" }\n"
+      "    upstream: old\n  - name: default\n    upstream: modern\n"
+      "policies: [" +
+      s.dir.file("policy.yaml") + "]\n");
+  const std::string echo =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",)"
+      R"("arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":)"
+      R"("2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})";
+  Response r = fetch(gw.port(), mcpPost(echo, "Authorization: Bearer " + s.alice + "\r\n"));
+  INFO(r.body << old.stderrText());
+  CHECK(r.status == 200);
+  const std::string list = R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":)"
+                           R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                           R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
+  r = fetch(gw.port(),
+            "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            "Mcp-Method: tools/list\r\nAuthorization: Bearer " +
+                s.alice + "\r\nContent-Length: " + std::to_string(list.size()) + "\r\n\r\n" + list);
+  INFO(r.body << modern.stderrText());
+  CHECK(r.status == 200);
+  REQUIRE(waitFor([&] { return old.stderrText().find("AUTH ") != std::string::npos; }, Ms(3000)));
+  // Every request the servers got carried a gateway-made token, never alice's.
+  for (Process* p : {&modern, &old}) {
+    const std::string err = p->stderrText();
+    size_t lines = 0;
+    for (size_t at = err.find("AUTH "); at != std::string::npos; at = err.find("AUTH ", at + 1)) {
+      const std::string line = err.substr(at, err.find('\n', at) - at);
+      INFO(line);
+      CHECK(line.find(" Bearer ") != std::string::npos);
+      CHECK(line.find(s.alice) == std::string::npos);
+      ++lines;
+    }
+    CHECK(lines >= 1);
+  }
+  // The 2025-era server's initialize came with the client_credentials token.
+  const std::string err = old.stderrText();
+  CHECK(err.find("AUTH - Bearer ") != std::string::npos);
+  modern.terminate();
+  old.terminate();
+}
+
+}  // namespace
