@@ -4,11 +4,14 @@
 #include "gateway/config/yaml_walker.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
+#include "gateway/config/values.h"
 #include "gateway/core/ascii.h"
 
 namespace gw::config {
@@ -166,6 +169,61 @@ bool Walker::scalar(const Entry& e, std::string& out, std::string_view what) {
 
 bool Walker::readString(const Entry& e, std::string& out) {
   return scalar(e, out, "a string");
+}
+
+namespace fs = std::filesystem;
+
+bool Walker::readTrimmedFile(const Entry& e, const std::string& abs, const std::string& what,
+                             std::string& out) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(abs, ec);
+  if (ec || !fs::exists(st)) {
+    error(valueMark(e), what + " does not exist (looked for " + abs + ")");
+    return false;
+  }
+  if (!fs::is_regular_file(st)) {
+    error(valueMark(e), what + " is not a regular file (" + abs + ")");
+    return false;
+  }
+  std::string reason;
+  if (!readWholeFile(abs, out, reason)) {
+    error(valueMark(e), what + " cannot be read (" + abs + "): " + reason);
+    return false;
+  }
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) {
+    out.pop_back();
+  }
+  if (out.empty()) {
+    error(valueMark(e), what + " is empty (" + abs + ")");
+    return false;
+  }
+  return true;
+}
+
+bool Walker::readSecretFile(const Entry& e, const std::string& abs, const std::string& text,
+                            std::string& secret) {
+  constexpr size_t kMaxSecretBytes = 4096;
+  const std::string what = "'" + e.path + "': file '" + text + "'";
+  if (hermeticLoad()) {
+    secret = "hermetic";
+    return true;  // files not read (hermetic test load)
+  }
+  if (!readTrimmedFile(e, abs, what, secret)) {
+    return false;
+  }
+  if (secret.size() > kMaxSecretBytes) {
+    error(valueMark(e), what + " holds more than " + std::to_string(kMaxSecretBytes) +
+                            " bytes; is it the right file? (" + abs + ")");
+    return false;
+  }
+  for (char c : secret) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      error(valueMark(e), what + " holds a control character (" + abs + ")");
+      return false;
+    }
+  }
+  return true;
 }
 
 bool Walker::readNonEmptyString(const Entry& e, std::string& out) {

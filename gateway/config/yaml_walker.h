@@ -108,6 +108,18 @@ class Walker {
                    std::vector<std::pair<std::string, std::string>>& out,
                    std::vector<YAML::Node>* values = nullptr);
 
+  // The content of the file `abs` (named `what` in messages) without trailing whitespace;
+  // a missing, irregular, unreadable or empty file is an error at `e`'s value. Messages never
+  // show a byte of the content (secret files: tokens, client secrets).
+  bool readTrimmedFile(const Entry& e, const std::string& abs, const std::string& what,
+                       std::string& out);
+
+  // A secret kept in the file `abs` (written `text` in the config; client_secret_file): as
+  // readTrimmedFile, at most 4096 bytes, no control character. Under hermetic test loads the
+  // file is not read and the secret is "hermetic".
+  bool readSecretFile(const Entry& e, const std::string& abs, const std::string& text,
+                      std::string& secret);
+
   // An address (IPv4:port, [IPv6]:port or hostname:port). A host name is resolved here, once
   // (resolveHost; refused under hermetic test loads): `out.ip` is always numeric afterwards,
   // and a name that does not resolve is an error at the value.

@@ -352,6 +352,17 @@ void policyJson(Json& j, const policy::PolicySet& p) {
   } else {
     j.raw("null");
   }
+  j.key("introspection");
+  if (const auto* in = p.introspection()) {
+    j.open('{').key("endpoint").str(in->endpoint).key("client_id").str(in->client_id);
+    j.key("client_secret_file").str(in->client_secret_file).key("client_secret").str(kRedacted);
+    j.key("client_auth").str(in->client_auth_post ? "post" : "basic");
+    j.key("ca").str(in->ca.empty() ? "system" : in->ca);
+    j.key("cache_s").num(static_cast<uint64_t>(in->cache.count()));
+    j.key("timeout_ms").num(static_cast<uint64_t>(in->timeout.count())).close('}');
+  } else {
+    j.raw("null");
+  }
   j.key("scope_implies").open('{');  // closed transitively
   for (const auto& [scope, granted] : p.scopeImplies()) {
     j.key(scope).strings(granted);

@@ -74,6 +74,9 @@ struct RequestContext {
   // The caller's bearer access token (a JWT, or an introspected opaque token) when that is
   // what authenticated it (views the head): what token_exchange exchanges. Empty otherwise.
   std::string_view bearer_token;
+  // identity.introspection: the token's answer is being fetched (the reply says 503 until it
+  // is in; the exchange waits for it and runs the head again).
+  bool introspection_pending = false;
 
   LocalReply reply;
 
@@ -85,6 +88,7 @@ struct RequestContext {
     verdicts.clear();
     forward_credentials = false;
     bearer_token = {};
+    introspection_pending = false;
     head = nullptr;
     client_ip = {};  // may view the previous request's head bytes
     peer_subject = {};

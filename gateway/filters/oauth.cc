@@ -13,6 +13,7 @@
 #include "gateway/filters/stages.h"
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
+#include "gateway/policy/credential_store.h"
 
 namespace gw::filters::detail {
 
@@ -137,9 +138,8 @@ FilterStatus refuse(RequestContext& ctx, const policy::PolicySet& pol, policy::A
   return FilterStatus::kLocalReply;
 }
 
-// The request's `Authorization: Bearer <token>` when the token is a JWT (two dots: what
-// PolicySet::authenticate took as one); empty otherwise.
-std::string_view jwtBearer(const std::vector<http::HeaderField>& fields) {
+// The request's `Authorization: Bearer <token>` token; empty without one.
+std::string_view bearerToken(const std::vector<http::HeaderField>& fields) {
   const http::HeaderField* f = http::findField(fields, "authorization");
   if (f == nullptr || f->value.size() < 7 || !core::iequals(f->value.substr(0, 7), "bearer ")) {
     return {};
@@ -148,7 +148,65 @@ std::string_view jwtBearer(const std::vector<http::HeaderField>& fields) {
   while (!t.empty() && t.front() == ' ') {
     t.remove_prefix(1);
   }
+  return t;
+}
+
+// The bearer token when it is a JWT (two dots: what PolicySet::authenticate took as one).
+std::string_view jwtBearer(const std::vector<http::HeaderField>& fields) {
+  const std::string_view t = bearerToken(fields);
   return std::count(t.begin(), t.end(), '.') == 2 ? t : std::string_view{};
+}
+
+// identity.introspection (RFC 7662) of a token the other checks refused: the shared store's
+// answer (kContinue with ctx.auth set), or the call asked for and the request told to wait
+// (kLocalReply with introspection_pending), or 503 when the endpoint cannot be asked.
+FilterStatus introspect(RequestContext& ctx, const policy::PolicySet& pol, std::string_view token,
+                        const char** why) {
+  const policy::Introspection& in = *pol.introspection();
+  policy::TokenJob job;
+  job.kind = policy::TokenJob::Kind::kIntrospection;
+  job.endpoint = in.endpoint;
+  job.client_id = in.client_id;
+  job.client_secret = in.client_secret;
+  job.client_auth_post = in.client_auth_post;
+  job.ca = in.ca;
+  job.timeout = in.timeout;
+  job.cache = in.cache;
+  job.subject_token.assign(token);
+  job.label = "introspection";
+  job.key = policy::CredentialStore::hashKey(job);
+  policy::CredentialStore& store = policy::CredentialStore::instance();
+  const auto now = std::chrono::duration_cast<core::Nanos>(core::steadyNow().time_since_epoch());
+  const policy::CredentialStore::Found f = store.find(job.key, now);
+  using State = policy::CredentialStore::State;
+  State state = f.state;
+  if (state == State::kReady) {
+    const auto unix_now =
+        std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch())
+            .count();
+    ctx.auth = pol.fromIntrospection(f.value, unix_now, ctx.identity, why);
+    if (ctx.auth == policy::AuthResult::kAuthenticated) {
+      ctx.bearer_token = token;
+    }
+    return FilterStatus::kContinue;
+  }
+  if (state == State::kRefused) {
+    ctx.auth = policy::AuthResult::kInvalid;
+    *why = "the token is not active";
+    return FilterStatus::kContinue;
+  }
+  if (state == State::kNone) {
+    state = store.ask(std::move(job), now);
+  }
+  setReply(ctx, 503, mcp::code::kAuthUnavailable,
+           state == State::kPending
+               ? "Service Unavailable: the token introspection endpoint did not answer in time; "
+                 "retry"
+               : "Service Unavailable: the token introspection endpoint cannot be reached; retry",
+           "introspection_unavailable");
+  ctx.reply.addField("Retry-After", "1");
+  ctx.introspection_pending = state == State::kPending;
+  return FilterStatus::kLocalReply;
 }
 
 }  // namespace
@@ -166,9 +224,21 @@ FilterStatus identityStage(RequestContext& ctx) noexcept {
   auto now =
       std::chrono::duration_cast<std::chrono::seconds>(core::wallNow().time_since_epoch()).count();
   ctx.auth = pol.authenticate(ctx.head->fields, now, ctx.identity, &why, &ctx.keys_pending);
+  if (ctx.auth == policy::AuthResult::kInvalid && pol.introspection() != nullptr &&
+      ctx.keys_pending.source == nullptr) {
+    // Not a JWT the jwt section takes, nor an API key: an opaque token to introspect.
+    const std::string_view token = bearerToken(ctx.head->fields);
+    if (!token.empty() && pol.introspects(token)) {
+      if (FilterStatus st = introspect(ctx, pol, token, &why); st != FilterStatus::kContinue) {
+        return st;
+      }
+    }
+  }
   if (ctx.auth == policy::AuthResult::kAuthenticated) {
     pol.expandScopes(ctx.identity.scopes);  // identity.scope_implies
-    ctx.bearer_token = jwtBearer(ctx.head->fields);
+    if (ctx.bearer_token.empty()) {
+      ctx.bearer_token = jwtBearer(ctx.head->fields);
+    }
   }
   // No credential in the request (anonymous, or missing where one is needed), but a client
   // certificate verified on the connection: the certificate is the credential. A credential

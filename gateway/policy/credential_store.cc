@@ -18,6 +18,8 @@ const char* tokenJobKindName(TokenJob::Kind k) noexcept {
       return "token_exchange";
     case TokenJob::Kind::kIntrospection:
       return "introspection";
+    case TokenJob::Kind::kSignedIdentity:
+      return "signed_identity";
   }
   return "?";
 }
@@ -43,8 +45,12 @@ std::string CredentialStore::hashKey(const TokenJob& job) {
   part(job.resource);
   part(job.scope);
   part(job.subject_token);
+  return hashText(input);
+}
+
+std::string CredentialStore::hashText(std::string_view text) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
   std::string out;
   core::appendHex(out, std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
   return out;
@@ -110,12 +116,14 @@ std::vector<TokenJob> CredentialStore::takeJobs() {
 }
 
 void CredentialStore::publish(const std::string& key, State state, std::string value,
-                              std::string error, core::Nanos until, core::Nanos now) {
+                              std::string error, core::Nanos until, core::Nanos now,
+                              TokenJob::Kind kind) {
   std::lock_guard lock(mu_);
   auto [it, made] = entries_.try_emplace(key);
   Entry& e = it->second;
   if (made) {
     e.made = now;
+    e.kind = kind;
   }
   e.state = state;
   e.refreshing = false;

@@ -30,7 +30,8 @@ namespace gw::policy {
 
 // One call to make. Everything it needs is copied in (a reload may end the settings).
 struct TokenJob {
-  enum class Kind : uint8_t { kClientCredentials, kTokenExchange, kIntrospection };
+  // kSignedIdentity: no call — a JWT the gateway signed, kept for reuse (proxy/upstream_auth.h).
+  enum class Kind : uint8_t { kClientCredentials, kTokenExchange, kIntrospection, kSignedIdentity };
   Kind kind = Kind::kClientCredentials;
   std::string key;  // the store's (hashKey)
   std::string endpoint;
@@ -86,7 +87,10 @@ class CredentialStore {
   std::vector<TokenJob> takeJobs();
   // The answer for `key` (at `now`), in force until `until`.
   void publish(const std::string& key, State state, std::string value, std::string error,
-               core::Nanos until, core::Nanos now);
+               core::Nanos until, core::Nanos now,
+               TokenJob::Kind kind = TokenJob::Kind::kClientCredentials);
+  // The SHA-256 (hex) of `text`: a key for what is not a call (signed identities).
+  static std::string hashText(std::string_view text);
   // Marks `key` pending (a fetch the fetcher starts itself; a live answer stays in use while
   // it runs); false when a fetch for it already runs.
   bool markPending(const std::string& key, core::Nanos now);

@@ -139,6 +139,33 @@ bool kindFits(Jwk::Kty kty, Alg alg) noexcept {
          (kty == Jwk::Kty::kEc && alg == Alg::kEs256);
 }
 
+// A top-level string, number or boolean claim, as text, into out.claims (objects, arrays and
+// null are not flattened).
+void flattenClaim(const simdjson::dom::key_value_pair& kv, Identity& out) {
+  std::string_view s;
+  switch (kv.value.type()) {
+    case simdjson::dom::element_type::STRING:
+      if (kv.value.get_string().get(s) == simdjson::SUCCESS) {
+        out.claims.emplace_back(std::string(kv.key), std::string(s));
+      }
+      break;
+    case simdjson::dom::element_type::INT64:
+    case simdjson::dom::element_type::UINT64:
+    case simdjson::dom::element_type::DOUBLE:
+      out.claims.emplace_back(std::string(kv.key), numberText(kv.value));
+      break;
+    case simdjson::dom::element_type::BOOL: {
+      bool b = false;
+      if (kv.value.get_bool().get(b) == simdjson::SUCCESS) {
+        out.claims.emplace_back(std::string(kv.key), b ? "true" : "false");
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
 AuthResult invalid(const char** reason, const char* why) noexcept {
   if (reason != nullptr) {
     *reason = why;
@@ -340,27 +367,7 @@ AuthResult verifyJwtWith(const PolicySet::Jwt& jwt, const std::vector<Jwk>& keys
         out.groups.emplace_back(s);
       }
     }
-    switch (kv.value.type()) {
-      case simdjson::dom::element_type::STRING:
-        if (kv.value.get_string().get(s) == simdjson::SUCCESS) {
-          out.claims.emplace_back(std::string(kv.key), std::string(s));
-        }
-        break;
-      case simdjson::dom::element_type::INT64:
-      case simdjson::dom::element_type::UINT64:
-      case simdjson::dom::element_type::DOUBLE:
-        out.claims.emplace_back(std::string(kv.key), numberText(kv.value));
-        break;
-      case simdjson::dom::element_type::BOOL: {
-        bool b = false;
-        if (kv.value.get_bool().get(b) == simdjson::SUCCESS) {
-          out.claims.emplace_back(std::string(kv.key), b ? "true" : "false");
-        }
-        break;
-      }
-      default:
-        break;  // objects, arrays, null: not flattened
-    }
+    flattenClaim(kv, out);
   }
   auto fail = [&](const char* why) {
     out.clear();
@@ -400,6 +407,74 @@ bool sameAudience(std::string_view aud, std::string_view want) noexcept {
   std::string_view a_origin, a_rest, w_origin, w_rest;
   return splitResource(aud, a_origin, a_rest) && splitResource(want, w_origin, w_rest) &&
          core::iequals(a_origin, w_origin) && a_rest == w_rest;
+}
+
+// identity.introspection: an active RFC 7662 answer as the caller it describes (policy.h).
+// The answer came from the configured endpoint over the gateway's own authenticated call, so
+// it is trusted as the token's claims; the audience and expiry are still checked here.
+AuthResult PolicySet::fromIntrospection(std::string_view answer, int64_t now_unix, Identity& out,
+                                        const char** reason) const {
+  out.clear();
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::object obj;
+  if (parser.parse(answer.data(), answer.size(), true).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(obj) != simdjson::SUCCESS) {
+    return invalid(reason, "malformed introspection answer");
+  }
+  const std::string_view groups_claim =
+      jwt_ != nullptr ? std::string_view(jwt_->groups_claim) : std::string_view("groups");
+  const ResourceMetadata* rm = resourceMetadata();
+  bool aud_ok = rm == nullptr;
+  std::string client_id;
+  for (simdjson::dom::key_value_pair kv : obj) {
+    std::string_view s;
+    simdjson::dom::array arr;
+    if (kv.key == "sub" && kv.value.get_string().get(s) == simdjson::SUCCESS) {
+      out.subject = std::string(s);
+    } else if (kv.key == "client_id" && kv.value.get_string().get(s) == simdjson::SUCCESS) {
+      client_id = std::string(s);
+    } else if (kv.key == "aud" && rm != nullptr) {
+      if (kv.value.get_string().get(s) == simdjson::SUCCESS) {
+        aud_ok = sameAudience(s, rm->resource);
+      } else if (kv.value.get_array().get(arr) == simdjson::SUCCESS) {
+        for (simdjson::dom::element a : arr) {
+          aud_ok = aud_ok ||
+                   (a.get_string().get(s) == simdjson::SUCCESS && sameAudience(s, rm->resource));
+        }
+      }
+    } else if (kv.key == "exp") {
+      int64_t exp = 0;
+      if (kv.value.get_int64().get(exp) == simdjson::SUCCESS && exp <= now_unix) {
+        out.clear();
+        return invalid(reason, "token expired");
+      }
+    }
+    if (kv.key == "scope" && kv.value.get_string().get(s) == simdjson::SUCCESS) {
+      appendScopes(s, out.scopes);
+    }
+    if (kv.key == groups_claim && kv.value.get_array().get(arr) == simdjson::SUCCESS) {
+      for (simdjson::dom::element g : arr) {
+        if (g.get_string().get(s) == simdjson::SUCCESS) {
+          out.groups.emplace_back(s);
+        }
+      }
+    }
+    flattenClaim(kv, out);
+  }
+  if (!aud_ok) {
+    out.clear();
+    return invalid(reason, "wrong audience");
+  }
+  if (out.subject.empty()) {
+    out.subject = std::move(client_id);  // a client's own token (client_credentials)
+  }
+  if (out.subject.empty()) {
+    out.clear();
+    return invalid(reason, "token has no sub");
+  }
+  out.authenticated = true;
+  return AuthResult::kAuthenticated;
 }
 
 }  // namespace gw::policy

@@ -23,7 +23,10 @@ using config::Entry;
 using config::find;
 
 constexpr std::string_view kIdentityKeys[] = {
-    "api_keys", "jwt", "anonymous", "forward_credentials", "resource_metadata", "scope_implies"};
+    "api_keys",          "jwt",           "anonymous",    "forward_credentials",
+    "resource_metadata", "scope_implies", "introspection"};
+constexpr std::string_view kIntrospectionKeys[] = {
+    "endpoint", "client_id", "client_secret_file", "client_auth", "ca", "cache", "timeout"};
 constexpr std::string_view kApiKeyKeys[] = {"subject", "key_sha256", "groups", "claims", "scopes"};
 constexpr std::string_view kMetadataKeys[] = {
     "resource", "authorization_servers", "scopes_supported", "resource_name", "challenge_scopes"};
@@ -63,7 +66,72 @@ void Loader::walkIdentity(const Entry& ie) {
       }
       scope_implies_seen_ = true;
       walkScopeImplies(e);
+    } else if (e.key == "introspection") {
+      if (set_->introspection_) {
+        error(e.key_node.Mark(),
+              "'identity.introspection' is already set by an earlier policy file");
+        continue;
+      }
+      walkIntrospection(e);
     }
+  }
+}
+
+void Loader::walkIntrospection(const Entry& ie) {
+  std::vector<Entry> es = entries(ie.value, ie.key_node.Mark(), kIntrospectionKeys, ie.path);
+  if (!ie.value.IsMap()) {
+    return;
+  }
+  const size_t before = errorCount();
+  Introspection in;
+  for (const Entry& e : es) {
+    if (e.key == "endpoint") {
+      if (readNonEmptyString(e, in.endpoint)) {
+        checkUrl(e, in.endpoint, true);
+      }
+    } else if (e.key == "client_id") {
+      readNonEmptyString(e, in.client_id);
+    } else if (e.key == "client_secret_file") {
+      std::string text;
+      if (readNonEmptyString(e, text)) {
+        in.client_secret_file = resolve(text);
+        readSecretFile(e, in.client_secret_file, text, in.client_secret);
+      }
+    } else if (e.key == "client_auth") {
+      bool basic = true;
+      if (readChoice(e, "basic", "post", basic)) {
+        in.client_auth_post = !basic;
+      }
+    } else if (e.key == "ca") {
+      std::string text;
+      if (readNonEmptyString(e, text)) {
+        in.ca = resolve(text);
+      }
+    } else if (e.key == "cache") {
+      config::Duration d{};
+      if (readDuration(e, d)) {
+        if (d > std::chrono::hours(1)) {
+          error(valueMark(e), "'" + e.path + "' must be at most 1h");
+        }
+        in.cache = std::chrono::duration_cast<std::chrono::seconds>(d);
+      }
+    } else if (e.key == "timeout") {
+      config::Duration d{};
+      if (readDuration(e, d)) {
+        if (d <= config::Duration::zero() || d > std::chrono::seconds(60)) {
+          error(valueMark(e), "'" + e.path + "' must be more than 0 and at most 60s");
+        }
+        in.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(d);
+      }
+    }
+  }
+  for (std::string_view key : {"endpoint", "client_id", "client_secret_file"}) {
+    if (find(es, key) == nullptr) {
+      error(valueMark(ie), "'" + ie.path + "' needs '" + std::string(key) + "'");
+    }
+  }
+  if (errorCount() == before) {
+    set_->introspection_ = std::move(in);
   }
 }
 

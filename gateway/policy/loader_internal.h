@@ -78,6 +78,9 @@ class Loader : public config::Walker {
   // answers, rendered once here.
   void walkMetadata(const Entry& me);
   void walkScopeImplies(const Entry& se);
+  // identity.introspection (RFC 7662): the endpoint, the gateway's client (its secret read
+  // now), trust and cache time.
+  void walkIntrospection(const Entry& ie);
   // An absolute URL as RFC 9728 wants a resource identifier or an issuer: https (http only
   // on a loopback host, for development), a host, no fragment, no credentials.
   bool checkUrl(const Entry& e, const std::string& url, bool allow_query);

@@ -170,7 +170,7 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
   if (reason != nullptr) {
     *reason = "";
   }
-  bool configured = !api_keys_.empty() || jwt_ != nullptr;
+  bool configured = checksCredentials();
   size_t count = configured ? http::countFields(fields, "authorization") : 0;
   if (count == 0) {
     return anonymous_ ? AuthResult::kAnonymous
@@ -218,6 +218,10 @@ AuthResult PolicySet::authenticate(const std::vector<http::HeaderField>& fields,
   out.claims = found->claims;
   out.scopes = found->scopes;
   return AuthResult::kAuthenticated;
+}
+
+bool PolicySet::introspects(std::string_view token) const noexcept {
+  return introspection_.has_value() && !(jwt_ != nullptr && dotCount(token) == 2);
 }
 
 namespace {

@@ -167,6 +167,18 @@ struct ToolPinning : pins::Config {
 
 class JwksSource;
 
+// identity.introspection (RFC 7662): how opaque access tokens are checked.
+struct Introspection {
+  std::string endpoint;  // an http(s) URL
+  std::string client_id;
+  std::string client_secret_file;   // absolute
+  std::string client_secret;        // a secret: never logged or shown
+  bool client_auth_post = false;    // client_secret_post (default client_secret_basic)
+  std::string ca;                   // absolute; "" = the system store
+  std::chrono::seconds cache{120};  // an active answer is reused at most this long (≤ its exp)
+  std::chrono::milliseconds timeout{5000};  // per call
+};
+
 // A JWT refused because the key set lacks its key (or there is none yet) while a JWKS fetch
 // is running or about to start: the request may wait until `source->fetchesEnded()` moves
 // past `ended`, then be authenticated once more (proxy/exchange.cc does).
@@ -233,6 +245,21 @@ class PolicySet {
   // Adds to `scopes` every scope one of them implies (none are added twice); a no-op
   // without scope_implies.
   void expandScopes(std::vector<std::string>& scopes) const;
+  // identity.introspection, or null.
+  const Introspection* introspection() const noexcept {
+    return introspection_ ? &*introspection_ : nullptr;
+  }
+  // Whether a bearer `token` the credential check refused is one to introspect: there is
+  // identity.introspection, and the token is not a JWT the jwt section was for (a JWT, when
+  // no jwt is configured, is introspected too).
+  bool introspects(std::string_view token) const noexcept;
+  // The caller an active introspection answer (`answer`, JSON) describes: `sub` (else
+  // `client_id`), `scope`, the groups claim (jwt.groups_claim, else "groups"), and its
+  // top-level string, number and boolean members as claims. kInvalid with `*reason` when its
+  // `aud` does not name resource_metadata.resource (checked only with resource_metadata) or
+  // it has expired at `now_unix`.
+  AuthResult fromIntrospection(std::string_view answer, int64_t now_unix, Identity& out,
+                               const char** reason) const;
   bool forwardCredentials() const noexcept { return forward_credentials_; }
   bool defaultAllow() const noexcept { return default_allow_; }
 
@@ -241,7 +268,9 @@ class PolicySet {
   const std::vector<ApiKey>& apiKeys() const noexcept { return api_keys_; }
   const Jwt* jwt() const noexcept { return jwt_.get(); }
   // API keys or JWTs are configured: the gateway is the resource server that checks tokens.
-  bool checksCredentials() const noexcept { return !api_keys_.empty() || jwt_ != nullptr; }
+  bool checksCredentials() const noexcept {
+    return !api_keys_.empty() || jwt_ != nullptr || introspection_.has_value();
+  }
 
   ~PolicySet();
   PolicySet(const PolicySet&) = delete;
@@ -273,6 +302,7 @@ class PolicySet {
   ToolPinning pinning_;  // from the last file that sets it
   std::optional<ResourceMetadata> resource_metadata_;
   std::vector<std::pair<std::string, std::vector<std::string>>> scope_implies_;
+  std::optional<Introspection> introspection_;
 };
 
 }  // namespace gw::policy

@@ -132,6 +132,8 @@ FormFields tokenForm(const TokenJob& job) {
       f.emplace_back("token", job.subject_token);
       f.emplace_back("token_type_hint", "access_token");
       break;
+    case TokenJob::Kind::kSignedIdentity:
+      break;  // never sent
   }
   if (job.kind != TokenJob::Kind::kIntrospection) {
     if (!job.audience.empty()) {

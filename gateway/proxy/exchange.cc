@@ -48,6 +48,7 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   life_ = Life::kRunning;
   resetContext();
   keys_.reset();
+  introspection_.reset();
   limits_.reset();
   auth_.reset();
   step_ = Step::kHead;
@@ -187,6 +188,7 @@ void Exchange::resume(filters::FilterStatus verdict) {
 
 void Exchange::stopStages() noexcept {
   keys_.cancel();
+  introspection_.cancel();
   limits_.cancel();
   auth_.cancel();
   fed_.leaveRefresh();
@@ -217,6 +219,19 @@ filters::FilterStatus Exchange::headStep() {
     if (ctx_.keys_pending.source != nullptr &&
         keys_.start(w_->base, *w_->clock, ctx_.keys_pending, *this)) {
       return filters::FilterStatus::kStop;
+    }
+    if (ctx_.introspection_pending) {
+      // identity.introspection: the token's answer is being fetched; the head runs again once
+      // it is in (the 503 in ctx_.reply stands after the call's timeout and a second).
+      if (!introspection_.begun()) {
+        const policy::Introspection* in = ctx_.snapshot->policy->introspection();
+        introspection_.begin(*w_->clock,
+                             (in != nullptr ? in->timeout : std::chrono::milliseconds(5000)) +
+                                 std::chrono::milliseconds(1000));
+      }
+      if (introspection_.again(w_->base, *this)) {
+        return filters::FilterStatus::kStop;
+      }
     }
     return st;
   }

@@ -38,6 +38,7 @@
 #include "gateway/proxy/keys_wait.h"
 #include "gateway/proxy/limit_stage.h"
 #include "gateway/proxy/local_target.h"
+#include "gateway/proxy/poll_wait.h"
 #include "gateway/proxy/request_body.h"
 #include "gateway/proxy/stage.h"
 #include "gateway/proxy/upstream_auth.h"
@@ -206,6 +207,7 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // the stages
   Step step_ = Step::kDone;
   KeysWait keys_;                       // a JWT waiting for its JWKS fetch (kHead)
+  PollWait introspection_;              // an opaque token waiting for its introspection (kHead)
   LimitStage limits_;                   // the rate limits; its RateLimit fields go on the answer
   UpstreamAuth auth_;                   // the credentials made for the upstreams (kCredentials)
   std::vector<size_t> auth_upstreams_;  // the upstreams kCredentials makes them for (reused)

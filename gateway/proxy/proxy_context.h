@@ -117,8 +117,6 @@ struct ProxyContext {
   ExchangePool exchanges{*this};
   // Federation ownership refreshes (one per federated route and list method, reused).
   std::vector<std::unique_ptr<FederationRefresh>> fed_refreshes;
-  // signed_identity JWTs this worker made, reused per caller (upstream_auth.h).
-  SignedIdentities signed_identities;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
 

@@ -23,9 +23,6 @@ namespace {
 using State = policy::CredentialStore::State;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kFastPoll{5};
-constexpr milliseconds kSlowPoll{25};
-constexpr milliseconds kFastFor{200};
 constexpr milliseconds kGrace{1000};
 
 std::string jti() {
@@ -36,7 +33,7 @@ std::string jti() {
   return core::hexEncode(std::string_view(reinterpret_cast<const char*>(b), sizeof b));
 }
 
-// The per-worker key of a caller's signed identity for upstream `up`: everything the JWT says
+// The key of a caller's signed identity for upstream `up`: everything the JWT says
 // of the caller.
 std::string identityKey(const settings::Upstream& up, const policy::Identity& id) {
   std::string k = up.name;
@@ -64,29 +61,14 @@ std::string identityKey(const settings::Upstream& up, const policy::Identity& id
 
 }  // namespace
 
-const std::string* SignedIdentities::find(const std::string& key, core::Nanos now) const {
-  auto it = held_.find(key);
-  return it != held_.end() && now < it->second.until ? &it->second.jwt : nullptr;
-}
-
-void SignedIdentities::put(std::string key, std::string jwt, core::Nanos reuse_until) {
-  if (held_.size() >= kMax) {
-    held_.clear();
-  }
-  held_[std::move(key)] = Held{std::move(jwt), reuse_until};
-}
-
 void UpstreamAuth::reset() noexcept {
-  cancel();
+  wait_.reset();
   items_.clear();
   started_ = false;
 }
 
 void UpstreamAuth::cancel() noexcept {
-  if (timer_) {
-    evtimer_del(timer_.get());
-  }
-  runner_ = nullptr;
+  wait_.cancel();
 }
 
 std::string_view UpstreamAuth::authorization(size_t index) const noexcept {
@@ -127,8 +109,7 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
         longest = std::max(longest, std::chrono::duration_cast<milliseconds>(up.auth->timeout));
       }
     }
-    since_ = now;
-    deadline_ = now + longest + kGrace;
+    wait_.begin(*w.clock, longest + kGrace);
   }
   bool waiting = false;
   policy::CredentialStore& store = policy::CredentialStore::instance();
@@ -139,9 +120,9 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
     const settings::Upstream& up = s.upstreams[it.index];
     const settings::UpstreamAuth& a = *up.auth;
     if (a.type == settings::UpstreamAuthType::kSignedIdentity) {
-      const std::string key = identityKey(up, ctx.identity);
-      if (const std::string* held = w.signed_identities.find(key, now)) {
-        it.value = "Bearer " + *held;
+      const std::string key = policy::CredentialStore::hashText(identityKey(up, ctx.identity));
+      if (policy::CredentialStore::Found held = store.find(key, now); held.state == State::kReady) {
+        it.value = "Bearer " + held.value;
         continue;
       }
       const int64_t unix_now =
@@ -158,7 +139,8 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
         return filters::FilterStatus::kLocalReply;
       }
       it.value = "Bearer " + jwt;
-      w.signed_identities.put(key, std::move(jwt), now + a.ttl / 2);
+      store.publish(key, State::kReady, std::move(jwt), "", now + a.ttl / 2, now,
+                    policy::TokenJob::Kind::kSignedIdentity);
       continue;
     }
     if (a.type == settings::UpstreamAuthType::kTokenExchange && ctx.bearer_token.empty()) {
@@ -199,37 +181,14 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
   if (!waiting) {
     return filters::FilterStatus::kContinue;
   }
-  if (now >= deadline_) {
+  if (!wait_.again(w.base, runner)) {
     filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
                       "Service Unavailable: the token endpoint did not answer in time; retry",
                       "upstream_auth_unavailable");
     ctx.reply.addField("Retry-After", "1");
     return filters::FilterStatus::kLocalReply;
   }
-  if (!timer_) {
-    timer_.reset(evtimer_new(
-        w.base,
-        [](evutil_socket_t, short, void* arg) { static_cast<UpstreamAuth*>(arg)->onTimer(); },
-        this));
-    if (!timer_) {
-      filters::setReply(ctx, 503, mcp::code::kOverloaded, "Service Unavailable: retry",
-                        "upstream_auth_unavailable");
-      return filters::FilterStatus::kLocalReply;
-    }
-  }
-  clock_ = w.clock;
-  runner_ = &runner;
-  const timeval tv = event::toTimeval(now - since_ < kFastFor ? kFastPoll : kSlowPoll);
-  evtimer_add(timer_.get(), &tv);
   return filters::FilterStatus::kStop;
-}
-
-void UpstreamAuth::onTimer() {
-  StageRunner* r = runner_;
-  runner_ = nullptr;
-  if (r != nullptr) {
-    r->resume(filters::FilterStatus::kContinue);
-  }
 }
 
 }  // namespace gw::proxy

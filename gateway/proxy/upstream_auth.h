@@ -6,10 +6,10 @@
 //   (policy/credential_store.h) the token fetcher keeps fresh;
 // - token_exchange: a token the identity provider issued for this caller and upstream
 //   (RFC 8693), from the store, or exchanged now: the stage stops until the answer is in
-//   (it looks every 5 ms for the first 200 ms, then every 25 ms), at most the auth timeout
-//   and a second;
+//   (poll_wait.h), at most the auth timeout and a second;
 // - signed_identity: a JWT the gateway signs for this caller (policy/identity_token.h), kept
-//   per worker and caller until half its lifetime has passed.
+//   in the shared store (all workers) per caller and upstream until half its lifetime has
+//   passed.
 // A refusal by the token endpoint is 403 (-31017) naming the upstream and the OAuth error, an
 // endpoint that cannot be asked is 503 (-31018) with Retry-After; in both cases no upstream is
 // contacted. A caller without a bearer token for token_exchange gets the 401 challenge.
@@ -17,34 +17,18 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "gateway/core/clock.h"
 #include "gateway/event/owners.h"
 #include "gateway/filters/context.h"
+#include "gateway/proxy/poll_wait.h"
 #include "gateway/proxy/stage.h"
 #include "gateway/settings/settings.h"
 
 namespace gw::proxy {
 
 struct ProxyContext;
-
-// A worker's signed identity JWTs, by upstream and caller (bounded: cleared when full).
-class SignedIdentities {
- public:
-  static constexpr size_t kMax = 4096;
-  // The JWT for `key`, or null when none is held that may still be reused at `now`.
-  const std::string* find(const std::string& key, core::Nanos now) const;
-  void put(std::string key, std::string jwt, core::Nanos reuse_until);
-
- private:
-  struct Held {
-    std::string jwt;
-    core::Nanos until{};
-  };
-  std::unordered_map<std::string, Held> held_;
-};
 
 class UpstreamAuth {
  public:
@@ -75,15 +59,9 @@ class UpstreamAuth {
     size_t index = 0;
     std::string value;  // "Bearer …" once made
   };
-  void onTimer();
-
   std::vector<Item> items_;
   bool started_ = false;
-  core::Nanos since_{};
-  core::Nanos deadline_{};
-  event::EventPtr timer_;
-  const core::Clock* clock_ = nullptr;
-  StageRunner* runner_ = nullptr;
+  PollWait wait_;
 };
 
 }  // namespace gw::proxy

@@ -266,6 +266,9 @@ void Server::watchFiles() {
     if (sv->pins) {
       files.push_back(sv->pins->path());  // `mcp-gateway pins approve` rewrites it
     }
+    if (const policy::Introspection* in = sv->policy->introspection()) {
+      files.push_back(in->client_secret_file);  // a rotated client secret applies
+    }
   }
   for (const settings::Listener& l : s->listeners) {
     if (l.tls) {
@@ -451,7 +454,7 @@ int Server::run() {
     std::vector<std::pair<std::string, int64_t>> out;
     for (auto k :
          {policy::TokenJob::Kind::kClientCredentials, policy::TokenJob::Kind::kTokenExchange,
-          policy::TokenJob::Kind::kIntrospection}) {
+          policy::TokenJob::Kind::kIntrospection, policy::TokenJob::Kind::kSignedIdentity}) {
       out.emplace_back(policy::tokenJobKindName(k), static_cast<int64_t>(store.size(k)));
     }
     return out;

@@ -63,33 +63,6 @@ void Loader::walkAdminAuth(const Entry& ae, Settings& s) {
   }
 }
 
-bool Loader::readTrimmedFile(const Entry& e, const std::string& abs, const std::string& what,
-                             std::string& out) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(abs, ec);
-  if (ec || !fs::exists(st)) {
-    error(valueMark(e), what + " does not exist (looked for " + abs + ")");
-    return false;
-  }
-  if (!fs::is_regular_file(st)) {
-    error(valueMark(e), what + " is not a regular file (" + abs + ")");
-    return false;
-  }
-  std::string reason;
-  if (!readWholeFile(abs, out, reason)) {
-    error(valueMark(e), what + " cannot be read (" + abs + "): " + reason);
-    return false;
-  }
-  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) {
-    out.pop_back();
-  }
-  if (out.empty()) {
-    error(valueMark(e), what + " is empty (" + abs + ")");
-    return false;
-  }
-  return true;
-}
-
 // The admin token, read now (at every load and reload): the file's content without trailing
 // whitespace (CR, LF, spaces, tabs). Errors name the file, never a byte of its content.
 bool Loader::readAdminToken(const Entry& e, AdminAuth& out) {

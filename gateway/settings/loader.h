@@ -55,11 +55,6 @@ class Loader : public config::Walker {
   // admin_auth.cc
   void walkAdminAuth(const Entry& ae, Settings& s);
   bool readAdminToken(const Entry& e, AdminAuth& out);
-  // The content of the file `abs` (named `what` in messages) without trailing whitespace;
-  // a missing, irregular, unreadable or empty file is an error at `e`'s value. Messages never
-  // show a byte of the content.
-  bool readTrimmedFile(const Entry& e, const std::string& abs, const std::string& what,
-                       std::string& out);
 
   // listen_tls.cc
   void walkTls(const Entry& te, Settings& s);

@@ -35,7 +35,6 @@ constexpr std::string_view kSignedKeys[] = {"issuer", "key_file", "audience", "t
 
 constexpr Duration kMaxTtl = std::chrono::minutes(10);
 constexpr Duration kMaxTimeout = std::chrono::seconds(60);
-constexpr size_t kMaxSecretBytes = 4096;
 
 bool takes(UpstreamAuthType t, std::string_view key) {
   auto in = [&](const auto& keys) {
@@ -78,35 +77,14 @@ const char* authTypeName(UpstreamAuthType t) noexcept {
   return kAuthTypes[static_cast<size_t>(t)].data();
 }
 
-// A secret kept in a file (client_secret_file): its content without trailing whitespace.
-// Errors name the file, never a byte of its content.
+// client_secret_file: read now (config::Walker::readSecretFile).
 bool Loader::readSecretFile(const Entry& e, std::string& abs, std::string& secret) {
   std::string text;
   if (!readNonEmptyString(e, text)) {
     return false;
   }
   abs = resolve(text);
-  const std::string what = "'" + e.path + "': file '" + text + "'";
-  if (hermeticLoad()) {
-    secret = "hermetic";
-    return true;  // files not read (hermetic test load)
-  }
-  if (!readTrimmedFile(e, abs, what, secret)) {
-    return false;
-  }
-  if (secret.size() > kMaxSecretBytes) {
-    error(valueMark(e), what + " holds more than " + std::to_string(kMaxSecretBytes) +
-                            " bytes; is it the right file? (" + abs + ")");
-    return false;
-  }
-  for (char c : secret) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7f) {
-      error(valueMark(e), what + " holds a control character (" + abs + ")");
-      return false;
-    }
-  }
-  return true;
+  return Walker::readSecretFile(e, abs, text, secret);
 }
 
 void Loader::walkUpstreamAuth(const Entry& ae, Upstream& u) {
@@ -147,6 +125,10 @@ void Loader::walkUpstreamAuth(const Entry& ae, Upstream& u) {
       if (readNonEmptyString(e, a.token_endpoint) &&
           !client::parseUrl(a.token_endpoint, url, why)) {
         error(valueMark(e), "'" + e.path + "': '" + a.token_endpoint + "' " + why);
+      } else if (!url.https && !isLoopback(url.host) && url.host != "localhost") {
+        // Secrets and callers' tokens go there.
+        error(valueMark(e), "'" + e.path + "': '" + a.token_endpoint +
+                                "' http is allowed only for a loopback host; use https");
       }
     } else if (e.key == "client_id") {
       readNonEmptyString(e, a.client_id);

@@ -383,3 +383,108 @@ TEST_CASE("upstream auth: real SDK servers see the gateway's credentials, in bot
 }
 
 }  // namespace
+
+namespace {
+
+// An opaque access token the authorization server issues to `client` (a caller) by
+// client_credentials.
+std::string opaqueToken(OAuthServer& as, const std::string& basic, const std::string& scope) {
+  const std::string body = "grant_type=client_credentials&scope=" + scope;
+  const Response r = fetch(as.port(),
+                           "POST /token HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                           "Authorization: Basic " +
+                               basic +
+                               "\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                               "Content-Length: " +
+                               std::to_string(body.size()) + "\r\n\r\n" + body);
+  REQUIRE(r.status == 200);
+  const std::optional<std::string> t = jsonToken(r.body, "access_token");
+  REQUIRE(t.has_value());
+  REQUIRE(t->size() > 2);
+  return t->substr(1, t->size() - 2);
+}
+
+TEST_CASE("introspection: opaque tokens are introspected, cached and exchanged",
+          "[upstream_auth][oauth][introspection]") {
+  TempDir dir;
+  runTool(dir, {"mint", dir.path(), "seed"});  // the key pair the server trusts
+  OAuthServer as{dir};
+  REQUIRE(writeFile(dir.file("gw-secret"), "gw-secret\n"));
+  RawUpstream plain{RawUpstream::respond(200, kOkBody)};
+  RawUpstream exchanged{RawUpstream::respond(200, kOkBody)};
+  REQUIRE(writeFile(
+      dir.file("policy.yaml"),
+      "identity:\n  introspection:\n    endpoint: " + as.url("/introspect") +
+          "\n    client_id: mcp-gateway\n    client_secret_file: " + dir.file("gw-secret") +
+          "\n    cache: 2m\n    timeout: 2s\n  anonymous: deny\n"
+          "rules:\n  - name: admin-needs-scope\n"
+          "    match: { method: tools/call, name: \"admin_*\" }\n"
+          "    require: { scopes: [mcp:admin] }\n"));
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 2\naccess_log:\n  path: ${ACCESS_LOG}\n"
+      "upstreams:\n  - name: plain\n    endpoints: [" +
+      plain.address() + "]\n  - name: gh\n    endpoints: [" + exchanged.address() +
+      "]\n    auth:\n      type: token_exchange\n      token_endpoint: " + as.url("/token") +
+      "\n      client_id: mcp-gateway\n      client_secret_file: " + dir.file("gw-secret") +
+      "\n      audience: https://github-mcp.internal\n"
+      "routes:\n  - name: gh\n    match: { name: \"gh_*\" }\n    upstream: gh\n"
+      "  - name: default\n    upstream: plain\n"
+      "policies: [" +
+      dir.file("policy.yaml") + "]\n");
+  const std::string alice = opaqueToken(as, "YWxpY2U6YWxpY2Utc2VjcmV0", "mcp:tools");
+  const std::string bob = opaqueToken(as, "Ym9iOmJvYi1zZWNyZXQ=", "mcp:tools");
+  auto call = [&](const std::string& tool, const std::string& token) {
+    return fetch(gw.port(),
+                 mcpPost(toolsCallBody(tool, 1), "Authorization: Bearer " + token + "\r\n", tool));
+  };
+  const int before = as.count("introspect");
+  // Introspected: alice is who the answer says, with its scopes.
+  REQUIRE(call("echo", alice).status == 200);
+  CHECK(as.count("introspect") == before + 1);
+  CHECK(waitLogLine(gw, "\"subject\":\"alice\"").size() > 0);
+  // Cached: more calls, no more introspection; eight of bob's at once share one.
+  REQUIRE(call("echo", alice).status == 200);
+  CHECK(as.count("introspect") == before + 1);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] { ok += call("echo", bob).status == 200 ? 1 : 0; });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  CHECK(ok == 8);
+  CHECK(as.count("introspect") == before + 2);
+  // Its scopes decide: mcp:admin is missing → 403 insufficient_scope.
+  CHECK(call("admin_reset", alice).status == 403);
+  // The introspected token is what token_exchange exchanges; the upstream never sees it.
+  REQUIRE(call("gh_search", alice).status == 200);
+  const std::vector<std::string> got = authorizations(exchanged);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].find(alice) == std::string::npos);
+  CHECK(jsonToken(as.introspect(got[0].substr(7)), "sub").value_or("") == "\"alice\"");
+  // Not active (unknown, or garbage): 401 invalid_token, remembered (no second call).
+  const int mid = as.count("introspect");
+  Response r = call("echo", "not-a-token-the-server-issued");
+  CHECK(r.status == 401);
+  CHECK(r.header("www-authenticate").value_or("").find("invalid_token") != std::string::npos);
+  CHECK(call("echo", "not-a-token-the-server-issued").status == 401);
+  CHECK(as.count("introspect") == mid + 1);
+  // The endpoint down: 503, never 401 (it is not the token's fault).
+  as.mode("normal&introspect=500");
+  r = call("echo", opaqueToken(as, "YWxpY2U6YWxpY2Utc2VjcmV0", "mcp:tools"));
+  CHECK(r.status == 503);
+  CHECK(r.body.find("-31018") != std::string::npos);
+  CHECK(r.header("retry-after").has_value());
+  as.mode("normal&introspect=slow");
+  const auto t0 = std::chrono::steady_clock::now();
+  r = fetch(gw.port(),
+            mcpPost(toolsCallBody("echo", 1),
+                    "Authorization: Bearer " +
+                        opaqueToken(as, "Ym9iOmJvYi1zZWNyZXQ=", "mcp:tools") + "\r\n"),
+            Ms(10000));
+  CHECK(r.status == 503);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(6));
+}
+
+}  // namespace

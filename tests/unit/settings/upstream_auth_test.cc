@@ -136,6 +136,10 @@ TEST_CASE("upstream auth: every mistake is a load error at its place",
        "      client_secret_file: " +
            f.secret + "\n",
        "", "auth.token_endpoint': 'ftp://idp/token' not an http:// or https:// URL"},
+      {"      type: client_credentials\n      token_endpoint: http://idp.example.com/token\n"
+       "      client_id: gw\n      client_secret_file: " +
+           f.secret + "\n",
+       "", "http is allowed only for a loopback host"},
       {"      type: signed_identity\n      issuer: https://gw\n      audience: a\n", "",
        "needs 'key_file'"},
       {"      type: signed_identity\n      issuer: https://gw\n      audience: a\n"
@@ -343,3 +347,111 @@ TEST_CASE("upstream auth: signed identities verify with their public key", "[ups
 
 }  // namespace
 }  // namespace gw::settings
+
+namespace gw::policy {
+namespace {
+
+std::shared_ptr<const PolicySet> loadPolicy(const std::string& yaml,
+                                            std::vector<settings::Diagnostic>& errors,
+                                            const std::string& dir) {
+  return PolicySet::loadString(yaml, dir + "/policy.yaml", errors);
+}
+
+std::string errorText(const std::vector<settings::Diagnostic>& errors) {
+  std::string out;
+  for (const settings::Diagnostic& d : errors) {
+    out += d.str() + "\n";
+  }
+  return out;
+}
+
+TEST_CASE("introspection: config and what an answer makes of the caller", "[introspection]") {
+  test::TempDir dir;
+  dir.write("secret", "s3cret\n");
+  std::vector<settings::Diagnostic> errors;
+  auto pol = loadPolicy(
+      "identity:\n  introspection:\n    endpoint: https://idp.example.com/introspect\n"
+      "    client_id: gw\n    client_secret_file: secret\n    cache: 30s\n"
+      "  resource_metadata:\n    resource: https://gw.example.com/mcp\n"
+      "    authorization_servers: [https://idp.example.com]\n",
+      errors, dir.path());
+  INFO(errorText(errors));
+  REQUIRE(pol != nullptr);
+  REQUIRE(pol->introspection() != nullptr);
+  CHECK(pol->introspection()->client_secret == "s3cret");
+  CHECK(pol->introspection()->cache == std::chrono::seconds(30));
+  CHECK(pol->checksCredentials());
+  // Opaque tokens and (no jwt section) JWTs are introspected.
+  CHECK(pol->introspects("opaque-abc"));
+  CHECK(pol->introspects("a.b.c"));
+
+  Identity id;
+  const char* why = "";
+  CHECK(
+      pol->fromIntrospection(R"({"active":true,"sub":"alice","scope":"a b","client_id":"app",)"
+                             R"("aud":["https://GW.example.com/mcp"],"groups":["eng"],"exp":2000})",
+                             1000, id, &why) == AuthResult::kAuthenticated);
+  CHECK(id.subject == "alice");
+  CHECK(id.scopes == std::vector<std::string>{"a", "b"});
+  CHECK(id.groups == std::vector<std::string>{"eng"});
+  REQUIRE(id.claim("client_id") != nullptr);
+  CHECK(*id.claim("client_id") == "app");
+  // Another resource's token, an expired one, one without a subject.
+  CHECK(pol->fromIntrospection(R"({"active":true,"sub":"a","aud":"https://other/mcp"})", 1000, id,
+                               &why) == AuthResult::kInvalid);
+  CHECK(std::string(why) == "wrong audience");
+  CHECK(pol->fromIntrospection(R"({"active":true,"sub":"a","exp":999})", 1000, id, &why) ==
+        AuthResult::kInvalid);
+  CHECK(pol->fromIntrospection(R"({"active":true})", 1000, id, &why) == AuthResult::kInvalid);
+  // A client's own token: its client_id is the subject.
+  CHECK(pol->fromIntrospection(
+            R"({"active":true,"client_id":"robot","aud":"https://gw.example.com/mcp"})", 1000, id,
+            &why) == AuthResult::kAuthenticated);
+  CHECK(id.subject == "robot");
+
+  // Mistakes are load errors.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"    endpoint: http://idp.example.com/i\n    client_id: gw\n"
+       "    client_secret_file: secret\n",
+       "http is allowed only for a loopback host"},
+      {"    client_id: gw\n    client_secret_file: secret\n", "needs 'endpoint'"},
+      {"    endpoint: https://idp/i\n    client_id: gw\n", "needs 'client_secret_file'"},
+      {"    endpoint: https://idp/i\n    client_id: gw\n    client_secret_file: missing\n",
+       "does not exist"},
+      {"    endpoint: https://idp/i\n    client_id: gw\n    client_secret_file: secret\n"
+       "    cache: 2h\n",
+       "at most 1h"},
+      {"    endpoint: https://idp/i\n    client_id: gw\n    client_secret_file: secret\n"
+       "    lifetime: 1m\n",
+       "unknown key"},
+  };
+  for (const auto& [lines, text] : bad) {
+    std::vector<settings::Diagnostic> errs;
+    auto p = loadPolicy("identity:\n  introspection:\n" + lines, errs, dir.path());
+    INFO(lines << errorText(errs));
+    CHECK(p == nullptr);
+    CHECK(errorText(errs).find(text) != std::string::npos);
+    CHECK(errorText(errs).find("s3cret") == std::string::npos);
+  }
+}
+
+TEST_CASE("introspection: with a jwt section, JWTs stay JWTs", "[introspection]") {
+  test::TempDir dir;
+  dir.write("secret", "s3cret\n");
+  dir.write(
+      "jwks.json",
+      R"({"keys":[{"kty":"oct","kid":"k","k":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}]})");
+  std::vector<settings::Diagnostic> errors;
+  auto pol = loadPolicy(
+      "identity:\n  jwt:\n    issuer: https://idp\n    audiences: [gw]\n    keys_file: jwks.json\n"
+      "  introspection:\n    endpoint: https://idp.example.com/introspect\n"
+      "    client_id: gw\n    client_secret_file: secret\n",
+      errors, dir.path());
+  INFO(errorText(errors));
+  REQUIRE(pol != nullptr);
+  CHECK_FALSE(pol->introspects("a.b.c"));
+  CHECK(pol->introspects("opaque"));
+}
+
+}  // namespace
+}  // namespace gw::policy
