@@ -162,8 +162,9 @@ void FanOut::startSlot(Slot& slot) {
   slot.head.method = "POST";
   slot.head.query = {};
   slot.head.fields = fields_.fields();
-  slot.head.authorization =
-      slot.index < auth_.size() ? std::string_view(auth_[slot.index]) : std::string_view{};
+  slot.head.authorization = slot.index < auth_.values.size()
+                                ? std::string_view(auth_.values[slot.index])
+                                : std::string_view{};
   slot.head.client_host = false;
   slot.head.content_length = slot.body.size();
   slot.head.length_field = true;
@@ -177,6 +178,12 @@ void FanOut::startSlot(Slot& slot) {
   slot.hold.release();
   slot.finish_pending = false;
   slot.answer.reset();
+  if (slot.index < auth_.missing.size() && auth_.missing[slot.index]) {
+    // upstreams[].auth: no credential could be made for it (the token endpoint refused, or
+    // could not be asked): left out, like an upstream that cannot be reached.
+    finishSlot(slot, false, "upstream_auth", "no credential for this upstream");
+    return;
+  }
   if (!bridgeSlot(slot)) {
     return;
   }

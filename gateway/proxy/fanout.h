@@ -22,6 +22,7 @@
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/legacy_sessions.h"
 #include "gateway/proxy/sse_response.h"
+#include "gateway/proxy/upstream_auth.h"
 #include "gateway/settings/settings.h"
 #include "gateway/upstream/http1_upstream.h"
 
@@ -85,8 +86,9 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   bool again(federation::ListKind kind, std::string_view method, std::string_view body,
              FanOutDone* done);
   // The Authorization each upstream of the route gets (upstreams[].auth; route order; "" for
-  // none made), for the next start(). Kept across again().
-  void authorize(std::vector<std::string> values) { auth_ = std::move(values); }
+  // none made), and the upstreams left out for want of one, for the next start(). Kept across
+  // again().
+  void authorize(UpstreamAuth::RouteCredentials c) { auth_ = std::move(c); }
   // Closes every upstream request (never pooled); done is not called.
   void cancel() noexcept;
   bool running() const noexcept { return pending_ > 0; }
@@ -170,7 +172,7 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   core::Nanos started_{};
   std::string base_body_;
   OwnedFields fields_;
-  std::vector<std::string> auth_;  // authorize()
+  UpstreamAuth::RouteCredentials auth_;  // authorize()
   std::vector<std::unique_ptr<Slot>> slots_;
   federation::FetchReport report_;
   std::vector<int> statuses_;

@@ -64,6 +64,12 @@ void ForwardTarget::recycle(size_t keep_capacity) noexcept {
 // target once it chose the owner): a call of a blocked tool and an unknown session are
 // answered here.
 void ForwardTarget::connect() {
+  if (const filters::LocalReply* refused = x_.upstreamAuth().failure(up_index_)) {
+    // upstreams[].auth on a federated route: this call's owner has no credential.
+    x_.ctx().reply = *refused;
+    x_.refuseBeforeBody();
+    return;
+  }
   if (!pinAdmits()) {
     return;
   }

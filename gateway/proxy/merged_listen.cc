@@ -97,14 +97,19 @@ void MergedListen::open(Slot& slot) {
   slot.head.method = "POST";
   slot.head.query = {};
   slot.head.fields = fields_.fields();
-  slot.head.authorization =
-      slot.index < auth_.size() ? std::string_view(auth_[slot.index]) : std::string_view{};
+  slot.head.authorization = slot.index < auth_.values.size()
+                                ? std::string_view(auth_.values[slot.index])
+                                : std::string_view{};
   slot.head.content_length = body_.size();
   slot.head.length_field = true;
   slot.head.pinned_endpoint = -1;
   slot.framer.reset();
   slot.streaming = false;
   slot.opened = w_->clock->now();
+  if (slot.index < auth_.missing.size() && auth_.missing[slot.index]) {
+    ended(slot, true);  // upstreams[].auth: no credential for it (left out, as unreachable)
+    return;
+  }
   if (!bridgeOpen(slot)) {
     return;
   }

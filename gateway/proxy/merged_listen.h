@@ -68,8 +68,9 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
              const settings::Route& route, std::string_view body,
              std::span<const http::Field> fields, ListenOwner* owner, std::string_view client = {});
   // The Authorization each upstream of the route gets (upstreams[].auth; route order; "" for
-  // none made), for the next start(). Kept across again().
-  void authorize(std::vector<std::string> values) { auth_ = std::move(values); }
+  // none made), and the upstreams left out for want of one, for the next start(). Kept across
+  // again().
+  void authorize(UpstreamAuth::RouteCredentials c) { auth_ = std::move(c); }
   void close() noexcept;
   // The client drained below its low mark: paused upstream reads go on.
   void resume();
@@ -142,7 +143,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   std::string body_;
   federation::ListenFilter filter_;  // what body_ asks for (a 2025 stream's filter and ack)
   OwnedFields fields_;
-  std::vector<std::string> auth_;  // authorize()
+  UpstreamAuth::RouteCredentials auth_;  // authorize()
   std::vector<std::unique_ptr<Slot>> slots_;
   bool ready_ = false;
   bool closed_ = true;

@@ -80,11 +80,11 @@ std::string_view UpstreamAuth::authorization(size_t index) const noexcept {
   return {};
 }
 
-std::vector<std::string> UpstreamAuth::forRoute(const settings::Route& route) const {
-  std::vector<std::string> out;
-  out.reserve(route.upstream_indexes.size());
+UpstreamAuth::RouteCredentials UpstreamAuth::forRoute(const settings::Route& route) const {
+  RouteCredentials out;
   for (size_t index : route.upstream_indexes) {
-    out.emplace_back(authorization(index));
+    out.values.emplace_back(authorization(index));
+    out.missing.push_back(failure(index) != nullptr);
   }
   return out;
 }
@@ -101,11 +101,12 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
   if (!started_) {
     started_ = true;
     items_.clear();
+    several_ = upstreams.size() > 1;
     milliseconds longest{0};
     for (size_t index : upstreams) {
       const settings::Upstream& up = s.upstreams[index];
       if (up.madeCredential() && !makes(index)) {
-        items_.push_back(Item{index, {}});
+        items_.push_back(Item{index, {}, {}});
         longest = std::max(longest, std::chrono::duration_cast<milliseconds>(up.auth->timeout));
       }
     }
@@ -114,7 +115,7 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
   bool waiting = false;
   policy::CredentialStore& store = policy::CredentialStore::instance();
   for (Item& it : items_) {
-    if (!it.value.empty()) {
+    if (!it.value.empty() || it.failure) {
       continue;
     }
     const settings::Upstream& up = s.upstreams[it.index];
@@ -130,13 +131,11 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
               .count();
       std::string jwt = policy::signIdentity(a, ctx.identity, unix_now, jti());
       if (jwt.empty()) {
-        filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
-                          "Service Unavailable: the gateway could not sign an identity for "
-                          "upstream '" +
-                              up.name + "'; retry",
-                          "upstream_auth_unavailable");
-        ctx.reply.addField("Retry-After", "1");
-        return filters::FilterStatus::kLocalReply;
+        unavailable(ctx, it,
+                    "Service Unavailable: the gateway could not sign an identity for "
+                    "upstream '" +
+                        up.name + "'; retry");
+        continue;
       }
       it.value = "Bearer " + jwt;
       store.publish(key, State::kReady, std::move(jwt), "", now + a.ttl / 2, now,
@@ -145,7 +144,8 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
     }
     if (a.type == settings::UpstreamAuthType::kTokenExchange && ctx.bearer_token.empty()) {
       filters::bearerRequired(ctx, "this upstream needs a bearer access token to act for you");
-      return filters::FilterStatus::kLocalReply;
+      keep(ctx, it);
+      continue;
     }
     policy::TokenJob job = policy::upstreamTokenJob(up, ctx.bearer_token);
     const policy::CredentialStore::Found f = store.find(job.key, now);
@@ -158,14 +158,13 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
                           "Forbidden: the identity provider refused a token for upstream '" +
                               up.name + "' (" + f.error + ")",
                           "upstream_auth_refused");
-        return filters::FilterStatus::kLocalReply;
+        keep(ctx, it);
+        continue;
       case State::kFailed:
-        filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
-                          "Service Unavailable: no token for upstream '" + up.name +
-                              "': the token endpoint could not be asked; retry",
-                          "upstream_auth_unavailable");
-        ctx.reply.addField("Retry-After", "1");
-        return filters::FilterStatus::kLocalReply;
+        unavailable(ctx, it,
+                    "Service Unavailable: no token for upstream '" + up.name +
+                        "': the token endpoint could not be asked; retry");
+        continue;
       case State::kNone:
         if (a.type == settings::UpstreamAuthType::kTokenExchange) {
           store.ask(std::move(job), now);
@@ -178,17 +177,50 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
         break;
     }
   }
-  if (!waiting) {
-    return filters::FilterStatus::kContinue;
+  if (waiting && wait_.again(w.base, runner)) {
+    return filters::FilterStatus::kStop;
   }
-  if (!wait_.again(w.base, runner)) {
-    filters::setReply(ctx, 503, mcp::code::kAuthUnavailable,
-                      "Service Unavailable: the token endpoint did not answer in time; retry",
-                      "upstream_auth_unavailable");
-    ctx.reply.addField("Retry-After", "1");
+  const Item* first_failure = nullptr;
+  bool any_made = false;
+  for (Item& it : items_) {
+    if (it.value.empty() && !it.failure) {
+      unavailable(ctx, it,
+                  "Service Unavailable: the token endpoint did not answer in time for upstream '" +
+                      s.upstreams[it.index].name + "'; retry");
+    }
+    any_made = any_made || !it.value.empty();
+    first_failure = first_failure == nullptr && it.failure ? &it : first_failure;
+  }
+  // One upstream: its failure is the answer. Several (a federated route): the request goes on
+  // while some upstream has its credential; an upstream without one is answered for when the
+  // request goes to it (failure()), and left out of fan-outs.
+  const bool some_free = several_ && items_.size() < upstreams.size();
+  if (first_failure != nullptr && !any_made && !some_free) {
+    ctx.reply = *first_failure->failure;
     return filters::FilterStatus::kLocalReply;
   }
-  return filters::FilterStatus::kStop;
+  return filters::FilterStatus::kContinue;
+}
+
+const filters::LocalReply* UpstreamAuth::failure(size_t index) const noexcept {
+  for (const Item& it : items_) {
+    if (it.index == index && it.failure) {
+      return &*it.failure;
+    }
+  }
+  return nullptr;
+}
+
+void UpstreamAuth::keep(filters::RequestContext& ctx, Item& it) {
+  it.failure = std::move(ctx.reply);
+  ctx.reply = filters::LocalReply{};
+}
+
+void UpstreamAuth::unavailable(filters::RequestContext& ctx, Item& it, std::string message) {
+  filters::setReply(ctx, 503, mcp::code::kAuthUnavailable, std::move(message),
+                    "upstream_auth_unavailable");
+  ctx.reply.addField("Retry-After", "1");
+  keep(ctx, it);
 }
 
 }  // namespace gw::proxy

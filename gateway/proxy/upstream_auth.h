@@ -11,10 +11,13 @@
 //   in the shared store (all workers) per caller and upstream until half its lifetime has
 //   passed.
 // A refusal by the token endpoint is 403 (-31017) naming the upstream and the OAuth error, an
-// endpoint that cannot be asked is 503 (-31018) with Retry-After; in both cases no upstream is
-// contacted. A caller without a bearer token for token_exchange gets the 401 challenge.
+// endpoint that cannot be asked is 503 (-31018) with Retry-After, a caller without a bearer
+// token for token_exchange gets the 401 challenge; that upstream is not contacted. On a
+// federated route the request goes on while some upstream has its credential (or needs none):
+// a call whose owner has none gets that answer, and fan-outs leave it out.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,8 +51,16 @@ class UpstreamAuth {
 
   // The Authorization field value made for upstream `index` ("" when it gets none made here).
   std::string_view authorization(size_t index) const noexcept;
-  // authorization() for each upstream of a federated `route`, in route order.
-  std::vector<std::string> forRoute(const settings::Route& route) const;
+  // Why no credential could be made for upstream `index` (a federated route's upstream whose
+  // token endpoint refused, say: the request goes on for the others), or null.
+  const filters::LocalReply* failure(size_t index) const noexcept;
+  // authorization() for each upstream of a federated `route`, in route order, and which of
+  // them have none for want of one (failure(): a fan-out leaves those out).
+  struct RouteCredentials {
+    std::vector<std::string> values;
+    std::vector<bool> missing;
+  };
+  RouteCredentials forRoute(const settings::Route& route) const;
   // Whether upstream `index` takes a credential made here (every Authorization the request
   // carries is then dropped).
   bool makes(size_t index) const noexcept;
@@ -57,10 +68,15 @@ class UpstreamAuth {
  private:
   struct Item {
     size_t index = 0;
-    std::string value;  // "Bearer …" once made
+    std::string value;                           // "Bearer …" once made
+    std::optional<filters::LocalReply> failure;  // why none could be made
   };
+  // The reply in ctx becomes `it`'s failure (ctx.reply is cleared).
+  static void keep(filters::RequestContext& ctx, Item& it);
+  static void unavailable(filters::RequestContext& ctx, Item& it, std::string message);
   std::vector<Item> items_;
   bool started_ = false;
+  bool several_ = false;  // a federated route's upstreams
   PollWait wait_;
 };
 

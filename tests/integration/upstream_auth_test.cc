@@ -488,3 +488,74 @@ TEST_CASE("introspection: opaque tokens are introspected, cached and exchanged",
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("upstream auth: on a federated route each upstream gets its own credential",
+          "[upstream_auth][oauth][federation]") {
+  Setup s;
+  // `own` takes the gateway's client_credentials token; `refusing`'s exchange is refused
+  // (its client may not exchange): it is left out of the list, never contacted.
+  Process own({"/usr/bin/env", "MCP_AUTH_TRACE=1", kNode22, kFixtures + "/mcp-server.mjs", "0"},
+              s.dir.path(), "own-server");
+  Process refusing({"/usr/bin/env", "MCP_AUTH_TRACE=1", "MCP_NAME_SUFFIX=_b", kNode22,
+                    kFixtures + "/mcp-server.mjs", "0"},
+                   s.dir.path(), "refusing-server");
+  const uint16_t own_port = fixturePort(own);
+  const uint16_t refusing_port = fixturePort(refusing);
+  const std::string secret = s.dir.file("gw-secret");
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 2\n"
+      "upstreams:\n"
+      "  - name: own\n    endpoints: [127.0.0.1:" +
+      std::to_string(own_port) +
+      "]\n    auth:\n      type: client_credentials\n      token_endpoint: " + s.as.url("/token") +
+      "\n      client_id: mcp-gateway\n      client_secret_file: " + secret +
+      "\n      audience: http://upstream-a\n" +
+      "  - name: refusing\n    endpoints: [127.0.0.1:" + std::to_string(refusing_port) +
+      "]\n    auth:\n      type: token_exchange\n      token_endpoint: " + s.as.url("/token") +
+      "\n      client_id: mcp-gateway-noexchange\n      client_secret_file: " + secret +
+      "\n      audience: http://upstream-b\n"
+      "routes:\n  - name: all\n    upstreams: [own, refusing]\n"
+      "policies: [" +
+      s.dir.file("policy.yaml") + "]\n");
+  const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                           R"("io.modelcontextprotocol/clientCapabilities":{}})";
+  const std::string list =
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{)" + meta + "}}";
+  Response r =
+      fetch(gw.port(),
+            "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            "Mcp-Method: tools/list\r\nAuthorization: Bearer " +
+                s.alice + "\r\nContent-Length: " + std::to_string(list.size()) + "\r\n\r\n" + list);
+  INFO(r.body);
+  CHECK(r.status == 200);
+  CHECK(r.body.find("\"echo\"") != std::string::npos);
+  CHECK(r.body.find("echo_b") == std::string::npos);
+  const std::string echo = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":)"
+                           R"("echo","arguments":{"text":"hi"},)" +
+                           meta + "}}";
+  r = fetch(gw.port(), mcpPost(echo, "Authorization: Bearer " + s.alice + "\r\n"));
+  CHECK(r.status == 200);
+  const std::string echo_b = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":)"
+                             R"("echo_b","arguments":{"text":"hi"},)" +
+                             meta + "}}";
+  r = fetch(gw.port(), mcpPost(echo_b, "Authorization: Bearer " + s.alice + "\r\n", "echo_b"));
+  CHECK(r.body.find("\"result\"") == std::string::npos);
+  // What the servers received: the client_credentials token at `own`, nothing at `refusing`.
+  const std::string own_log = own.stderrText();
+  CHECK(own_log.find("AUTH ") != std::string::npos);
+  for (size_t at = own_log.find("AUTH "); at != std::string::npos;
+       at = own_log.find("AUTH ", at + 1)) {
+    const std::string line = own_log.substr(at, own_log.find('\n', at) - at);
+    INFO(line);
+    CHECK(line.find(" Bearer ") != std::string::npos);
+    CHECK(line.find(s.alice) == std::string::npos);
+  }
+  CHECK(refusing.stderrText().find("AUTH ") == std::string::npos);
+  own.terminate();
+  refusing.terminate();
+}
+
+}  // namespace
