@@ -73,6 +73,9 @@ namespace gw::core {
   /* limits.max_buffered_answer_bytes reached while reading a list whole */                   \
   X(kAnswerBufferFull, "answer_buffer_full", 503)                                             \
   X(kUpstreamTls, "upstream_tls", 502)                                                        \
+  /* no usable endpoint (down, ejected), or the circuit breaker full (issue #29) */           \
+  X(kUpstreamUnavailable, "upstream_unavailable", 503)                                        \
+  X(kUpstreamOverflow, "upstream_overflow", 503)                                              \
   X(kUpstreamBadChunk, "upstream_bad_chunk", 0)                                               \
   X(kMaxDuration, "max_duration", 0)                                                          \
   X(kStreamIdleTimeout, "stream_idle_timeout", 0)                                             \

@@ -14,6 +14,7 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/policy/credential_store.h"
+#include "gateway/policy/token_cache.h"
 
 namespace gw::filters::detail {
 
@@ -187,6 +188,8 @@ FilterStatus introspect(RequestContext& ctx, const policy::PolicySet& pol, std::
     ctx.auth = pol.fromIntrospection(f.value, unix_now, ctx.identity, why);
     if (ctx.auth == policy::AuthResult::kAuthenticated) {
       ctx.bearer_token = token;
+      const policy::TokenCache::Digest d = policy::TokenCache::digest(token);
+      ctx.identity.token_digest.assign(reinterpret_cast<const char*>(d.data()), d.size());
     }
     return FilterStatus::kContinue;
   }

@@ -52,6 +52,7 @@ void Identity::clear() noexcept {
   groups.clear();
   claims.clear();
   scopes.clear();
+  token_digest.clear();
 }
 
 bool Match::matches(const RequestView& req, const Identity& id) const noexcept {
@@ -146,6 +147,7 @@ AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, in
   }
   const TokenCache::Digest digest = TokenCache::digest(token);
   if (jwt.cache->find(digest, generation, now_unix - jwt.skew_s, out)) {
+    out.token_digest.assign(reinterpret_cast<const char*>(digest.data()), digest.size());
     return AuthResult::kAuthenticated;
   }
   JwtFacts facts;
@@ -155,6 +157,7 @@ AuthResult authenticateJwt(const PolicySet::Jwt& jwt, std::string_view token, in
     // Valid while exp > now - skew (verifyJwt's rule), so in the cache's terms until exp,
     // compared with now - skew.
     jwt.cache->insert(digest, generation, facts.exp, now_unix - jwt.skew_s, out);
+    out.token_digest.assign(reinterpret_cast<const char*>(digest.data()), digest.size());
   } else if (facts.unknown_key && jwt.source != nullptr) {
     askRefetch(*jwt.source, ended_before, pending);
   }

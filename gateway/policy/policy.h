@@ -35,6 +35,9 @@ struct Identity {
   // OAuth scopes the credential carries: a JWT's `scope` (space-separated, RFC 9068) or `scp`
   // (array or string); an API key's `scopes`.
   std::vector<std::string> scopes;
+  // The SHA-256 of the bearer token that authenticated the caller (a JWT, or an introspected
+  // token; empty otherwise): what cached credentials for it are keyed by, never the token.
+  std::string token_digest;
 
   const std::string* claim(std::string_view name) const noexcept;
   bool hasScope(std::string_view scope) const noexcept;

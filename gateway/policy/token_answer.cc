@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "gateway/core/base64.h"
+#include "gateway/policy/token_cache.h"
 
 namespace gw::policy {
 
@@ -89,7 +90,12 @@ TokenJob upstreamTokenJob(const settings::Upstream& up, std::string_view subject
     j.subject_token.assign(subject_token);
   }
   j.label = up.name;
-  j.key = CredentialStore::hashKey(j);
+  std::string digest;
+  if (j.kind == TokenJob::Kind::kTokenExchange) {
+    const TokenCache::Digest d = TokenCache::digest(subject_token);
+    digest.assign(reinterpret_cast<const char*>(d.data()), d.size());
+  }
+  j.key = settings::credentialKey(a, digest);
   return j;
 }
 
@@ -104,9 +110,8 @@ std::vector<TokenJob> clientCredentialJobs(const std::vector<settings::Upstream>
 }
 
 std::string clientCredentialsAuthorization(const settings::Upstream& up, core::Nanos now) {
-  const TokenJob job = upstreamTokenJob(up, {});
-  CredentialStore::Found f = CredentialStore::instance().find(job.key, now);
-  return f.state == CredentialStore::State::kReady ? "Bearer " + f.value : std::string();
+  CredentialStore::Found f = CredentialStore::instance().find(up.auth->cc_key, now);
+  return f.state == CredentialStore::State::kReady ? std::move(f.value) : std::string();
 }
 
 std::string basicCredentials(std::string_view client_id, std::string_view secret) {

@@ -57,6 +57,10 @@ std::string_view errorName(upstream::UpstreamError e) {
       return "timeout";
     case UpstreamError::kTls:
       return "tls";
+    case UpstreamError::kUnavailable:
+      return "upstream_unavailable";
+    case UpstreamError::kOverflow:
+      return "upstream_overflow";
   }
   return "error";
 }

@@ -476,6 +476,22 @@ void ForwardTarget::upstreamError(upstream::UpstreamError e) {
                         "Bad Gateway: the TLS handshake with the upstream failed",
                         Outcome::kUpstreamTls);
       return;
+    case UpstreamError::kUnavailable:
+    case UpstreamError::kOverflow: {
+      // Fail fast (issue #29): no endpoint is usable, or the circuit breaker is full.
+      const settings::Upstream& up = x_.settings().upstreams[up_index_];
+      const bool overflow = e == UpstreamError::kOverflow;
+      fail_message_ = overflow ? "Service Unavailable: upstream '" + up.name +
+                                     "' has too many requests in flight (circuit_breaker); retry"
+                               : "Service Unavailable: no endpoint of upstream '" + up.name +
+                                     "' is usable (down or ejected); retry";
+      const int retry = overflow ? 1
+                                 : upstream::retryAfterSeconds(x_.worker().pools->stateOf(up), up,
+                                                               x_.now().count());
+      x_.upstreamFailed(503, mcp::code::kOverloaded, fail_message_.c_str(), upstream::outcomeOf(e),
+                        retry);
+      return;
+    }
     case UpstreamError::kReset:
     case UpstreamError::kBadChunk:
     case UpstreamError::kMaxDuration:

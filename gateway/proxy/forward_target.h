@@ -241,6 +241,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)
   bool pin_observed_ = false;
   std::string pin_log_;
+  std::string fail_message_;  // a fail-fast 503's message (names the upstream)
 };
 
 }  // namespace gw::proxy

@@ -123,7 +123,7 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
     if (a.type == settings::UpstreamAuthType::kSignedIdentity) {
       const std::string key = policy::CredentialStore::hashText(identityKey(up, ctx.identity));
       if (policy::CredentialStore::Found held = store.find(key, now); held.state == State::kReady) {
-        it.value = "Bearer " + held.value;
+        it.value = std::move(held.value);  // kept as "Bearer <jwt>"
         continue;
       }
       const int64_t unix_now =
@@ -138,7 +138,7 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
         continue;
       }
       it.value = "Bearer " + jwt;
-      store.publish(key, State::kReady, std::move(jwt), "", now + a.ttl / 2, now,
+      store.publish(key, State::kReady, it.value, "", now + a.ttl / 2, now,
                     policy::TokenJob::Kind::kSignedIdentity);
       continue;
     }
@@ -147,11 +147,20 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
       keep(ctx, it);
       continue;
     }
-    policy::TokenJob job = policy::upstreamTokenJob(up, ctx.bearer_token);
-    const policy::CredentialStore::Found f = store.find(job.key, now);
+    // The store's key without building the call: the settings' part was made at load, the
+    // caller's token digest by the identity stage.
+    std::string key;
+    if (a.type == settings::UpstreamAuthType::kClientCredentials) {
+      key = a.cc_key;
+    } else if (!ctx.identity.token_digest.empty()) {
+      key = settings::credentialKey(a, ctx.identity.token_digest);
+    } else {
+      key = policy::upstreamTokenJob(up, ctx.bearer_token).key;
+    }
+    policy::CredentialStore::Found f = store.find(key, now);
     switch (f.state) {
       case State::kReady:
-        it.value = "Bearer " + f.value;
+        it.value = std::move(f.value);
         continue;
       case State::kRefused:
         filters::setReply(ctx, 403, mcp::code::kUpstreamAuthRefused,
@@ -167,7 +176,7 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
         continue;
       case State::kNone:
         if (a.type == settings::UpstreamAuthType::kTokenExchange) {
-          store.ask(std::move(job), now);
+          store.ask(policy::upstreamTokenJob(up, ctx.bearer_token), now);
         }
         // client_credentials: the fetcher brings it (at start, or after a reload).
         waiting = true;

@@ -211,7 +211,9 @@ void TokenFetcher::Impl::answer(const policy::TokenJob& job, core::Nanos started
       if (!introspection) {
         use = std::min(use > kExpiryMargin * 2 ? use - kExpiryMargin : use / 2, kMaxUse);
       }
-      store.publish(job.key, State::kReady, std::move(a.value), "", now + use, now);
+      // Upstream tokens are kept as the Authorization value they are sent as.
+      std::string value = introspection ? std::move(a.value) : "Bearer " + a.value;
+      store.publish(job.key, State::kReady, std::move(value), "", now + use, now);
       if (k != nullptr) {
         k->running = false;
         k->backoff = seconds{0};

@@ -47,7 +47,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "admin_auth",
                                          "tls",
                                          "servers",
-                                         "listeners"};
+                                         "listeners",
+                                         "readiness"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
@@ -183,6 +184,12 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       readDuration(e, s.drain_timeout);
     } else if (e.key == "watch_files") {
       readBool(e, s.watch_files);
+    } else if (e.key == "readiness") {
+      static constexpr std::string_view kReadiness[] = {"always", "any_upstream", "all_upstreams"};
+      size_t i = 0;
+      if (readChoice(e, kReadiness, i)) {
+        s.readiness = static_cast<Settings::Readiness>(i);
+      }
     } else if (e.key == "metrics") {
       for (const Entry& m : entries(e.value, e.key_node.Mark(), kMetricsKeys, e.path)) {
         readUint32(m, s.metrics_max_tool_names);

@@ -67,6 +67,11 @@ class Loader : public config::Walker {
   void readHostHeader(const Entry& e, Upstream& u);
   void walkUpstreamTls(const Entry& te, Upstream& u);
   void readUpstreamHeaders(const Entry& e, Upstream& u);
+  // upstream_health.cc
+  void walkHealthCheck(const Entry& he, Upstream& u);
+  void walkOutlierDetection(const Entry& oe, Upstream& u);
+  void walkCircuitBreaker(const Entry& ce, Upstream& u);
+  void walkRetry(const Entry& re, Upstream& u);
   // upstream_auth.cc
   void walkUpstreamAuth(const Entry& ae, Upstream& u);
   bool readSecretFile(const Entry& e, std::string& abs, std::string& secret);

@@ -32,7 +32,11 @@ constexpr std::string_view kUpstreamKeys[] = {"name",
                                               "session_secret",
                                               "tls",
                                               "headers",
-                                              "auth"};
+                                              "auth",
+                                              "health_check",
+                                              "outlier_detection",
+                                              "circuit_breaker",
+                                              "retry"};
 constexpr std::string_view kTlsKeys[] = {"ca", "server_name", "cert", "key"};
 constexpr std::string_view kRouteKeys[] = {"name",  "match",  "upstream",    "upstreams",
                                            "names", "legacy", "verify_body", "forward_credentials"};
@@ -214,6 +218,14 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
         readUpstreamHeaders(e, u);
       } else if (e.key == "auth") {
         walkUpstreamAuth(e, u);
+      } else if (e.key == "health_check") {
+        walkHealthCheck(e, u);
+      } else if (e.key == "outlier_detection") {
+        walkOutlierDetection(e, u);
+      } else if (e.key == "circuit_breaker") {
+        walkCircuitBreaker(e, u);
+      } else if (e.key == "retry") {
+        walkRetry(e, u);
       }
     }
     if (u.auth) {

@@ -122,6 +122,55 @@ struct UpstreamAuth {
   std::string key_file;  // absolute
   std::shared_ptr<const tls::SigningKey> key;
   Duration ttl = std::chrono::seconds(60);
+  // What a cached token of this upstream depends on (its type, endpoint, client, audience,
+  // resource, scopes), length-prefixed, made at load: credentialKey's input.
+  std::string key_prefix;
+  std::string cc_key;  // client_credentials: the store's key of the gateway's token
+};
+
+// The shared store's key (policy/credential_store.h) of a token for `a`: the SHA-256 (hex) of
+// a.key_prefix and, for token_exchange, the SHA-256 of the caller's token (`token_digest`, 32
+// bytes; empty for client_credentials).
+std::string credentialKey(const UpstreamAuth& a, std::string_view token_digest);
+
+// upstreams[].health_check: active checks of each endpoint (absent: none).
+struct HealthCheck {
+  enum class Probe : uint8_t { kMcp, kHttp, kTcp };
+  Probe probe = Probe::kMcp;
+  std::string path = "/healthz";  // kHttp: GET this path, healthy on 2xx
+  Duration interval = std::chrono::seconds(10);
+  Duration timeout = std::chrono::seconds(2);
+  uint32_t unhealthy_threshold = 3;  // consecutive failures to mark it down
+  uint32_t healthy_threshold = 2;    // consecutive successes to bring it back
+};
+
+// upstreams[].outlier_detection: passive ejection from real traffic (absent: these defaults).
+struct OutlierDetection {
+  uint32_t consecutive_failures = 5;  // connect failures, resets, timeouts, 502/503/504
+  Duration ejection_time = std::chrono::seconds(30);  // doubles per repeat, up to 5m
+  uint32_t max_ejection_percent = 50;                 // of the upstream's endpoints
+};
+
+// upstreams[].circuit_breaker (absent: no limits).
+struct CircuitBreaker {
+  uint32_t max_requests = 1000;  // requests in flight to this upstream, all workers
+  uint32_t max_pending = 100;    // requests waiting for a new connection
+};
+
+// upstreams[].retry (absent: no retries).
+struct Retry {
+  uint32_t attempts = 1;  // total tries
+  bool on_connect_failure = true;
+  bool on_reset = true;
+  bool on_timeout = true;
+  std::vector<int> on_status = {502, 503, 504};
+  std::vector<std::string> methods = {
+      "tools/list",     "prompts/list", "resources/list",  "resources/templates/list",
+      "resources/read", "prompts/get",  "server/discover", "ping"};
+  enum class Tools : uint8_t { kNone, kReadOnly, kIdempotent };
+  Tools tools = Tools::kNone;
+  uint32_t budget_percent = 20;  // retries at most this share of requests (min 3/s)
+  Duration backoff = std::chrono::milliseconds(25);
 };
 
 struct Upstream {
@@ -148,6 +197,10 @@ struct Upstream {
   // load, free of control characters but HTAB. Values are secrets: never logged or shown.
   std::vector<std::pair<std::string, std::string>> headers;
   std::optional<UpstreamAuth> auth;  // upstreams[].auth (absent: as before)
+  std::optional<HealthCheck> health_check;
+  OutlierDetection outlier_detection;
+  std::optional<CircuitBreaker> circuit_breaker;
+  std::optional<Retry> retry;
   // The upstream takes a credential the gateway makes (an auth type other than forward).
   bool madeCredential() const noexcept {
     return auth.has_value() && auth->type != UpstreamAuthType::kForward;
@@ -271,6 +324,9 @@ struct Settings {
   Federation federation;
   std::vector<std::string> policy_files;  // absolute paths (resolved from the config file)
   bool any_upstream_auth = false;         // some upstream makes its credential (upstreams[].auth)
+  // readiness: what /readyz requires of the upstreams.
+  enum class Readiness : uint8_t { kAlways, kAnyUpstream, kAllUpstreams };
+  Readiness readiness = Readiness::kAnyUpstream;
   AccessLog access_log;
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);

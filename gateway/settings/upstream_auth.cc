@@ -9,7 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include <openssl/sha.h>
+
 #include "gateway/client/request.h"
+#include "gateway/core/hex.h"
 #include "gateway/settings/loader.h"
 #include "gateway/tls/signing.h"
 
@@ -218,8 +221,35 @@ void Loader::walkUpstreamAuth(const Entry& ae, Upstream& u) {
       break;
   }
   if (errorCount() == before) {
+    auto part = [&](std::string_view v) {
+      a.key_prefix += std::to_string(v.size());
+      a.key_prefix += ':';
+      a.key_prefix += v;
+    };
+    part(authTypeName(a.type));
+    part(a.token_endpoint);
+    part(a.client_id);
+    part(a.audience);
+    part(a.resource);
+    for (const std::string& sc : a.scopes) {
+      part(sc);
+    }
+    if (a.type == UpstreamAuthType::kClientCredentials) {
+      a.cc_key = credentialKey(a, {});
+    }
     u.auth = std::move(a);
   }
+}
+
+std::string credentialKey(const UpstreamAuth& a, std::string_view token_digest) {
+  std::string input = a.key_prefix;
+  input += '|';
+  input += token_digest;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  std::string out;
+  core::appendHex(out, std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
+  return out;
 }
 
 }  // namespace gw::settings

@@ -54,6 +54,10 @@ core::Outcome outcomeOf(UpstreamError e) noexcept {
       return core::Outcome::kStreamIdleTimeout;
     case UpstreamError::kTls:
       return core::Outcome::kUpstreamTls;
+    case UpstreamError::kUnavailable:
+      return core::Outcome::kUpstreamUnavailable;
+    case UpstreamError::kOverflow:
+      return core::Outcome::kUpstreamOverflow;
   }
   return core::Outcome::kOther;
 }
@@ -95,10 +99,26 @@ bool Http1Upstream::attach(UpstreamError& error) {
                : pools_->acquire(*up_);
   endpoint_ = lease_.endpoint;
   if (!lease_.bev) {
-    error = lease_.pinned ? UpstreamError::kSessionEndpointDown : UpstreamError::kConnectFailed;
+    error = lease_.overflow      ? UpstreamError::kOverflow
+            : lease_.unavailable ? UpstreamError::kUnavailable
+            : lease_.pinned      ? UpstreamError::kSessionEndpointDown
+                                 : UpstreamError::kConnectFailed;
     lease_ = Lease{};
     return false;
   }
+  if (!lease_.reused && up_->circuit_breaker && lease_.cluster != nullptr) {
+    // circuit_breaker.max_pending: requests waiting for a new connection, all workers.
+    if (lease_.cluster->pending.load(std::memory_order_relaxed) >=
+        static_cast<int64_t>(up_->circuit_breaker->max_pending)) {
+      lease_.cluster->overflows.fetch_add(1, std::memory_order_relaxed);
+      lease_ = Lease{};
+      error = UpstreamError::kOverflow;
+      return false;
+    }
+    lease_.cluster->pending.fetch_add(1, std::memory_order_relaxed);
+    pending_ = true;
+  }
+  count();
   attempt_started_ = clock_->now();
   connected_ = lease_.reused;
   bufferevent* ub = lease_.bev.get();
@@ -208,7 +228,9 @@ bool Http1Upstream::retryConnect() {
     return false;
   }
   pools_->markFailed(lease_);
+  reportFailed(UpstreamError::kConnectRefused);
   cb_->onUpstreamRetry(*this, attemptDuration());
+  uncount();
   Lease failed = std::move(lease_);
   lease_ = Lease{};
   bufferevent_setcb(failed.bev.get(), nullptr, nullptr, nullptr, nullptr);
@@ -237,6 +259,7 @@ void Http1Upstream::release(bool reusable) noexcept {
   if (timer_) {
     evtimer_del(timer_.get());
   }
+  uncount();
   if (!lease_.bev) {
     return;
   }
@@ -248,8 +271,70 @@ void Http1Upstream::release(bool reusable) noexcept {
 }
 
 void Http1Upstream::fail(UpstreamError e) {
+  reportFailed(e);
   release(false);
   cb_->onUpstreamError(*this, e);
+}
+
+void Http1Upstream::count() noexcept {
+  if (counted_up_ == nullptr && lease_.cluster != nullptr) {
+    counted_up_ = lease_.cluster;
+    counted_up_->in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (counted_ep_ == nullptr && lease_.health != nullptr) {
+    counted_ep_ = lease_.health;
+    counted_ep_->in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Http1Upstream::uncount() noexcept {
+  if (pending_ && lease_.cluster != nullptr) {
+    lease_.cluster->pending.fetch_sub(1, std::memory_order_relaxed);
+  }
+  pending_ = false;
+  if (counted_up_ != nullptr) {
+    counted_up_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+    counted_up_ = nullptr;
+  }
+  if (counted_ep_ != nullptr) {
+    counted_ep_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+    counted_ep_ = nullptr;
+  }
+}
+
+// Passive outlier detection (health.h): connect failures, resets and timeouts count against
+// the endpoint; a stream that ran past max_duration or idled out does not.
+void Http1Upstream::reportFailed(UpstreamError e) {
+  if (lease_.health == nullptr || lease_.cluster == nullptr || up_ == nullptr) {
+    return;
+  }
+  const char* why = nullptr;
+  switch (e) {
+    case UpstreamError::kConnectFailed:
+    case UpstreamError::kConnectRefused:
+      why = "connect failed";
+      break;
+    case UpstreamError::kConnectTimeout:
+      why = "connect timeout";
+      break;
+    case UpstreamError::kResponseTimeout:
+      why = "response timeout";
+      break;
+    case UpstreamError::kClosedBeforeAnswer:
+    case UpstreamError::kReset:
+    case UpstreamError::kBadChunk:
+      why = "reset";
+      break;
+    case UpstreamError::kMalformed:
+      why = "malformed answer";
+      break;
+    case UpstreamError::kTls:
+      why = "TLS handshake failed";
+      break;
+    default:
+      return;
+  }
+  noteEndpointFailure(*lease_.cluster, *lease_.health, *up_, clock_->now().count(), why);
 }
 
 void Http1Upstream::armTimer() {
@@ -362,6 +447,10 @@ void Http1Upstream::onEvent(bufferevent* bev, short what, void* arg) {
   auto* u = static_cast<Http1Upstream*>(arg);
   if (what & BEV_EVENT_CONNECTED) {
     u->connected_ = true;
+    if (u->pending_ && u->lease_.cluster != nullptr) {
+      u->lease_.cluster->pending.fetch_sub(1, std::memory_order_relaxed);
+      u->pending_ = false;
+    }
     u->head_deadline_ = deadlineAfter(u->clock_->now(), u->up_->response_timeout);
     u->armTimer();
     return;
@@ -440,6 +529,14 @@ void Http1Upstream::parseHead() {
     break;
   }
   resp_started_ = true;
+  if (lease_.health != nullptr && lease_.cluster != nullptr) {
+    if (failedStatus(resp_.status)) {
+      noteEndpointFailure(*lease_.cluster, *lease_.health, *up_, clock_->now().count(),
+                          "HTTP " + std::to_string(resp_.status));
+    } else {
+      reportSuccess(*lease_.health);
+    }
+  }
   resp_remaining_ = resp_.framing == http::BodyFraming::kContentLength ? resp_.content_length : 0;
   if (!cb_->onUpstreamHeaders(*this, resp_)) {
     return;  // refused (and released) by the owner

@@ -45,6 +45,8 @@ enum class UpstreamError : uint8_t {
   kMaxDuration,         // the answer outlived max_duration
   kStreamIdle,          // no upstream byte for stream_idle_timeout
   kTls,                 // the TLS handshake failed (tlsError() says why)
+  kUnavailable,         // no endpoint of the upstream is usable (down or ejected: health.h)
+  kOverflow,            // the upstream's circuit_breaker is full
 };
 
 // The request outcome an error stands for (log, metrics).
@@ -142,6 +144,11 @@ class Http1Upstream {
 
  private:
   bool attach(UpstreamError& error);
+  // Shared health (health.h): the request counted in flight on its upstream and endpoint
+  // (once; uncount() when it ends or moves), and an answer or failure reported.
+  void count() noexcept;
+  void uncount() noexcept;
+  void reportFailed(UpstreamError e);
   bool retryConnect();
   void writeHead(evbuffer* out);
   void appendHost(std::string& h) const;
@@ -184,6 +191,9 @@ class Http1Upstream {
   bool resp_started_ = false;
   bool request_complete_ = false;
   bool paused_ = false;
+  UpstreamState* counted_up_ = nullptr;  // in flight on it (count())
+  EndpointState* counted_ep_ = nullptr;
+  bool pending_ = false;  // counted as waiting for a new connection
 };
 
 }  // namespace gw::upstream

@@ -101,10 +101,14 @@ Pools::Cluster& Pools::clusterFor(const settings::Upstream& up) {
     same = c.pools[i]->source == up.endpoints[i].text && c.pools[i]->ip == up.endpoints[i].ip &&
            c.pools[i]->tls.get() == ctx;
   }
-  if (!same) {  // first use, or a reload changed the endpoints or the TLS context
+  if (!same || !c.state) {  // first use, or a reload changed the endpoints or the TLS context
     c.pools.clear();
-    for (const auto& a : up.endpoints) {
-      c.pools.push_back(&poolFor(a, up));
+    c.state = HealthRegistry::instance().upstream(up);
+    const auto states = c.state->endpoints();
+    for (size_t i = 0; i < up.endpoints.size(); ++i) {
+      Pool& pool = poolFor(up.endpoints[i], up);
+      pool.health = i < states.size() ? states[i] : nullptr;
+      c.pools.push_back(&pool);
     }
   }
   return c;
@@ -117,20 +121,47 @@ Lease Pools::acquire(const settings::Upstream& up) {
     lease.error = EINVAL;
     return lease;
   }
-  // round_robin starts at the next endpoint, first_healthy at the first; both skip an
-  // endpoint that failed to connect within kFailHold, unless all of them did.
+  if (up.circuit_breaker && c.state->in_flight.load(std::memory_order_relaxed) >=
+                                static_cast<int64_t>(up.circuit_breaker->max_requests)) {
+    c.state->overflows.fetch_add(1, std::memory_order_relaxed);
+    Lease lease;
+    lease.error = EBUSY;
+    lease.overflow = true;
+    return lease;
+  }
+  // round_robin starts at the next endpoint, first_healthy at the first; both take only a
+  // usable endpoint (up, not ejected: health.h) and skip one that failed to connect within
+  // kFailHold, unless all usable ones did.
   auto now = core::steadyNow();
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   size_t n = c.pools.size();
   size_t start = up.balance == settings::Balance::kRoundRobin ? c.next++ % n : 0;
-  size_t index = start;
+  size_t index = n;
+  size_t fallback = n;
   for (size_t i = 0; i < n; ++i) {
     size_t candidate = (start + i) % n;
-    if (c.pools[candidate]->failed_until <= now) {
+    const Pool& p = *c.pools[candidate];
+    if (p.health != nullptr && !p.health->usable(now_ns)) {
+      continue;
+    }
+    if (p.failed_until <= now) {
       index = candidate;
       break;
     }
+    fallback = fallback == n ? candidate : fallback;
   }
-  return leaseFrom(*c.pools[index], index);
+  index = index == n ? fallback : index;
+  if (index == n) {
+    Lease lease;
+    lease.error = EHOSTUNREACH;
+    lease.unavailable = true;
+    lease.cluster = c.state.get();
+    return lease;
+  }
+  Lease lease = leaseFrom(*c.pools[index], index);
+  lease.cluster = c.state.get();
+  return lease;
 }
 
 Lease Pools::acquirePinned(const settings::Upstream& up, size_t index) {
@@ -143,6 +174,7 @@ Lease Pools::acquirePinned(const settings::Upstream& up, size_t index) {
   }
   Lease lease = leaseFrom(*c.pools[index], index);
   lease.pinned = true;
+  lease.cluster = c.state.get();
   return lease;
 }
 
@@ -151,6 +183,7 @@ Lease Pools::leaseFrom(Pool& pool, size_t index) {
   lease.endpoint = &pool.endpoint;
   lease.pool = &pool;
   lease.index = index;
+  lease.health = pool.health.get();
   lease.tls = pool.tls != nullptr;
   if (!pool.idle.empty()) {
     Idle& idle = *pool.idle.back();

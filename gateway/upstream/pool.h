@@ -24,6 +24,7 @@
 
 #include "gateway/event/owners.h"
 #include "gateway/settings/settings.h"
+#include "gateway/upstream/health.h"
 
 namespace gw::upstream {
 
@@ -43,6 +44,14 @@ struct Lease {
   bool reused = false;
   bool tls = false;  // an OpenSSL bufferevent: written and read only through libevent
   int error = 0;     // errno when no connection could even be started
+  // Shared health (health.h): the endpoint's and its upstream's (null for a lease that has no
+  // endpoint).
+  EndpointState* health = nullptr;
+  UpstreamState* cluster = nullptr;
+  // Why there is no connection: no endpoint of the upstream is usable (down or ejected), or
+  // the upstream's circuit_breaker is full.
+  bool unavailable = false;
+  bool overflow = false;
 };
 
 class Pools {
@@ -53,8 +62,12 @@ class Pools {
   Pools(const Pools&) = delete;
   Pools& operator=(const Pools&) = delete;
 
-  // Picks an endpoint of `up` (round robin per worker) and leases a connection to it.
+  // Picks an endpoint of `up` (round robin per worker) among the usable ones (health.h) and
+  // leases a connection to it; none usable: no connection, `unavailable`. Over the upstream's
+  // circuit_breaker: no connection, `overflow`.
   Lease acquire(const settings::Upstream& up);
+  // The shared state of `up` (health.h), for this worker's cluster of it.
+  UpstreamState& stateOf(const settings::Upstream& up) { return *clusterFor(up).state; }
   // Leases a connection to endpoint `index` of `up` (a session's endpoint), whether or not it
   // failed lately: the session lives there and nowhere else. EINVAL when there is no such
   // endpoint.
@@ -90,10 +103,12 @@ class Pools {
     std::shared_ptr<ssl_ctx_st> tls;        // upstreams[].tls's context, or null
     std::string tls_name;                   // the name sent as SNI and verified
     std::list<std::unique_ptr<Idle>> idle;  // most recently used at the back
+    std::shared_ptr<EndpointState> health;  // shared by every worker (health.h)
   };
   struct Cluster {
     std::vector<Pool*> pools;
     size_t next = 0;
+    std::shared_ptr<UpstreamState> state;  // shared by every worker (health.h)
   };
 
   Pool& poolFor(const settings::Address& a, const settings::Upstream& up);

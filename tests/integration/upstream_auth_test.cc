@@ -154,6 +154,9 @@ struct Setup {
         "  - name: default\n    upstream: passthrough\n"
         "policies: [" +
         dir.file("policy.yaml") + "]\n");
+    // The gateway fetches db's client_credentials token at start: counts read after this are
+    // the requests' own.
+    REQUIRE(waitFor([&] { return as.count("client_credentials") >= 1; }, Ms(10000)));
   }
 
   Response call(const std::string& tool, const std::string& credential) {

@@ -605,7 +605,8 @@ TEST_CASE("an unknown key with no near match lists the keys allowed there", "[se
   CHECK(r.errors[0].str() ==
         "gw.yaml:4:5: unknown key 'upstreams[0].zzz' (expected one of: name, endpoints, path, "
         "connect_timeout, response_timeout, stream_idle_timeout, max_duration, balance, "
-        "max_idle_connections, host_header, era, session_secret, tls, headers, auth)");
+        "max_idle_connections, host_header, era, session_secret, tls, headers, auth, "
+        "health_check, outlier_detection, circuit_breaker, retry)");
 }
 
 }  // namespace
