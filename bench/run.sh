@@ -24,6 +24,10 @@
 # After the bridge, bench/servers.py (issue #27: a tools/call to the 37th of 50 servers against
 # a single-server gateway, nginx and HAProxy; report bench/results/<YYYY-MM-DD-HHMM>-servers.md):
 # BENCH_SERVERS=0 skips it; BENCH_SERVERS_RUNS (rounds, default 5).
+# After it, bench/upstream_auth.py (issue #28: a tools/call whose upstreams have auth:
+# token_exchange, the exchanged token cached, against the same gateway without auth, nginx and
+# HAProxy; report bench/results/<YYYY-MM-DD-HHMM>-upstream-auth.md): BENCH_AUTH=0 skips it;
+# BENCH_AUTH_RUNS (rounds, default 5). It needs tests/fixtures/node_modules (scripts/setup.sh).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -109,6 +113,10 @@ fi
 # Server selection (bench/servers.py): 50 servers vs one, nginx and HAProxy.
 if [[ "${BENCH_SERVERS:-1}" != 0 ]]; then
   run_driver python3 "$here/servers.py" "$gateway" "$here/results"
+fi
+# Upstream credentials (bench/upstream_auth.py): token_exchange with a warm cache vs no auth.
+if [[ "${BENCH_AUTH:-1}" != 0 ]]; then
+  run_driver python3 "$here/upstream_auth.py" "$gateway" "$here/results"
 fi
 # TLS termination (gateway, nginx, HAProxy) and the JWT identity path (bench/tls.py).
 if [[ "${BENCH_TLS:-1}" != 0 ]]; then
