@@ -17,12 +17,84 @@
 #include "gateway/core/clock.h"
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/explain.h"
+#include "gateway/filters/json_writer.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/policy/identity_token.h"
+#include "gateway/upstream/health.h"
 
 namespace gw::admin {
 
 namespace {
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(core::steadyNow().time_since_epoch())
+      .count();
+}
+
+// readiness (issue #29): "" when /readyz may answer 200, else why not (its 503 body).
+std::string upstreamsNotReady(const settings::Settings& s) {
+  if (s.readiness == settings::Settings::Readiness::kAlways || s.upstreams.empty()) {
+    return {};
+  }
+  const int64_t now = steadyNs();
+  size_t usable = 0;
+  std::string down;
+  for (const settings::Upstream& up : s.upstreams) {
+    if (upstream::HealthRegistry::instance().upstream(up)->anyUsable(now)) {
+      ++usable;
+    } else {
+      down += down.empty() ? "" : ", ";
+      down += up.name;
+    }
+  }
+  if (s.readiness == settings::Settings::Readiness::kAnyUpstream && usable == 0) {
+    return "no upstream has a usable endpoint\n";
+  }
+  if (s.readiness == settings::Settings::Readiness::kAllUpstreams && usable < s.upstreams.size()) {
+    return "upstreams without a usable endpoint: " + down + "\n";
+  }
+  return {};
+}
+
+// GET /upstreams: each upstream's endpoints and their state (issue #29).
+std::string upstreamsJson(const settings::Settings& s) {
+  const int64_t now = steadyNs();
+  filters::JsonWriter j;
+  j.open('[');
+  for (const settings::Upstream& up : s.upstreams) {
+    const auto state = upstream::HealthRegistry::instance().upstream(up);
+    j.open('{').key("name").str(up.name);
+    j.key("in_flight").num(static_cast<uint64_t>(std::max<int64_t>(state->in_flight.load(), 0)));
+    j.key("pending").num(static_cast<uint64_t>(std::max<int64_t>(state->pending.load(), 0)));
+    j.key("overflows").num(state->overflows.load());
+    j.key("health_check").boolean(up.health_check.has_value());
+    j.key("endpoints").open('[');
+    for (const auto& e : state->endpoints()) {
+      const int64_t until = e->ejected_until.load();
+      const bool healthy = e->healthy.load();
+      j.open('{').key("endpoint").str(e->endpoint);
+      j.key("state").str(!healthy ? "down" : until > now ? "ejected" : "healthy");
+      j.key("ejected_for_s")
+          .num(
+              static_cast<uint64_t>(until > now ? (until - now + 999'999'999) / 1'000'000'000 : 0));
+      j.key("in_flight").num(static_cast<uint64_t>(std::max<int64_t>(e->in_flight.load(), 0)));
+      j.key("consecutive_failures").num(e->consecutive.load());
+      j.key("ejections").num(e->ejected_total.load());
+      const auto [at, why] = e->lastFailure();
+      j.key("last_failure");
+      if (at != 0) {
+        j.open('{').key("at").num(static_cast<uint64_t>(at)).key("reason").str(why).close('}');
+      } else {
+        j.raw("null");
+      }
+      j.close('}');
+    }
+    j.close(']').close('}');
+  }
+  j.close(']');
+  return j.take() + "\n";
+}
+
 constexpr ev_ssize_t kMaxExplainBody = 64 * 1024;
 }  // namespace
 
@@ -191,9 +263,13 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
       reply(req, 503, "Service Unavailable", kText, "draining\n");
     } else if (!snap) {
       reply(req, 503, "Service Unavailable", kText, "no configuration\n");
+    } else if (std::string why = upstreamsNotReady(*snap->settings); !why.empty()) {
+      reply(req, 503, "Service Unavailable", kText, why);
     } else {
       reply(req, 200, "OK", kText, "ready\n");
     }
+  } else if (path == "/upstreams") {
+    reply(req, 200, "OK", kJson, snap ? upstreamsJson(*snap->settings) : "[]\n");
   } else if (path == "/.well-known/jwks.json") {
     // The public keys of the signed_identity upstreams (every server's upstreams are the same).
     std::vector<const settings::Upstream*> ups;

@@ -214,6 +214,11 @@ void Registry::setTokenCacheSizes(std::function<std::vector<std::pair<std::strin
   token_cache_sizes_ = std::move(f);
 }
 
+void Registry::setEndpointHealth(std::function<std::vector<EndpointHealthSample>()> f) {
+  std::lock_guard lock(token_cache_mu_);
+  endpoint_health_ = std::move(f);
+}
+
 const char* Registry::jwksFetchLabel(JwksFetch r) noexcept {
   switch (r) {
     case JwksFetch::kOk:
@@ -395,6 +400,26 @@ std::string Registry::scrape(const Gauges& g) const {
       }
     }
     fams.push_back(std::move(cache));
+    if (endpoint_health_) {
+      auto healthy = family("mcp_gateway_upstream_endpoint_healthy",
+                            "Whether an upstream endpoint takes requests (up and not ejected)",
+                            MetricType::Gauge);
+      auto ejections = family("mcp_gateway_upstream_ejections_total",
+                              "Passive ejections of an upstream endpoint (outlier_detection)",
+                              MetricType::Counter);
+      for (const EndpointHealthSample& e : endpoint_health_()) {
+        prometheus::ClientMetric h;
+        h.label = {{"upstream", e.upstream}, {"endpoint", e.endpoint}};
+        h.gauge.value = e.healthy ? 1 : 0;
+        healthy.metric.push_back(std::move(h));
+        prometheus::ClientMetric c;
+        c.label = {{"upstream", e.upstream}, {"endpoint", e.endpoint}};
+        c.counter.value = static_cast<double>(e.ejections);
+        ejections.metric.push_back(std::move(c));
+      }
+      fams.push_back(std::move(healthy));
+      fams.push_back(std::move(ejections));
+    }
   }
   fams.push_back(scalar("mcp_gateway_jwks_keys", "Keys in the last JWKS fetched successfully",
                         MetricType::Gauge, static_cast<double>(jwks_keys_.load())));

@@ -212,6 +212,17 @@ class Registry {
   // at scrape.
   void setTokenCacheSizes(std::function<std::vector<std::pair<std::string, int64_t>>()> f);
 
+  // Each upstream endpoint's health at scrape (upstream/health.h): usable now (1/0), and its
+  // ejections so far (mcp_gateway_upstream_endpoint_healthy,
+  // mcp_gateway_upstream_ejections_total).
+  struct EndpointHealthSample {
+    std::string upstream;
+    std::string endpoint;
+    bool healthy = true;
+    uint64_t ejections = 0;
+  };
+  void setEndpointHealth(std::function<std::vector<EndpointHealthSample>()> f);
+
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.
   std::string scrape(const Gauges& g) const;
 
@@ -230,6 +241,7 @@ class Registry {
   Family token_durations_{2};  // kind, target
   mutable std::mutex token_cache_mu_;
   std::function<std::vector<std::pair<std::string, int64_t>>()> token_cache_sizes_;
+  std::function<std::vector<EndpointHealthSample>()> endpoint_health_;  // under token_cache_mu_
 };
 
 }  // namespace gw::metrics

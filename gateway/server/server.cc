@@ -25,10 +25,12 @@
 #include "gateway/http/parser.h"
 #include "gateway/policy/token_answer.h"
 #include "gateway/proxy/answer_hold.h"
+#include "gateway/server/health_checker.h"
 #include "gateway/server/jwks_fetcher.h"
 #include "gateway/server/token_fetcher.h"
 #include "gateway/server/worker.h"
 #include "gateway/tls/server_context.h"
+#include "gateway/upstream/health.h"
 #include "gateway/upstream/pool.h"
 
 namespace gw::server {
@@ -459,6 +461,32 @@ int Server::run() {
     }
     return out;
   });
+  // upstreams[].health_check: probed beside the workers.
+  HealthChecker checker([this]() -> std::shared_ptr<const settings::Settings> {
+    const auto running = shared_.snapshot.load();
+    return running ? running->settings : nullptr;
+  });
+  if (std::string error; !checker.start(error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
+  shared_.metrics.setEndpointHealth([this] {
+    std::vector<metrics::Registry::EndpointHealthSample> out;
+    const auto running = shared_.snapshot.load();
+    if (!running) {
+      return out;
+    }
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(core::steadyNow().time_since_epoch())
+            .count();
+    for (const settings::Upstream& up : running->settings->upstreams) {
+      const auto state = upstream::HealthRegistry::instance().upstream(up);
+      for (const auto& e : state->endpoints()) {
+        out.push_back({e->upstream, e->endpoint, e->usable(now), e->ejected_total.load()});
+      }
+    }
+    return out;
+  });
   // Written once every listener is bound (what connects before the workers run waits in the
   // backlog): whoever waits for the file can connect at once.
   if (!ports_file_.empty()) {
@@ -509,6 +537,7 @@ int Server::run() {
   workers_.clear();  // joins the threads, closes what is left
   jwks.stop();
   tokens.stop();
+  checker.stop();
   admin.stop();
   sigterm.reset();
   sigint.reset();

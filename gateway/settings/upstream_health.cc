@@ -186,6 +186,13 @@ void Loader::walkRetry(const Entry& re, Upstream& u) {
       }
     }
   }
+  if (errorCount() == before && r.attempts > 1) {
+    // Validated above so a file written for a later version says what is wrong first; the
+    // retries themselves are not built yet (README: Failing upstreams).
+    error(valueMark(re), "'" + re.path +
+                             "': retries are not available in this version; set attempts: 1 "
+                             "or leave 'retry' out");
+  }
   if (errorCount() == before) {
     u.retry = std::move(r);
   }
