@@ -243,6 +243,7 @@ std::string Registry::scrape(const Gauges& g) const {
   MergedMap server;
   MergedMap client;
   MergedMap rejections;
+  MergedMap retries;
   MergedMap fed_fetches;
   MergedMap fed_conflicts;
   MergedMap fed_dropped;
@@ -263,6 +264,7 @@ std::string Registry::scrape(const Gauges& g) const {
       w->server_ops.forEach([&](const Cell& c) { merge(c, server); });
       w->client_ops.forEach([&](const Cell& c) { merge(c, client); });
       w->rejections.forEach([&](const Cell& c) { merge(c, rejections); });
+      w->upstream_retries.forEach([&](const Cell& c) { merge(c, retries); });
       w->federation_fetches.forEach([&](const Cell& c) { merge(c, fed_fetches); });
       w->federation_conflicts.forEach([&](const Cell& c) { merge(c, fed_conflicts); });
       w->federation_items_dropped.forEach([&](const Cell& c) { merge(c, fed_dropped); });
@@ -421,6 +423,9 @@ std::string Registry::scrape(const Gauges& g) const {
       fams.push_back(std::move(ejections));
     }
   }
+  fams.push_back(counterFamily("mcp_gateway_upstream_retries_total",
+                               "Requests sent again to an upstream (retry), by reason",
+                               {"upstream", "reason"}, retries));
   fams.push_back(scalar("mcp_gateway_jwks_keys", "Keys in the last JWKS fetched successfully",
                         MetricType::Gauge, static_cast<double>(jwks_keys_.load())));
   if (int64_t expiry = tls_cert_expiry_.load(); expiry != 0) {

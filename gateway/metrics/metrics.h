@@ -126,6 +126,7 @@ struct WorkerMetrics {
   Family client_ops{5};
   // server, reason
   Family rejections{2};
+  Family upstream_retries{2};  // upstream, reason
   // server, route, upstream, mcp_method_name, outcome: each upstream's answer to a federated
   // list, discover or notification fan-out ("ok" or why it was left out)
   Family federation_fetches{5};

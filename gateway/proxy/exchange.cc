@@ -239,7 +239,7 @@ filters::FilterStatus Exchange::headStep() {
   if (st == filters::FilterStatus::kNeedBody || head.framing == http::BodyFraming::kChunked ||
       (has_body &&
        (settings().limits.request_buffering || (ctx_.route != nullptr && ctx_.route->federated()) ||
-        (ctx_.route != nullptr && fwd_.mayBridge())))) {
+        (ctx_.route != nullptr && (fwd_.mayBridge() || fwd_.mayRetry()))))) {
     // Read whole before the upstream is contacted: verify mode, a chunked body (it goes
     // upstream with one Content-Length), and every body under request_buffering — a slow or
     // truncated body then never ties up an upstream connection. A request that may be

@@ -10,6 +10,8 @@
 #include "gateway/mcp/schema.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
+
+#include <algorithm>
 #include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {
@@ -32,6 +34,16 @@ bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::Resp
   }
   if (bridge_ == Bridge::kTrying && bridgeTried(resp)) {
     return false;  // era: auto, and the answer looks like a 2025 server's: asked, then resent
+  }
+  if (upstream::failedStatus(resp.status)) {
+    const settings::Upstream& up = x_.settings().upstreams[up_index_];
+    if (up.retry && std::find(up.retry->on_status.begin(), up.retry->on_status.end(),
+                              resp.status) != up.retry->on_status.end()) {
+      static constexpr const char* kStatus[] = {"502", "503", "504"};
+      if (retry(kStatus[resp.status - 502])) {
+        return false;  // dropped unread: the request goes again
+      }
+    }
   }
   if (!upstreamSessionValid(resp)) {
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,

@@ -39,6 +39,11 @@ void ForwardTarget::begin(ProxyContext& w) {
 void ForwardTarget::reset() noexcept {
   leaveBridge();
   bridge_retried_ = false;
+  attempts_ = 0;
+  keep_body_ = false;
+  if (retry_timer_) {
+    evtimer_del(retry_timer_.get());
+  }
   sent_id_ = mcp::RequestId{};
   filtering_ = filtered_ = false;
   hidden_ = 0;
@@ -52,6 +57,9 @@ void ForwardTarget::recycle(size_t keep_capacity) noexcept {
   }
   framer_.reset();
   leaveBridge();
+  if (retry_timer_) {
+    evtimer_del(retry_timer_.get());
+  }
   up_.release(false);
   up_open_ = false;
   session_server_id_ = {};
@@ -82,6 +90,12 @@ void ForwardTarget::connect() {
   }
   buildUpstreamHead();
   const settings::Upstream& up = x_.settings().upstreams[up_index_];
+  if (attempts_++ == 0) {
+    keep_body_ = retryable() && x_.body.mode != Exchange::BodyMode::kStream;
+    if (up.retry) {
+      x_.worker().pools->stateOf(up).noteRequest(x_.now().count());
+    }
+  }
   upstream::UpstreamError error{};
   const bool started = up_.start(up, up_head_, x_.startedAt(), error);
   endpoint_ = up_.endpoint();
@@ -240,7 +254,7 @@ void ForwardTarget::addFrontFields(std::vector<http::Field>& fields) {
 // The head is written by start(); the body follows (whole, streamed, or none).
 void ForwardTarget::writeRequest() {
   if (x_.body.mode == Exchange::BodyMode::kBuffer &&
-      (bridge_ == Bridge::kOn || bridge_ == Bridge::kTrying)) {
+      (bridge_ == Bridge::kOn || bridge_ == Bridge::kTrying || keep_body_)) {
     // Kept until the answer came: a lost session's request is sent again (bridgeRetry), as
     // is one an `auto` upstream answered as a 2025 server (bridgeTried).
     const std::string_view body = x_.body.view();
@@ -433,6 +447,30 @@ void ForwardTarget::onUpstreamError(upstream::Http1Upstream& u, upstream::Upstre
 
 void ForwardTarget::upstreamError(upstream::UpstreamError e) {
   using upstream::UpstreamError;
+  if (!x_.responseStarted()) {
+    const settings::Upstream& up = x_.settings().upstreams[up_index_];
+    const char* reason = nullptr;
+    if (up.retry) {
+      switch (e) {
+        case UpstreamError::kConnectFailed:
+        case UpstreamError::kConnectRefused:
+          reason = up.retry->on_connect_failure ? "connect_failure" : nullptr;
+          break;
+        case UpstreamError::kConnectTimeout:
+        case UpstreamError::kResponseTimeout:
+          reason = up.retry->on_timeout ? "timeout" : nullptr;
+          break;
+        case UpstreamError::kClosedBeforeAnswer:
+          reason = up.retry->on_reset ? "reset" : nullptr;
+          break;
+        default:
+          break;
+      }
+    }
+    if (reason != nullptr && retry(reason)) {
+      return;
+    }
+  }
   if (bridge_ == Bridge::kOn &&
       (e == UpstreamError::kSessionEndpointDown || e == UpstreamError::kConnectRefused ||
        e == UpstreamError::kConnectFailed || e == UpstreamError::kConnectTimeout)) {
@@ -517,6 +555,11 @@ void ForwardTarget::appendLogFields(std::string& line) const {
     line += ",\"pins_pending\":[";
     line += pin_log_;
     line += ']';
+  }
+  if (attempts_ > 1) {
+    // upstreams[].retry: the upstream attempts this request took.
+    line += ",\"upstream_attempts\":";
+    line += std::to_string(attempts_);
   }
   if (filtered_) {
     // visibility: filter — how many list items this caller did not get.

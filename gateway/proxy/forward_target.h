@@ -115,6 +115,10 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // (2026-07-28) POST on a plain route whose upstream is not known to be modern. Its body is
   // then read whole (a lost session's request is sent again). forward_bridge.cc.
   bool mayBridge() const;
+  // upstreams[].retry (forward_retry.cc): whether this request may be sent again — its
+  // route's upstream retries its method (a plain route; a federated route's calls are read
+  // whole anyway). Its body is then read whole and kept until the answer starts.
+  bool mayRetry() const;
   // BridgeWaiter: the upstream's era or session is known (or could not be had).
   void onBridgeReady(bool ok, const char* why) override;
 
@@ -241,7 +245,16 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // tool_pinning: this request's list was observed; "pins_pending" items (JSON objects)
   bool pin_observed_ = false;
   std::string pin_log_;
-  std::string fail_message_;  // a fail-fast 503's message (names the upstream)
+  // upstreams[].retry (forward_retry.cc)
+  bool retryable() const;
+  // An attempt failed before any answer byte went to the client (`reason`: connect_failure,
+  // reset, timeout, or the status): true when it is sent again (after the backoff).
+  bool retry(const char* reason);
+  void onRetryTimer();
+  int attempts_ = 0;             // upstream attempts of this request (1 = no retry)
+  bool keep_body_ = false;       // the body stays for a retry (sent by copy)
+  event::EventPtr retry_timer_;  // the backoff before the next attempt
+  std::string fail_message_;     // a fail-fast 503's message (names the upstream)
 };
 
 }  // namespace gw::proxy

@@ -115,6 +115,7 @@ void Loader::walkCircuitBreaker(const Entry& ce, Upstream& u) {
 
 void Loader::walkRetry(const Entry& re, Upstream& u) {
   Retry r;
+  YAML::Mark tools_mark;
   const size_t before = errorCount();
   for (const Entry& e : entries(re.value, re.key_node.Mark(), kRetryKeys, re.path)) {
     if (e.key == "attempts") {
@@ -160,6 +161,7 @@ void Loader::walkRetry(const Entry& re, Upstream& u) {
         }
       }
     } else if (e.key == "tools") {
+      tools_mark = valueMark(e);
       size_t i = 0;
       if (readChoice(e, kRetryTools, i)) {
         r.tools = static_cast<Retry::Tools>(i);
@@ -186,12 +188,12 @@ void Loader::walkRetry(const Entry& re, Upstream& u) {
       }
     }
   }
-  if (errorCount() == before && r.attempts > 1) {
-    // Validated above so a file written for a later version says what is wrong first; the
-    // retries themselves are not built yet (README: Failing upstreams).
-    error(valueMark(re), "'" + re.path +
-                             "': retries are not available in this version; set attempts: 1 "
-                             "or leave 'retry' out");
+  if (errorCount() == before && r.tools != Retry::Tools::kNone) {
+    // Retrying a tools/call needs the server's readOnlyHint / idempotentHint from its last
+    // tools/list, which the gateway does not keep yet (README: Failing upstreams).
+    error(tools_mark, "'" + re.path +
+                          ".tools': retrying tools/call is not available in this version; "
+                          "use none");
   }
   if (errorCount() == before) {
     u.retry = std::move(r);

@@ -44,6 +44,35 @@ bool UpstreamState::anyUsable(int64_t now) const {
                      [now](const auto& e) { return e->usable(now); });
 }
 
+namespace {
+
+void roll(UpstreamState& u, int64_t now) noexcept {
+  const int64_t start = u.window_start.load(std::memory_order_relaxed);
+  if (now - start >= 1'000'000'000) {
+    u.window_start.store(now, std::memory_order_relaxed);
+    u.window_requests.store(0, std::memory_order_relaxed);
+    u.window_retries.store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+void UpstreamState::noteRequest(int64_t now) noexcept {
+  roll(*this, now);
+  window_requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool UpstreamState::admitRetry(int64_t now, uint32_t percent) noexcept {
+  roll(*this, now);
+  const uint64_t allowed = std::max<uint64_t>(
+      3, uint64_t{window_requests.load(std::memory_order_relaxed)} * percent / 100);
+  if (window_retries.load(std::memory_order_relaxed) >= allowed) {
+    return false;
+  }
+  window_retries.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 HealthRegistry& HealthRegistry::instance() {
   static HealthRegistry r;
   return r;

@@ -57,6 +57,15 @@ struct UpstreamState {
   std::atomic<int64_t> in_flight{0};  // requests to it now, all workers
   std::atomic<int64_t> pending{0};    // requests waiting for a new connection
   std::atomic<uint64_t> overflows{0};
+  // retry.budget: requests and retries in the current one-second window.
+  std::atomic<int64_t> window_start{0};
+  std::atomic<uint32_t> window_requests{0};
+  std::atomic<uint32_t> window_retries{0};
+  // A request to this upstream at `now` (counted against the retry budget).
+  void noteRequest(int64_t now) noexcept;
+  // Whether a retry fits the budget at `now` (at most `percent` of this second's requests, and
+  // at least 3 per second); counted when it does.
+  bool admitRetry(int64_t now, uint32_t percent) noexcept;
 
   // The endpoints of the running configuration, in order.
   std::vector<std::shared_ptr<EndpointState>> endpoints() const;

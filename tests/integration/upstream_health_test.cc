@@ -179,3 +179,94 @@ TEST_CASE("upstream health: active checks take an endpoint down and bring it bac
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kListBody = R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":)"
+                              R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+
+std::string listRequest() {
+  return "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+         "Mcp-Method: tools/list\r\nContent-Length: " +
+         std::to_string(kListBody.size()) + "\r\n\r\n" + kListBody;
+}
+
+constexpr char kList[] = R"({"jsonrpc":"2.0","id":3,"result":{"tools":[]}})";
+
+std::string answer(int status, std::string_view body) {
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + std::string(body);
+}
+
+TEST_CASE("upstream retry: a list that hit a reset or a 503 is sent again, a call is not",
+          "[upstream_health][retry]") {
+  RawUpstream resets([](UpstreamConn& c) {
+    if (c.readRequest()) {
+      c.reset();
+    }
+  });
+  RawUpstream good{RawUpstream::respond(200, kList)};
+  Gateway gw(config(resets.address() + ", " + good.address(),
+                    "    outlier_detection: { consecutive_failures: 0 }\n"
+                    "    retry: { attempts: 2, backoff: 5ms, budget: 100% }\n"));
+  for (int i = 0; i < 4; ++i) {
+    const Response r = fetch(gw.port(), listRequest());
+    INFO(r.body);
+    CHECK(r.status == 200);
+  }
+  // Every list reached the good endpoint; those that went to the resetting one first were
+  // sent again.
+  CHECK(good.requestCount() == 4);
+  CHECK(resets.requestCount() >= 1);
+  CHECK(waitLogLine(gw, "\"upstream_attempts\":2").size() > 0);
+  // A tools/call is never retried: one that meets the reset gets its 502.
+  int bad = 0;
+  for (int i = 0; i < 6 && bad == 0; ++i) {
+    bad += call(gw).status == 502 ? 1 : 0;
+  }
+  CHECK(bad == 1);
+  const std::string metrics = adminGet(gw.adminPort(), "/metrics").body;
+  CHECK(sample(metrics, R"(mcp_gateway_upstream_retries_total{upstream="flaky",reason="reset"})") >=
+        1);
+}
+
+TEST_CASE("upstream retry: a 503 answer is dropped and asked again, within the budget",
+          "[upstream_health][retry]") {
+  std::atomic<int> seen{0};
+  std::atomic<bool> always_busy{false};
+  RawUpstream up([&](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(3000))) {
+      const int n = ++seen;
+      const bool busy = always_busy || n % 2 == 1;
+      if (!c.send(answer(busy ? 503 : 200, busy ? R"({"busy":true})" : kList))) {
+        return;
+      }
+    }
+  });
+  Gateway gw(config(up.address(),
+                    "    outlier_detection: { consecutive_failures: 0 }\n"
+                    "    retry: { attempts: 2, on: [503], budget: 0%, backoff: 1ms }\n"));
+  // Odd answers are 503: every list gets its 200 on the second try.
+  for (int i = 0; i < 2; ++i) {
+    const Response r = fetch(gw.port(), listRequest());
+    CHECK(r.status == 200);
+    CHECK(r.body == kList);
+  }
+  CHECK(seen == 4);
+  // Always busy: within one second at most 3 retries (budget 0 %, the minimum 3/s), so of
+  // six lists three are asked twice and three once; each answers the 503.
+  std::this_thread::sleep_for(Ms(1100));  // a fresh budget window
+  always_busy = true;
+  seen = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6; ++i) {
+    CHECK(fetch(gw.port(), listRequest()).status == 503);
+  }
+  if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900)) {
+    CHECK(seen == 9);
+  }
+}
+
+}  // namespace

@@ -146,8 +146,8 @@ TEST_CASE("health settings: every key loads, every mistake is an error", "[setti
                                       "    outlier_detection:\n      consecutive_failures: 3\n"
                                       "      ejection_time: 10s\n      max_ejection_percent: 100\n"
                                       "    circuit_breaker: { max_requests: 10, max_pending: 2 }\n"
-                                      "    retry:\n      attempts: 1\n      on: [reset, 503]\n"
-                                      "      methods: [tools/list]\n      tools: read_only\n"
+                                      "    retry:\n      attempts: 3\n      on: [reset, 503]\n"
+                                      "      methods: [tools/list]\n      tools: none\n"
                                       "      budget: 50%\n      backoff: 10ms\n") +
                                 "readiness: all_upstreams\n",
                             "gw.yaml");
@@ -162,11 +162,11 @@ TEST_CASE("health settings: every key loads, every mistake is an error", "[setti
   REQUIRE(u.circuit_breaker);
   CHECK(u.circuit_breaker->max_pending == 2);
   REQUIRE(u.retry);
-  CHECK(u.retry->attempts == 1);
+  CHECK(u.retry->attempts == 3);
   CHECK(u.retry->on_reset);
   CHECK_FALSE(u.retry->on_timeout);
   CHECK(u.retry->on_status == std::vector<int>{503});
-  CHECK(u.retry->tools == Retry::Tools::kReadOnly);
+  CHECK(u.retry->tools == Retry::Tools::kNone);
   CHECK(u.retry->budget_percent == 50);
   CHECK(r.settings->readiness == Settings::Readiness::kAllUpstreams);
 
@@ -195,7 +195,7 @@ TEST_CASE("health settings: every key loads, every mistake is an error", "[setti
       {"    retry: { backoff: 1s }\n", "0 to 250ms"},
       {"    retry: { tools: all }\n", "must be none, read_only or idempotent"},
       {"    retry: { when: always }\n", "unknown key"},
-      {"    retry: { attempts: 2 }\n", "retries are not available in this version"},
+      {"    retry: { tools: read_only }\n", "retrying tools/call is not available"},
   };
   for (const auto& [lines, text] : bad) {
     LoadResult b = loadString(withBlock(lines), "gw.yaml");
