@@ -9,12 +9,15 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "gateway/admin/auth.h"
 #include "gateway/core/ascii.h"
 #include "gateway/core/clock.h"
+#include "gateway/core/json_escape.h"
 #include "gateway/filters/config_json.h"
 #include "gateway/filters/explain.h"
 #include "gateway/filters/json_writer.h"
@@ -236,7 +239,30 @@ std::string federationJson(const filters::Snapshot& snap) {
     first = false;
     out += snap.catalogs[i]->viewJson(now);
   }
-  out += "]}";
+  // Each federated upstream's health (issue #29): healthy (every endpoint usable), degraded
+  // (some), unavailable (none: left out of merged lists, its calls answered 503).
+  out += "],\"health\":{";
+  bool first_up = true;
+  std::vector<size_t> seen;
+  for (const settings::Route& r : snap.settings->routes) {
+    for (size_t index : r.upstream_indexes) {
+      if (std::find(seen.begin(), seen.end(), index) != seen.end()) {
+        continue;
+      }
+      seen.push_back(index);
+      const settings::Upstream& up = snap.settings->upstreams[index];
+      const auto eps = upstream::HealthRegistry::instance().upstream(up)->endpoints();
+      const size_t usable = static_cast<size_t>(std::count_if(
+          eps.begin(), eps.end(), [&](const auto& e) { return e->usable(now.count()); }));
+      out += first_up ? "" : ",";
+      first_up = false;
+      core::appendJsonString(out, up.name);
+      out += ":\"";
+      out += usable == eps.size() ? "healthy" : usable > 0 ? "degraded" : "unavailable";
+      out += '"';
+    }
+  }
+  out += "}}";
   return out;
 }
 

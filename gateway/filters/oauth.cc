@@ -14,6 +14,7 @@
 #include "gateway/http/message.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/policy/credential_store.h"
+#include "gateway/policy/token_answer.h"
 #include "gateway/policy/token_cache.h"
 
 namespace gw::filters::detail {
@@ -163,19 +164,7 @@ std::string_view jwtBearer(const std::vector<http::HeaderField>& fields) {
 // (kLocalReply with introspection_pending), or 503 when the endpoint cannot be asked.
 FilterStatus introspect(RequestContext& ctx, const policy::PolicySet& pol, std::string_view token,
                         const char** why) {
-  const policy::Introspection& in = *pol.introspection();
-  policy::TokenJob job;
-  job.kind = policy::TokenJob::Kind::kIntrospection;
-  job.endpoint = in.endpoint;
-  job.client_id = in.client_id;
-  job.client_secret = in.client_secret;
-  job.client_auth_post = in.client_auth_post;
-  job.ca = in.ca;
-  job.timeout = in.timeout;
-  job.cache = in.cache;
-  job.subject_token.assign(token);
-  job.label = "introspection";
-  job.key = policy::CredentialStore::hashKey(job);
+  policy::TokenJob job = policy::introspectionJob(*pol.introspection(), token);
   policy::CredentialStore& store = policy::CredentialStore::instance();
   const auto now = std::chrono::duration_cast<core::Nanos>(core::steadyNow().time_since_epoch());
   const policy::CredentialStore::Found f = store.find(job.key, now);

@@ -99,6 +99,22 @@ TokenJob upstreamTokenJob(const settings::Upstream& up, std::string_view subject
   return j;
 }
 
+TokenJob introspectionJob(const Introspection& in, std::string_view token) {
+  TokenJob j;
+  j.kind = TokenJob::Kind::kIntrospection;
+  j.endpoint = in.endpoint;
+  j.client_id = in.client_id;
+  j.client_secret = in.client_secret;
+  j.client_auth_post = in.client_auth_post;
+  j.ca = in.ca;
+  j.timeout = in.timeout;
+  j.cache = in.cache;
+  j.subject_token.assign(token);
+  j.label = "introspection";
+  j.key = CredentialStore::hashKey(j);
+  return j;
+}
+
 std::vector<TokenJob> clientCredentialJobs(const std::vector<settings::Upstream>& upstreams) {
   std::vector<TokenJob> out;
   for (const settings::Upstream& up : upstreams) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway/policy/credential_store.h"
+#include "gateway/policy/policy.h"
 #include "gateway/settings/settings.h"
 
 namespace gw::policy {
@@ -24,6 +25,8 @@ inline constexpr std::string_view kAccessTokenType =
 // The job for upstream `up` (auth type client_credentials or token_exchange; the caller's
 // `subject_token` for token_exchange), its key set.
 TokenJob upstreamTokenJob(const settings::Upstream& up, std::string_view subject_token);
+// The introspection of `token` (identity.introspection), its key set.
+TokenJob introspectionJob(const Introspection& in, std::string_view token);
 // The client_credentials jobs of `upstreams` (one per upstream with that auth type).
 std::vector<TokenJob> clientCredentialJobs(const std::vector<settings::Upstream>& upstreams);
 

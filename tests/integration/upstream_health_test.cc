@@ -270,3 +270,41 @@ TEST_CASE("upstream retry: a 503 answer is dropped and asked again, within the b
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("upstream health: /federation shows each federated upstream's health",
+          "[upstream_health][federation]") {
+  RawUpstream good{RawUpstream::respond(200, kList)};
+  // Accepts and never answers: without its health check every fan-out would wait list_timeout.
+  RawUpstream hung([](UpstreamConn& c) {
+    if (c.readRequest()) {
+      c.stall();
+    }
+  });
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 2\nadmin: 127.0.0.1:0\n"
+      "upstreams:\n  - name: good\n    endpoints: [" +
+      good.address() + "]\n  - name: \"gone\"\n    endpoints: [" + hung.address() +
+      "]\n    health_check: { probe: http, path: /healthz, interval: 1s, timeout: 200ms,"
+      " unhealthy_threshold: 1 }\n"
+      "routes:\n  - name: all\n    upstreams: [good, gone]\n");
+  REQUIRE(waitFor(
+      [&] {
+        return adminGet(gw.adminPort(), "/federation").body.find(R"("gone":"unavailable")") !=
+               std::string::npos;
+      },
+      Ms(4000)));
+  const std::string body = adminGet(gw.adminPort(), "/federation").body;
+  INFO(body);
+  CHECK(body.find(R"("health":{"good":"healthy","gone":"unavailable"})") != std::string::npos);
+  // A fan-out does not wait for the unavailable upstream (list_timeout is 5 s): it is left
+  // out at once.
+  const size_t asked = hung.requestCount();
+  const auto t0 = std::chrono::steady_clock::now();
+  fetch(gw.port(), listRequest(), Ms(10000));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
+  CHECK(hung.requestCount() - asked <= 1);  // at most a probe, never the list
+}
+
+}  // namespace
