@@ -11,7 +11,6 @@
 
 #include <openssl/sha.h>
 
-#include "gateway/client/request.h"
 #include "gateway/core/hex.h"
 #include "gateway/settings/loader.h"
 #include "gateway/tls/signing.h"
@@ -38,6 +37,46 @@ constexpr std::string_view kSignedKeys[] = {"issuer", "key_file", "audience", "t
 
 constexpr Duration kMaxTtl = std::chrono::minutes(10);
 constexpr Duration kMaxTimeout = std::chrono::seconds(60);
+
+// An absolute http(s) URL (the token endpoint, RFC 8707 resource): `https` and its host set;
+// false with `why` for anything else (userinfo, no host, spaces or control bytes). The
+// gateway's HTTP client parses it again when it sends; this only checks it at load.
+bool httpUrl(std::string_view url, bool& https, std::string& host, std::string& why) {
+  std::string_view rest;
+  if (url.starts_with("https://")) {
+    https = true;
+    rest = url.substr(8);
+  } else if (url.starts_with("http://")) {
+    https = false;
+    rest = url.substr(7);
+  } else {
+    why = "is not an http:// or https:// URL";
+    return false;
+  }
+  for (char c : url) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b <= 0x20 || b >= 0x7f) {
+      why = "holds a space or a byte that is not printable ASCII";
+      return false;
+    }
+  }
+  std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (authority.find('@') != std::string_view::npos) {
+    why = "must not hold credentials";
+    return false;
+  }
+  if (authority.starts_with("[")) {
+    const size_t close = authority.find(']');
+    host.assign(close == std::string_view::npos ? authority : authority.substr(1, close - 1));
+  } else {
+    host.assign(authority.substr(0, authority.rfind(':')));
+  }
+  if (host.empty()) {
+    why = "has no host";
+    return false;
+  }
+  return true;
+}
 
 bool takes(UpstreamAuthType t, std::string_view key) {
   auto in = [&](const auto& keys) {
@@ -123,12 +162,15 @@ void Loader::walkUpstreamAuth(const Entry& ae, Upstream& u) {
       continue;
     }
     if (e.key == "token_endpoint") {
-      client::Url url;
+      bool https = true;
+      std::string host;
       std::string why;
-      if (readNonEmptyString(e, a.token_endpoint) &&
-          !client::parseUrl(a.token_endpoint, url, why)) {
+      if (!readNonEmptyString(e, a.token_endpoint)) {
+        continue;
+      }
+      if (!httpUrl(a.token_endpoint, https, host, why)) {
         error(valueMark(e), "'" + e.path + "': '" + a.token_endpoint + "' " + why);
-      } else if (!url.https && !isLoopback(url.host) && url.host != "localhost") {
+      } else if (!https && !isLoopback(host) && host != "localhost") {
         // Secrets and callers' tokens go there.
         error(valueMark(e), "'" + e.path + "': '" + a.token_endpoint +
                                 "' http is allowed only for a loopback host; use https");
@@ -145,9 +187,10 @@ void Loader::walkUpstreamAuth(const Entry& ae, Upstream& u) {
     } else if (e.key == "audience") {
       readNonEmptyString(e, a.audience);
     } else if (e.key == "resource") {
-      client::Url url;
+      bool https = true;
+      std::string host;
       std::string why;
-      if (readNonEmptyString(e, a.resource) && !client::parseUrl(a.resource, url, why)) {
+      if (readNonEmptyString(e, a.resource) && !httpUrl(a.resource, https, host, why)) {
         error(valueMark(e),
               "'" + e.path + "': '" + a.resource + "' " + why + " (RFC 8707: an absolute URI)");
       }

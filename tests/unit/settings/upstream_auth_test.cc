@@ -135,7 +135,7 @@ TEST_CASE("upstream auth: every mistake is a load error at its place",
       {"      type: token_exchange\n      token_endpoint: ftp://idp/token\n      client_id: gw\n"
        "      client_secret_file: " +
            f.secret + "\n",
-       "", "auth.token_endpoint': 'ftp://idp/token' not an http:// or https:// URL"},
+       "", "auth.token_endpoint': 'ftp://idp/token' is not an http:// or https:// URL"},
       {"      type: client_credentials\n      token_endpoint: http://idp.example.com/token\n"
        "      client_id: gw\n      client_secret_file: " +
            f.secret + "\n",
