@@ -210,12 +210,12 @@ void Registry::tokenRequest(std::string_view kind, std::string_view target, std:
 }
 
 void Registry::setTokenCacheSizes(std::function<std::vector<std::pair<std::string, int64_t>>()> f) {
-  std::lock_guard lock(token_cache_mu_);
+  std::lock_guard lock(providers_mu_);
   token_cache_sizes_ = std::move(f);
 }
 
 void Registry::setEndpointHealth(std::function<std::vector<EndpointHealthSample>()> f) {
-  std::lock_guard lock(token_cache_mu_);
+  std::lock_guard lock(providers_mu_);
   endpoint_health_ = std::move(f);
 }
 
@@ -392,7 +392,7 @@ std::string Registry::scrape(const Gauges& g) const {
                                    durations));
     auto cache = family("mcp_gateway_token_cache_entries",
                         "Entries of the shared credential cache by kind", MetricType::Gauge);
-    std::lock_guard lock(token_cache_mu_);
+    std::lock_guard lock(providers_mu_);
     if (token_cache_sizes_) {
       for (const auto& [kind, n] : token_cache_sizes_()) {
         prometheus::ClientMetric cm;

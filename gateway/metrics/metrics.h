@@ -240,9 +240,9 @@ class Registry {
   std::atomic<int64_t> tls_cert_expiry_{0};
   Family token_requests_{3};   // kind, target, result
   Family token_durations_{2};  // kind, target
-  mutable std::mutex token_cache_mu_;
+  mutable std::mutex providers_mu_;
   std::function<std::vector<std::pair<std::string, int64_t>>()> token_cache_sizes_;
-  std::function<std::vector<EndpointHealthSample>()> endpoint_health_;  // under token_cache_mu_
+  std::function<std::vector<EndpointHealthSample>()> endpoint_health_;  // both under providers_mu_
 };
 
 }  // namespace gw::metrics

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "gateway/core/ascii.h"
 #include "gateway/core/base64.h"
 #include "gateway/policy/token_cache.h"
 
@@ -207,13 +208,8 @@ TokenAnswer parseTokenAnswer(int status, std::string_view body) {
     return a;
   }
   std::string_view type;
-  if (obj["token_type"].get_string().get(type) == simdjson::SUCCESS && type.size() == 6 &&
-      !std::equal(type.begin(), type.end(), "bearer",
-                  [](char x, char y) { return (x | 0x20) == y; })) {
-    a.error = "a token_type other than Bearer";
-    return a;
-  }
-  if (obj["token_type"].get_string().get(type) == simdjson::SUCCESS && type.size() != 6) {
+  if (obj["token_type"].get_string().get(type) == simdjson::SUCCESS &&
+      !core::iequals(type, "bearer")) {
     a.error = "a token_type other than Bearer";
     return a;
   }

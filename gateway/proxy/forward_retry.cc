@@ -23,28 +23,28 @@ constexpr std::chrono::milliseconds kMaxBackoff{250};
 
 }  // namespace
 
-bool ForwardTarget::retryable() const {
-  const filters::RequestContext& ctx = x_.ctx();
-  const settings::Upstream& up = x_.settings().upstreams[up_index_];
-  if (!up.retry || up.retry->attempts < 2 || !ctx.mcp.has_method ||
-      ctx.mcp.method.starts_with("notifications/")) {
+namespace {
+
+// Whether `up` retries the request's method (never a notification, never tools/call: a
+// load error keeps them out of `methods`).
+bool retriesMethod(const settings::Upstream& up, const filters::RequestContext& ctx) {
+  if (!up.retry || up.retry->attempts < 2 || !ctx.mcp.has_method) {
     return false;
   }
   const auto& m = up.retry->methods;
   return std::find(m.begin(), m.end(), ctx.mcp.method) != m.end();
 }
 
+}  // namespace
+
+bool ForwardTarget::retryable() const {
+  return retriesMethod(x_.settings().upstreams[up_index_], x_.ctx());
+}
+
 bool ForwardTarget::mayRetry() const {
   const settings::Route* route = x_.ctx().route;
-  if (route == nullptr || route->federated()) {
-    return false;
-  }
-  const settings::Upstream& up = x_.settings().upstreams[route->upstream_index];
-  if (!up.retry || up.retry->attempts < 2 || !x_.ctx().mcp.has_method) {
-    return false;
-  }
-  const auto& m = up.retry->methods;
-  return std::find(m.begin(), m.end(), x_.ctx().mcp.method) != m.end();
+  return route != nullptr && !route->federated() &&
+         retriesMethod(x_.settings().upstreams[route->upstream_index], x_.ctx());
 }
 
 bool ForwardTarget::retry(const char* reason) {

@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "gateway/core/ascii.h"
 #include "gateway/http/serialize.h"
@@ -155,13 +156,16 @@ void Http1Upstream::writeHead(evbuffer* out) {
   if (up_->madeCredential()) {
     // upstreams[].auth: whatever Authorization the request carries never reaches this
     // upstream; the credential made for it does.
-    auth_fields_.clear();
-    for (const http::Field& f : head_->fields) {
-      if (!core::iequals(f.name, "authorization")) {
-        auth_fields_.push_back(f);
-      }
+    // (The owners drop it already; a copy is made only when one is there after all.)
+    const auto is_auth = [](const http::Field& f) {
+      return core::iequals(f.name, "authorization");
+    };
+    if (std::any_of(head_->fields.begin(), head_->fields.end(), is_auth)) {
+      auth_fields_.clear();
+      std::remove_copy_if(head_->fields.begin(), head_->fields.end(),
+                          std::back_inserter(auth_fields_), is_auth);
+      fields = &auth_fields_;
     }
-    fields = &auth_fields_;
     std::string_view value = head_->authorization;
     if (value.empty() && up_->auth->type == settings::UpstreamAuthType::kClientCredentials) {
       made = policy::clientCredentialsAuthorization(*up_, clock_->now());
@@ -274,67 +278,6 @@ void Http1Upstream::fail(UpstreamError e) {
   reportFailed(e);
   release(false);
   cb_->onUpstreamError(*this, e);
-}
-
-void Http1Upstream::count() noexcept {
-  if (counted_up_ == nullptr && lease_.cluster != nullptr) {
-    counted_up_ = lease_.cluster;
-    counted_up_->in_flight.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (counted_ep_ == nullptr && lease_.health != nullptr) {
-    counted_ep_ = lease_.health;
-    counted_ep_->in_flight.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-void Http1Upstream::uncount() noexcept {
-  if (pending_ && lease_.cluster != nullptr) {
-    lease_.cluster->pending.fetch_sub(1, std::memory_order_relaxed);
-  }
-  pending_ = false;
-  if (counted_up_ != nullptr) {
-    counted_up_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-    counted_up_ = nullptr;
-  }
-  if (counted_ep_ != nullptr) {
-    counted_ep_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-    counted_ep_ = nullptr;
-  }
-}
-
-// Passive outlier detection (health.h): connect failures, resets and timeouts count against
-// the endpoint; a stream that ran past max_duration or idled out does not.
-void Http1Upstream::reportFailed(UpstreamError e) {
-  if (lease_.health == nullptr || lease_.cluster == nullptr || up_ == nullptr) {
-    return;
-  }
-  const char* why = nullptr;
-  switch (e) {
-    case UpstreamError::kConnectFailed:
-    case UpstreamError::kConnectRefused:
-      why = "connect failed";
-      break;
-    case UpstreamError::kConnectTimeout:
-      why = "connect timeout";
-      break;
-    case UpstreamError::kResponseTimeout:
-      why = "response timeout";
-      break;
-    case UpstreamError::kClosedBeforeAnswer:
-    case UpstreamError::kReset:
-    case UpstreamError::kBadChunk:
-      why = "reset";
-      break;
-    case UpstreamError::kMalformed:
-      why = "malformed answer";
-      break;
-    case UpstreamError::kTls:
-      why = "TLS handshake failed";
-      break;
-    default:
-      return;
-  }
-  noteEndpointFailure(*lease_.cluster, *lease_.health, *up_, clock_->now().count(), why);
 }
 
 void Http1Upstream::armTimer() {
