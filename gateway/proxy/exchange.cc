@@ -225,7 +225,7 @@ filters::FilterStatus Exchange::headStep() {
       // it is in (the 503 in ctx_.reply stands after the call's timeout and a second).
       if (!introspection_.begun()) {
         const policy::Introspection* in = ctx_.snapshot->policy->introspection();
-        introspection_.begin(*w_->clock,
+        introspection_.begin(*w_->clock, w_->clock->now(),
                              (in != nullptr ? in->timeout : std::chrono::milliseconds(5000)) +
                                  std::chrono::milliseconds(1000));
       }

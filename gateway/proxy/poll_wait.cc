@@ -12,10 +12,11 @@ constexpr std::chrono::milliseconds kFastFor{200};
 
 }  // namespace
 
-void PollWait::begin(const core::Clock& clock, std::chrono::milliseconds limit) noexcept {
+void PollWait::begin(const core::Clock& clock, core::Nanos now,
+                     std::chrono::milliseconds limit) noexcept {
   begun_ = true;
   clock_ = &clock;
-  since_ = clock.now();
+  since_ = now;
   deadline_ = since_ + limit;
 }
 

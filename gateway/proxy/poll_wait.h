@@ -20,8 +20,8 @@ class PollWait {
   PollWait& operator=(const PollWait&) = delete;
   ~PollWait() { cancel(); }
 
-  // The first wait of a request: its deadline is `limit` from now.
-  void begin(const core::Clock& clock, std::chrono::milliseconds limit) noexcept;
+  // The first wait of a request, begun at `now` (clock's time): its deadline is `limit` later.
+  void begin(const core::Clock& clock, core::Nanos now, std::chrono::milliseconds limit) noexcept;
   bool begun() const noexcept { return begun_; }
   // Arms one pause, then runner.resume(kContinue). False: past the deadline, or no timer
   // could be had (the stage answers instead).

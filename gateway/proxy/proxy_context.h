@@ -119,6 +119,8 @@ struct ProxyContext {
   std::vector<std::unique_ptr<FederationRefresh>> fed_refreshes;
   std::shared_ptr<spdlog::logger> access_log;  // this worker's reference (see accessLog)
   uint64_t access_log_gen = ~uint64_t{0};
+  // Credentials towards upstreams this worker used in the last second (upstream_auth.h).
+  CredentialMemo credential_memo;
 
   LegacySessions& legacySessions() {
     if (!legacy_sessions) {

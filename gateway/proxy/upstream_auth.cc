@@ -61,6 +61,35 @@ std::string identityKey(const settings::Upstream& up, const policy::Identity& id
 
 }  // namespace
 
+const std::string* CredentialMemo::find(std::string_view prefix, std::string_view digest,
+                                        core::Nanos now) const noexcept {
+  for (const Slot& s : slots_) {
+    if (now < s.until && s.digest == digest && s.prefix == prefix) {
+      return &s.value;
+    }
+  }
+  return nullptr;
+}
+
+void CredentialMemo::keep(std::string_view prefix, std::string_view digest,
+                          const std::string& value, core::Nanos until, core::Nanos now) {
+  Slot* slot = nullptr;
+  for (Slot& s : slots_) {
+    if (now >= s.until || (s.digest == digest && s.prefix == prefix)) {
+      slot = &s;
+      break;
+    }
+  }
+  if (slot == nullptr) {
+    slot = &slots_[next_];
+    next_ = (next_ + 1) % slots_.size();
+  }
+  slot->prefix.assign(prefix);
+  slot->digest.assign(digest);
+  slot->value = value;
+  slot->until = std::min(until, now + kKeep);
+}
+
 void UpstreamAuth::reset() noexcept {
   wait_.reset();
   items_.clear();
@@ -110,7 +139,7 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
         longest = std::max(longest, std::chrono::duration_cast<milliseconds>(up.auth->timeout));
       }
     }
-    wait_.begin(*w.clock, longest + kGrace);
+    wait_.begin(*w.clock, now, longest + kGrace);
   }
   bool waiting = false;
   policy::CredentialStore& store = policy::CredentialStore::instance();
@@ -147,19 +176,31 @@ filters::FilterStatus UpstreamAuth::run(filters::RequestContext& ctx, ProxyConte
       keep(ctx, it);
       continue;
     }
-    // The store's key without building the call: the settings' part was made at load, the
-    // caller's token digest by the identity stage.
+    // This worker's memo first; then the store's key without building the call: the
+    // settings' part was made at load, the caller's token digest by the identity stage.
+    const bool cc = a.type == settings::UpstreamAuthType::kClientCredentials;
+    const bool memo = cc || !ctx.identity.token_digest.empty();
+    const std::string_view digest = cc ? std::string_view{} : ctx.identity.token_digest;
+    if (memo) {
+      if (const std::string* v = w.credential_memo.find(a.key_prefix, digest, now)) {
+        it.value = *v;
+        continue;
+      }
+    }
     std::string key;
-    if (a.type == settings::UpstreamAuthType::kClientCredentials) {
+    if (cc) {
       key = a.cc_key;
-    } else if (!ctx.identity.token_digest.empty()) {
-      key = settings::credentialKey(a, ctx.identity.token_digest);
+    } else if (memo) {
+      key = settings::credentialKey(a, digest);
     } else {
       key = policy::upstreamTokenJob(up, ctx.bearer_token).key;
     }
     policy::CredentialStore::Found f = store.find(key, now);
     switch (f.state) {
       case State::kReady:
+        if (memo) {
+          w.credential_memo.keep(a.key_prefix, digest, f.value, f.until, now);
+        }
         it.value = std::move(f.value);
         continue;
       case State::kRefused:

@@ -16,6 +16,8 @@
 // federated route the request goes on while some upstream has its credential (or needs none):
 // a call whose owner has none gets that answer, and fan-outs leave it out.
 
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -32,6 +34,32 @@
 namespace gw::proxy {
 
 struct ProxyContext;
+
+// One worker's recent answers of the shared store (policy/credential_store.h) for an upstream's
+// settings (UpstreamAuth::key_prefix) and a caller's token (its SHA-256, Identity::token_digest;
+// empty for client_credentials), each kept at most a second and never beyond the store's own
+// expiry: a caller's next requests then take no lock, no key hashing and no copy of the
+// store's entry. Only tokens the store holds ready are kept; refusals and failures always come
+// from the store.
+class CredentialMemo {
+ public:
+  static constexpr std::chrono::milliseconds kKeep{1000};
+  // The kept "Bearer …" value, or null.
+  const std::string* find(std::string_view prefix, std::string_view digest,
+                          core::Nanos now) const noexcept;
+  void keep(std::string_view prefix, std::string_view digest, const std::string& value,
+            core::Nanos until, core::Nanos now);
+
+ private:
+  struct Slot {
+    std::string prefix;
+    std::string digest;
+    std::string value;
+    core::Nanos until{};
+  };
+  std::array<Slot, 16> slots_;
+  size_t next_ = 0;  // the slot the next keep() takes when none is free or expired
+};
 
 class UpstreamAuth {
  public:
