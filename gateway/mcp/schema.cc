@@ -216,6 +216,13 @@ bool parseToolsList(std::string_view json, std::vector<ToolSchema>& out, uint64_
     ToolSchema ts;
     ts.tool.assign(name);
     ts.params = std::move(w.params);
+    object hints;
+    if (tool.at_key("annotations").get_object().get(hints) == simdjson::SUCCESS) {
+      bool b = false;
+      ts.read_only = hints.at_key("readOnlyHint").get_bool().get(b) == simdjson::SUCCESS && b;
+      b = false;
+      ts.idempotent = hints.at_key("idempotentHint").get_bool().get(b) == simdjson::SUCCESS && b;
+    }
     out.push_back(std::move(ts));
   }
   return true;

@@ -29,12 +29,17 @@ struct HeaderParam {
 struct ToolSchema {
   std::string tool;
   std::vector<HeaderParam> params;
+  // The tool's `annotations` (hints the server gives about itself): readOnlyHint and
+  // idempotentHint as JSON `true`; anything else (absent, false, not a boolean) is false.
+  // What upstreams[].retry.tools reads.
+  bool read_only = false;
+  bool idempotent = false;
 };
 
 // Parses one JSON-RPC response text carrying a tools/list result and returns the valid
-// tools' annotation sets (tools whose annotations break the rules of item 43 are left out,
-// as a client would). `ttl_ms` receives result.ttlMs (0 when absent). False when the text is
-// not a tools/list result.
+// tools' annotation sets (x-mcp-header params, readOnlyHint, idempotentHint) (tools whose
+// annotations break the rules of item 43 are left out, as a client would). `ttl_ms` receives
+// result.ttlMs (0 when absent). False when the text is not a tools/list result.
 bool parseToolsList(std::string_view json, std::vector<ToolSchema>& out, uint64_t& ttl_ms);
 
 class SchemaCache {

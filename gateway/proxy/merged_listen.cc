@@ -3,6 +3,8 @@
 
 #include "gateway/proxy/merged_listen.h"
 
+#include <chrono>
+
 #include "gateway/core/ascii.h"
 #include "gateway/core/assert.h"
 #include "gateway/mcp/bridge.h"
@@ -15,6 +17,7 @@ namespace {
 
 constexpr size_t kMaxEventBytes = 4 * 1024 * 1024;
 constexpr size_t kMaxHeldBytes = 4 * 1024 * 1024;
+constexpr std::chrono::milliseconds kHealthLook{1000};  // watchHealth's period
 
 bool isEventStream(const http::ResponseHead& r) {
   const http::HeaderField* ct = http::findField(r.fields, "content-type");
@@ -79,6 +82,7 @@ bool MergedListen::start(ProxyContext& w, std::shared_ptr<const settings::Settin
     slot.bridge = Slot::Bridge::kOff;
     slot.waiting = true;
     slot.backoff_ms = 0;
+    slot.usable = w.pools->stateOf(upstreamOf(slot)).anyUsable(w.clock->now().count());
   }
   timeval tv = event::toTimeval(s_->federation.list_timeout);
   evtimer_add(ready_timer_.get(), &tv);
@@ -498,6 +502,10 @@ void MergedListen::onReopen(evutil_socket_t, short, void* arg) {
 
 void MergedListen::onReadyTimer(evutil_socket_t, short, void* arg) {
   auto* m = static_cast<MergedListen*>(arg);
+  if (m->ready_) {
+    m->watchHealth();
+    return;
+  }
   for (auto& slot : m->slots_) {
     if (slot->waiting) {
       slot->waiting = false;  // too slow to acknowledge: left out of the union (its
@@ -524,6 +532,8 @@ void MergedListen::maybeReady() {
   }
   evtimer_del(ready_timer_.get());
   ready_ = true;
+  const timeval tick = event::toTimeval(kHealthLook);
+  evtimer_add(ready_timer_.get(), &tick);
   if (acks.empty()) {
     owner_->onListenReady({});
     return;
@@ -538,6 +548,42 @@ void MergedListen::maybeReady() {
       return;
     }
     owner_->onListenEvent(e);
+  }
+}
+
+void MergedListen::watchHealth() {
+  const int64_t now = w_->clock->now().count();
+  bool changed = false;
+  for (size_t i = 0; i < route_->upstream_indexes.size(); ++i) {
+    Slot& slot = *slots_[i];
+    const bool usable = w_->pools->stateOf(upstreamOf(slot)).anyUsable(now);
+    changed = changed || usable != slot.usable;
+    slot.usable = usable;
+  }
+  if (changed) {
+    // Every kind the client asked for: an upstream's tools, prompts and resources all went
+    // (or came back) with it.
+    static constexpr std::pair<federation::ListKind, std::string_view> kChanged[] = {
+        {federation::ListKind::kTools,
+         R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})"},
+        {federation::ListKind::kPrompts,
+         R"({"jsonrpc":"2.0","method":"notifications/prompts/list_changed"})"},
+        {federation::ListKind::kResources,
+         R"({"jsonrpc":"2.0","method":"notifications/resources/list_changed"})"},
+    };
+    for (const auto& [kind, message] : kChanged) {
+      if (closed_) {
+        return;
+      }
+      owner_->onListChanged(kind);  // resources: templates too
+      if (filter_.wants(kind)) {
+        relay("message", message);
+      }
+    }
+  }
+  if (!closed_) {
+    const timeval tick = event::toTimeval(kHealthLook);
+    evtimer_add(ready_timer_.get(), &tick);
   }
 }
 

@@ -10,6 +10,12 @@
 // client stays, and its new acknowledgement is not repeated to the client. The owner
 // closing it (the client went away: cancellation) closes every upstream stream at once.
 //
+// Once ready, the stream looks at its upstreams' health every second (upstream/health.h):
+// when an upstream leaves (no endpoint usable: down, ejected) or comes back, the client gets
+// notifications/tools/list_changed, …/prompts/… and …/resources/list_changed (those its
+// listen request asked for), so that it lists again and finds the merged lists without, or
+// with, that upstream's items; the route's catalog is marked stale the same way.
+//
 // A 2025-era upstream (era: legacy, or found by the probe after it refused the listen
 // request with a 400, 404 or 405) has no subscriptions/listen: its standalone GET stream, in
 // a session of the stream's own (legacy_sessions.h: a 2025 SDK server allows one standalone
@@ -90,6 +96,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
     bool waiting = false;   // the first answer is still awaited (before ready)
     bool streaming = false;
     bool failed = false;
+    bool usable = true;       // some endpoint of its upstream was usable at the last look
     uint64_t backoff_ms = 0;  // the last reopen wait (0: none yet)
     core::Nanos opened{};     // when this stream was (re)opened (clock)
     Bridge bridge = Bridge::kOff;
@@ -123,6 +130,8 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   Slot& slotOf(upstream::Http1Upstream& from) noexcept;
   static void onReopen(evutil_socket_t, short, void* arg);
   static void onReadyTimer(evutil_socket_t, short, void* arg);
+  // After ready: the upstreams' health, each second (the ready timer, re-armed).
+  void watchHealth();
   // event::Flushable: every slot's request bytes go out with the worker's flush.
   void flushOutbound() noexcept override;
   void afterFlush() override {}
@@ -149,7 +158,7 @@ class MergedListen final : public upstream::UpstreamCallbacks, public event::Flu
   bool closed_ = true;
   std::vector<std::string> held_;  // events that completed before ready (bounded)
   size_t held_bytes_ = 0;
-  event::EventPtr ready_timer_;
+  event::EventPtr ready_timer_;  // list_timeout until ready, then the health watch
   std::string scratch_;
 };
 

@@ -115,7 +115,6 @@ void Loader::walkCircuitBreaker(const Entry& ce, Upstream& u) {
 
 void Loader::walkRetry(const Entry& re, Upstream& u) {
   Retry r;
-  YAML::Mark tools_mark;
   const size_t before = errorCount();
   for (const Entry& e : entries(re.value, re.key_node.Mark(), kRetryKeys, re.path)) {
     if (e.key == "attempts") {
@@ -161,7 +160,6 @@ void Loader::walkRetry(const Entry& re, Upstream& u) {
         }
       }
     } else if (e.key == "tools") {
-      tools_mark = valueMark(e);
       size_t i = 0;
       if (readChoice(e, kRetryTools, i)) {
         r.tools = static_cast<Retry::Tools>(i);
@@ -187,13 +185,6 @@ void Loader::walkRetry(const Entry& re, Upstream& u) {
         error(valueMark(e), "'" + e.path + "' must be 0 to 250ms");
       }
     }
-  }
-  if (errorCount() == before && r.tools != Retry::Tools::kNone) {
-    // Retrying a tools/call needs the server's readOnlyHint / idempotentHint from its last
-    // tools/list, which the gateway does not keep yet (README: Failing upstreams).
-    error(tools_mark, "'" + re.path +
-                          ".tools': retrying tools/call is not available in this version; "
-                          "use none");
   }
   if (errorCount() == before) {
     u.retry = std::move(r);

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -273,6 +275,137 @@ TEST_CASE("upstream retry: a 503 answer is dropped and asked again, within the b
 
 namespace {
 
+// An upstream whose tools/list annotates `look` readOnlyHint, `put` idempotentHint and `act`
+// nothing, and that resets every tools/call body the first time it sees it (a retry sends the
+// same body, so it is answered).
+class AnnotatedTools {
+ public:
+  AnnotatedTools()
+      : up_([this](UpstreamConn& c) {
+          while (auto req = c.readRequest(Ms(3000))) {
+            if (req->body.find("\"tools/list\"") != std::string::npos) {
+              if (!c.send(answer(200, kAnnotatedList))) {
+                return;
+              }
+              continue;
+            }
+            bool first = false;
+            {
+              std::lock_guard lock(mu_);
+              first = seen_.insert(req->body).second;
+            }
+            if (first) {
+              c.reset();
+              return;
+            }
+            if (!c.send(answer(200, kOkBody))) {
+              return;
+            }
+          }
+        }) {}
+  std::string address() const { return up_.address(); }
+  // How many times the upstream got the tools/call with this id.
+  int attemptsOf(int id) const {
+    const std::string needle = "\"id\":" + std::to_string(id) + ",";
+    int n = 0;
+    for (const RecordedRequest& r : up_.requests()) {
+      n += r.body.find(needle) != std::string::npos ? 1 : 0;
+    }
+    return n;
+  }
+
+ private:
+  static constexpr char kAnnotatedList[] =
+      R"({"jsonrpc":"2.0","id":3,"result":{"tools":[)"
+      R"({"name":"look","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},)"
+      R"({"name":"put","inputSchema":{"type":"object"},"annotations":{"idempotentHint":true}},)"
+      R"({"name":"act","inputSchema":{"type":"object"}}]}})";
+  std::mutex mu_;
+  std::set<std::string> seen_;
+  RawUpstream up_;
+};
+
+Response callTool(const Gateway& gw, const std::string& tool, int id) {
+  // The envelope a federated route checks: params._meta's protocol version.
+  const std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                           R"(,"method":"tools/call","params":{"name":")" + tool +
+                           R"(","arguments":{},"_meta":{"io.modelcontextprotocol/)"
+                           R"(protocolVersion":"2026-07-28"}}})";
+  return fetch(gw.port(), mcpPost(body, "", tool));
+}
+
+TEST_CASE("upstream retry: tools: read_only retries a tools/call of a readOnlyHint tool only",
+          "[upstream_health][retry]") {
+  AnnotatedTools up;
+  Gateway gw(config(up.address(),
+                    "    outlier_detection: { consecutive_failures: 0 }\n"
+                    "    retry: { attempts: 2, tools: read_only, backoff: 1ms, budget: 100% }\n"));
+  // Before the gateway has seen the server's tools/list, nothing is known of `look`: no retry.
+  CHECK(callTool(gw, "look", 10).status == 502);
+  CHECK(up.attemptsOf(10) == 1);
+  REQUIRE(fetch(gw.port(), listRequest()).status == 200);
+  // Read-only: the reset attempt is sent again and answered.
+  const Response ok = callTool(gw, "look", 11);
+  INFO(ok.body);
+  CHECK(ok.status == 200);
+  CHECK(up.attemptsOf(11) == 2);
+  CHECK(waitLogLine(gw, "\"upstream_attempts\":2").size() > 0);
+  // Unannotated, idempotent only (read_only asks for readOnlyHint), and unlisted: one attempt,
+  // the 502 stands.
+  struct Case {
+    const char* tool;
+    int id;
+  };
+  for (const Case& c : {Case{"act", 12}, Case{"put", 13}, Case{"hidden", 14}}) {
+    INFO(c.tool);
+    CHECK(callTool(gw, c.tool, c.id).status == 502);
+    CHECK(up.attemptsOf(c.id) == 1);
+  }
+}
+
+TEST_CASE("upstream retry: tools: idempotent retries readOnlyHint and idempotentHint tools",
+          "[upstream_health][retry]") {
+  AnnotatedTools up;
+  Gateway gw(config(up.address(),
+                    "    outlier_detection: { consecutive_failures: 0 }\n"
+                    "    retry: { attempts: 2, tools: idempotent, backoff: 1ms, budget: 100% }\n"));
+  REQUIRE(fetch(gw.port(), listRequest()).status == 200);
+  CHECK(callTool(gw, "put", 20).status == 200);
+  CHECK(up.attemptsOf(20) == 2);
+  CHECK(callTool(gw, "look", 21).status == 200);
+  CHECK(up.attemptsOf(21) == 2);
+  CHECK(callTool(gw, "act", 22).status == 502);
+  CHECK(up.attemptsOf(22) == 1);
+}
+
+TEST_CASE(
+    "upstream retry: tools: read_only on a names: prefix route retries the owner's "
+    "read-only tool by its prefixed name",
+    "[upstream_health][retry][federation]") {
+  AnnotatedTools a;
+  AnnotatedTools b;
+  const std::string retry =
+      "    outlier_detection: { consecutive_failures: 0 }\n"
+      "    retry: { attempts: 2, tools: read_only, backoff: 1ms, budget: 100% }\n";
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 1\nadmin: 127.0.0.1:0\n"
+      "access_log:\n  path: ${ACCESS_LOG}\n"
+      "upstreams:\n  - name: a\n    endpoints: [" +
+      a.address() + "]\n" + retry + "  - name: b\n    endpoints: [" + b.address() + "]\n" + retry +
+      "routes:\n  - name: all\n    upstreams: [a, b]\n    names: prefix\n");
+  const Response list = fetch(gw.port(), listRequest());
+  INFO(list.body);
+  REQUIRE(list.status == 200);
+  REQUIRE(list.body.find("b__look") != std::string::npos);
+  const Response look = callTool(gw, "b__look", 30);
+  INFO(look.body);
+  CHECK(look.status == 200);
+  CHECK(b.attemptsOf(30) == 2);
+  CHECK(a.attemptsOf(30) == 0);
+  CHECK(callTool(gw, "a__act", 31).status == 502);
+  CHECK(a.attemptsOf(31) == 1);
+}
+
 TEST_CASE("upstream health: /federation shows each federated upstream's health",
           "[upstream_health][federation]") {
   RawUpstream good{RawUpstream::respond(200, kList)};
@@ -308,3 +441,87 @@ TEST_CASE("upstream health: /federation shows each federated upstream's health",
 }
 
 }  // namespace
+
+namespace {
+
+constexpr char kListenAck[] =
+    R"({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",)"
+    R"("params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true}}})";
+
+// An upstream that acknowledges a listen request and holds the stream, and answers GET
+// /healthz with 200 while `healthy` (503 otherwise).
+UpstreamScript listenAndHealth(const std::atomic<bool>& healthy) {
+  return [&healthy](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(10000))) {
+      if (req->requestLine().find("/healthz") != std::string::npos) {
+        if (!c.send(answer(healthy ? 200 : 503, "{}"))) {
+          return;
+        }
+        continue;
+      }
+      c.send(sseHead() + chunk(std::string("event: message\ndata: ") + kListenAck + "\n\n"));
+      c.waitPeerClose(Ms(30000));
+      return;
+    }
+  };
+}
+
+}  // namespace
+
+TEST_CASE(
+    "upstream health: merged listen streams hear list_changed when an upstream leaves "
+    "and when it comes back",
+    "[upstream_health][federation]") {
+  std::atomic<bool> flaky_healthy{true};
+  std::atomic<bool> steady_healthy{true};
+  RawUpstream flaky(listenAndHealth(flaky_healthy));
+  RawUpstream steady(listenAndHealth(steady_healthy));
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 1\nadmin: 127.0.0.1:0\nmcp:\n  sse_keepalive: 0s\n"
+      "upstreams:\n  - name: flaky\n    endpoints: [" +
+      flaky.address() +
+      "]\n    health_check: { probe: http, path: /healthz, interval: 1s, timeout: 300ms,"
+      " unhealthy_threshold: 1, healthy_threshold: 1 }\n"
+      "  - name: steady\n    endpoints: [" +
+      steady.address() +
+      "]\nroutes:\n  - name: all\n    upstreams: [flaky, steady]\n"
+      "federation:\n  list_timeout: 2s\n");
+  // Asks for tools only: prompts and resources changes are not sent to it.
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":)"
+      R"({"notifications":{"toolsListChanged":true},"_meta":)"
+      R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  Client client(gw.port());
+  REQUIRE(client.send(
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+      "Mcp-Method: subscriptions/listen\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body));
+  auto head = client.readHead(Ms(5000));
+  INFO("gateway stderr:\n" << gw.process().stderrText());
+  REQUIRE(head);
+  REQUIRE(head->status == 200);
+  REQUIRE(client.readBodyUntil("notifications/subscriptions/acknowledged", Ms(5000)));
+  constexpr std::string_view kToolsChanged = "notifications/tools/list_changed";
+  // Nothing changes while both stay healthy.
+  CHECK_FALSE(client.readBodyUntil(kToolsChanged, Ms(1500)));
+
+  // flaky's health check fails: it leaves (within its 1 s interval and the stream's 1 s look).
+  flaky_healthy = false;
+  const size_t before_leave = client.body().size();
+  REQUIRE(client.readBodyUntil(kToolsChanged, Ms(5000), before_leave));
+  const size_t after_leave = client.body().size();
+  // It comes back: a second list_changed.
+  flaky_healthy = true;
+  REQUIRE(client.readBodyUntil(kToolsChanged, Ms(5000), after_leave));
+  CHECK(client.body().find("prompts/list_changed") == std::string::npos);
+  CHECK(client.body().find("resources/list_changed") == std::string::npos);
+  // One notification per transition, not one per look.
+  const std::string& b = client.body();
+  size_t count = 0;
+  for (size_t at = b.find(kToolsChanged); at != std::string::npos;
+       at = b.find(kToolsChanged, at + 1)) {
+    ++count;
+  }
+  CHECK(count == 2);
+}

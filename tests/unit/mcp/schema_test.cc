@@ -212,6 +212,40 @@ TEST_CASE("parseToolsList annotation at the schema root or under $defs/$ref is i
   CHECK(findTool(tools, "ok")->params[0].header == "N");
 }
 
+TEST_CASE("parseToolsList reads readOnlyHint and idempotentHint as JSON true only") {
+  std::vector<ToolSchema> tools;
+  uint64_t ttl = 0;
+  REQUIRE(parseToolsList(
+      toolsList(
+          R"({"name":"ro","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},)"
+          R"({"name":"idem","annotations":{"idempotentHint":true,"readOnlyHint":false}},)"
+          R"({"name":"both","annotations":{"readOnlyHint":true,"idempotentHint":true}},)"
+          R"({"name":"none","inputSchema":{"type":"object"}},)"
+          R"({"name":"empty","annotations":{}},)"
+          R"({"name":"strings","annotations":{"readOnlyHint":"true","idempotentHint":1}},)"
+          R"({"name":"nulls","annotations":{"readOnlyHint":null}},)"
+          R"({"name":"notobj","annotations":[{"readOnlyHint":true}]},)"
+          R"({"name":"nested","annotations":{"hints":{"readOnlyHint":true}}},)"
+          R"({"name":"top","readOnlyHint":true})"),
+      tools, ttl));
+  struct Want {
+    const char* name;
+    bool read_only;
+    bool idempotent;
+  };
+  for (const Want& w :
+       {Want{"ro", true, false}, Want{"idem", false, true}, Want{"both", true, true},
+        Want{"none", false, false}, Want{"empty", false, false}, Want{"strings", false, false},
+        Want{"nulls", false, false}, Want{"notobj", false, false}, Want{"nested", false, false},
+        Want{"top", false, false}}) {
+    INFO(w.name);
+    const ToolSchema* t = findTool(tools, w.name);
+    REQUIRE(t != nullptr);
+    CHECK(t->read_only == w.read_only);
+    CHECK(t->idempotent == w.idempotent);
+  }
+}
+
 TEST_CASE("SchemaCache learn, find and expiry") {
   using namespace std::chrono_literals;
   const SchemaCache::Clock::time_point t0{std::chrono::seconds(1000)};

@@ -195,12 +195,21 @@ TEST_CASE("health settings: every key loads, every mistake is an error", "[setti
       {"    retry: { backoff: 1s }\n", "0 to 250ms"},
       {"    retry: { tools: all }\n", "must be none, read_only or idempotent"},
       {"    retry: { when: always }\n", "unknown key"},
-      {"    retry: { tools: read_only }\n", "retrying tools/call is not available"},
   };
   for (const auto& [lines, text] : bad) {
     LoadResult b = loadString(withBlock(lines), "gw.yaml");
     INFO(lines << test::dump(b));
     CHECK(test::hasError(b, text));
+  }
+  for (const auto& [text, tools] :
+       {std::pair{"none", Retry::Tools::kNone}, std::pair{"read_only", Retry::Tools::kReadOnly},
+        std::pair{"idempotent", Retry::Tools::kIdempotent}}) {
+    LoadResult t =
+        loadString(withBlock(std::string("    retry: { tools: ") + text + " }\n"), "gw.yaml");
+    INFO(text << test::dump(t));
+    REQUIRE(t.errors.empty());
+    REQUIRE(t.settings->upstreams[0].retry);
+    CHECK(t.settings->upstreams[0].retry->tools == tools);
   }
   LoadResult b = loadString(withBlock("") + "readiness: sometimes\n", "gw.yaml");
   CHECK(test::hasError(b, "must be always, any_upstream or all_upstreams"));
