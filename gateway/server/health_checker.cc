@@ -16,6 +16,7 @@
 #include "gateway/client/http_client.h"
 #include "gateway/core/clock.h"
 #include "gateway/event/owners.h"
+#include "gateway/policy/token_answer.h"
 #include "gateway/upstream/health.h"
 #include "gateway/upstream/pool.h"
 
@@ -31,8 +32,11 @@ int64_t steadyNs() {
       .count();
 }
 
+// The whole _meta envelope a 2026-07-28 server checks on every request.
 constexpr char kPing[] = R"({"jsonrpc":"2.0","id":"gw-health","method":"ping","params":{"_meta":{)"
                          R"("io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                         R"("io.modelcontextprotocol/clientInfo":)"
+                         R"({"name":"mcp-gateway-health","version":"1"},)"
                          R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
 
 struct BaseDeleter {
@@ -230,6 +234,14 @@ void HealthChecker::Impl::probe(const settings::Upstream& up, size_t index, Due&
     for (const auto& [name, value] : up.headers) {
       req.headers.emplace_back(name, value);
     }
+    if (up.auth && up.auth->type == settings::UpstreamAuthType::kClientCredentials) {
+      // The gateway's own token, as its requests carry (none yet: the probe goes without).
+      std::string authorization =
+          policy::clientCredentialsAuthorization(up, core::SteadyClock::instance().now());
+      if (!authorization.empty()) {
+        req.headers.emplace_back("Authorization", std::move(authorization));
+      }
+    }
     req.setJson(kPing);
   }
   const bool mcp = hc.probe == settings::HealthCheck::Probe::kMcp;
@@ -239,7 +251,12 @@ void HealthChecker::Impl::probe(const settings::Upstream& up, size_t index, Due&
     if (!r.ok()) {
       why = r.error == client::Error::kTimeout ? "probe timeout" : r.reason;
     } else if (mcp) {
-      ok = r.response.status == 200 && r.response.body.find("\"result\"") != std::string::npos;
+      // A result; or, from a 2026-07-28 server (the revision removed ping), 404 with the
+      // JSON-RPC -32601 "Method not found": either way an MCP server answered.
+      const std::string& b = r.response.body;
+      const bool jsonrpc = b.find("\"jsonrpc\"") != std::string::npos;
+      ok = jsonrpc && ((r.response.status == 200 && b.find("\"result\"") != std::string::npos) ||
+                       (r.response.status == 404 && b.find("-32601") != std::string::npos));
       why = ok ? "" : "ping answered HTTP " + std::to_string(r.response.status);
     } else {
       ok = r.response.status >= 200 && r.response.status < 300;

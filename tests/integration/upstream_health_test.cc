@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -184,8 +185,13 @@ TEST_CASE("upstream health: active checks take an endpoint down and bring it bac
 
 namespace {
 
-const std::string kListBody = R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":)"
-                              R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+// The _meta envelope a 2026-07-28 server (and a federated route) checks.
+constexpr char kMeta[] = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                         R"("io.modelcontextprotocol/clientInfo":{"name":"itest","version":"1"},)"
+                         R"("io.modelcontextprotocol/clientCapabilities":{}})";
+
+const std::string kListBody =
+    std::string(R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{)") + kMeta + "}}";
 
 std::string listRequest() {
   return "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -329,8 +335,7 @@ Response callTool(const Gateway& gw, const std::string& tool, int id) {
   // The envelope a federated route checks: params._meta's protocol version.
   const std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
                            R"(,"method":"tools/call","params":{"name":")" + tool +
-                           R"(","arguments":{},"_meta":{"io.modelcontextprotocol/)"
-                           R"(protocolVersion":"2026-07-28"}}})";
+                           R"(","arguments":{},)" + kMeta + "}}";
   return fetch(gw.port(), mcpPost(body, "", tool));
 }
 
@@ -471,7 +476,7 @@ UpstreamScript listenAndHealth(const std::atomic<bool>& healthy) {
 TEST_CASE(
     "upstream health: merged listen streams hear list_changed when an upstream leaves "
     "and when it comes back",
-    "[upstream_health][federation]") {
+    "[upstream_health][federation][slow]") {
   std::atomic<bool> flaky_healthy{true};
   std::atomic<bool> steady_healthy{true};
   RawUpstream flaky(listenAndHealth(flaky_healthy));
@@ -524,4 +529,150 @@ TEST_CASE(
     ++count;
   }
   CHECK(count == 2);
+}
+
+namespace {
+
+// tests/fixtures/fed-server.mjs (the v2 TypeScript SDK) named `name` with one tool
+// `<name>_tool`, on `port` (0: any).
+std::unique_ptr<Process> sdkServer(const TempDir& dir, const std::string& name, uint16_t port) {
+  return std::make_unique<Process>(
+      std::vector<std::string>{"node",
+                               std::string(GW_SOURCE_DIR) + "/tests/fixtures/fed-server.mjs",
+                               std::to_string(port)},
+      dir.path(), "health-" + name + "-" + std::to_string(port),
+      std::vector<std::string>{"FED_NAME=" + name, "FED_TOOLS=" + name + "_tool"});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "upstream health: a real SDK server stopped leaves a federated route at once and "
+    "rejoins it when started again",
+    "[upstream_health][federation][sdk][slow]") {
+  TempDir dir;
+  auto alpha = sdkServer(dir, "alpha", 0);
+  auto beta = sdkServer(dir, "beta", 0);
+  const uint16_t alpha_port = fixturePort(*alpha, "fed-server.mjs");
+  const uint16_t beta_port = fixturePort(*beta, "fed-server.mjs");
+  const std::string check =
+      "    health_check: { probe: mcp, interval: 1s, timeout: 500ms, unhealthy_threshold: 1,"
+      " healthy_threshold: 1 }\n";
+  Gateway gw(
+      "listen: 127.0.0.1:${PORT}\nworkers: 2\nadmin: 127.0.0.1:0\n"
+      "upstreams:\n  - name: alpha\n    endpoints: [127.0.0.1:" +
+      std::to_string(alpha_port) + "]\n" + check +
+      "  - name: beta\n    endpoints: [127.0.0.1:" + std::to_string(beta_port) + "]\n" + check +
+      "routes:\n  - name: all\n    upstreams: [alpha, beta]\n"
+      "federation:\n  list_timeout: 5s\n");
+  auto health = [&] { return adminGet(gw.adminPort(), "/federation").body; };
+  REQUIRE(
+      waitFor([&] { return health().find(R"("beta":"healthy")") != std::string::npos; }, Ms(5000)));
+  Response list = fetch(gw.port(), listRequest());
+  INFO(list.body);
+  REQUIRE(list.status == 200);
+  CHECK(list.body.find("alpha_tool") != std::string::npos);
+  CHECK(list.body.find("beta_tool") != std::string::npos);
+  CHECK(callTool(gw, "beta_tool", 40).status == 200);
+
+  // Stopped: its health check takes it down within a probe interval.
+  beta->terminate();
+  REQUIRE(waitFor([&] { return health().find(R"("beta":"unavailable")") != std::string::npos; },
+                  Ms(5000)));
+  INFO("after the stop: " << health() << "\ngateway stderr:\n" << gw.process().stderrText());
+  // Lists leave it out without waiting for it; the other upstream serves on.
+  const auto t0 = std::chrono::steady_clock::now();
+  list = fetch(gw.port(), listRequest());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
+  CHECK(list.status == 200);
+  CHECK(list.body.find("alpha_tool") != std::string::npos);
+  CHECK(list.body.find("beta_tool") == std::string::npos);
+  CHECK(callTool(gw, "alpha_tool", 41).status == 200);
+
+  // Started again on its port: the health check brings it back, and lists have its tool again.
+  beta = sdkServer(dir, "beta", beta_port);
+  REQUIRE(fixturePort(*beta, "fed-server.mjs") == beta_port);
+  REQUIRE(
+      waitFor([&] { return health().find(R"("beta":"healthy")") != std::string::npos; }, Ms(5000)));
+  list = fetch(gw.port(), listRequest());
+  CHECK(list.status == 200);
+  CHECK(list.body.find("beta_tool") != std::string::npos);
+  CHECK(callTool(gw, "beta_tool", 43).status == 200);
+  beta->terminate();
+  alpha->terminate();
+}
+
+TEST_CASE(
+    "upstream health: probe: mcp counts a ping result or a 2026 server's -32601 as up, "
+    "anything else as down",
+    "[upstream_health][slow]") {
+  // What the upstream answers the probe's ping.
+  enum Mode : int { kResult, kNotFoundJsonRpc, kNotFoundPlain, kOkNotJsonRpc, kUnauthorized };
+  std::atomic<int> mode{kResult};
+  std::atomic<int> probes{0};
+  std::mutex mu;
+  std::string probe_seen;
+  RawUpstream up([&](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(3000))) {
+      if (req->header("mcp-method").value_or("") != "ping") {
+        if (!c.send(answer(200, kOkBody))) {
+          return;
+        }
+        continue;
+      }
+      ++probes;
+      {
+        std::lock_guard lock(mu);
+        probe_seen = req->head + req->body;
+      }
+      std::string a;
+      switch (mode.load()) {
+        case kResult:
+          a = answer(200, R"({"jsonrpc":"2.0","id":"gw-health","result":{}})");
+          break;
+        case kNotFoundJsonRpc:
+          a = answer(404, R"({"jsonrpc":"2.0","id":"gw-health","error":{"code":-32601,)"
+                          R"("message":"Method not found"}})");
+          break;
+        case kNotFoundPlain:
+          a = "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 9\r\n\r\nNot "
+              "Found";
+          break;
+        case kOkNotJsonRpc:
+          a = answer(200, R"({"status":"ok"})");
+          break;
+        default:
+          a = answer(401, R"({"error":"unauthorized"})");
+          break;
+      }
+      if (!c.send(a)) {
+        return;
+      }
+    }
+  });
+  Gateway gw(config(up.address(),
+                    "    health_check: { probe: mcp, interval: 1s, timeout: 300ms,"
+                    " unhealthy_threshold: 1, healthy_threshold: 1 }\n"));
+  auto state = [&] { return adminGet(gw.adminPort(), "/upstreams").body; };
+  auto isDown = [&] { return state().find(R"("state":"down")") != std::string::npos; };
+  REQUIRE(waitFor([&] { return probes >= 1; }, Ms(3000)));
+  {
+    std::lock_guard lock(mu);
+    INFO(probe_seen);
+    CHECK(probe_seen.find("POST /mcp ") == 0);
+    CHECK(probe_seen.find("MCP-Protocol-Version: 2026-07-28") != std::string::npos);
+    CHECK(probe_seen.find(R"("method":"ping")") != std::string::npos);
+    CHECK(probe_seen.find("io.modelcontextprotocol/clientInfo") != std::string::npos);
+    CHECK(probe_seen.find("io.modelcontextprotocol/clientCapabilities") != std::string::npos);
+  }
+  CHECK_FALSE(isDown());
+  for (int down_mode : {kNotFoundPlain, kOkNotJsonRpc, kUnauthorized}) {
+    INFO("mode " << down_mode);
+    mode = down_mode;
+    CHECK(waitFor(isDown, Ms(4000)));
+    // A 2026-07-28 server that answers ping with -32601: up again.
+    mode = kNotFoundJsonRpc;
+    CHECK(waitFor([&] { return !isDown(); }, Ms(4000)));
+  }
+  CHECK(call(gw).status == 200);
 }
