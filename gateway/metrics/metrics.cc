@@ -409,7 +409,16 @@ std::string Registry::scrape(const Gauges& g) const {
       auto ejections = family("mcp_gateway_upstream_ejections_total",
                               "Passive ejections of an upstream endpoint (outlier_detection)",
                               MetricType::Counter);
+      auto transitions = family("mcp_gateway_upstream_health_transitions_total",
+                                "Health check transitions of an upstream endpoint (to down, to up)",
+                                MetricType::Counter);
       for (const EndpointHealthSample& e : endpoint_health_()) {
+        for (const auto& [to, n] : {std::pair{"down", e.went_down}, std::pair{"up", e.came_up}}) {
+          prometheus::ClientMetric t;
+          t.label = {{"upstream", e.upstream}, {"endpoint", e.endpoint}, {"to", to}};
+          t.counter.value = static_cast<double>(n);
+          transitions.metric.push_back(std::move(t));
+        }
         prometheus::ClientMetric h;
         h.label = {{"upstream", e.upstream}, {"endpoint", e.endpoint}};
         h.gauge.value = e.healthy ? 1 : 0;
@@ -421,6 +430,7 @@ std::string Registry::scrape(const Gauges& g) const {
       }
       fams.push_back(std::move(healthy));
       fams.push_back(std::move(ejections));
+      fams.push_back(std::move(transitions));
     }
   }
   fams.push_back(counterFamily("mcp_gateway_upstream_retries_total",

@@ -213,14 +213,17 @@ class Registry {
   // at scrape.
   void setTokenCacheSizes(std::function<std::vector<std::pair<std::string, int64_t>>()> f);
 
-  // Each upstream endpoint's health at scrape (upstream/health.h): usable now (1/0), and its
-  // ejections so far (mcp_gateway_upstream_endpoint_healthy,
-  // mcp_gateway_upstream_ejections_total).
+  // Each upstream endpoint's health at scrape (upstream/health.h): usable now (1/0), its
+  // ejections so far, and its health checks' transitions down and up
+  // (mcp_gateway_upstream_endpoint_healthy, mcp_gateway_upstream_ejections_total,
+  // mcp_gateway_upstream_health_transitions_total{to="down"|"up"}).
   struct EndpointHealthSample {
     std::string upstream;
     std::string endpoint;
     bool healthy = true;
     uint64_t ejections = 0;
+    uint64_t went_down = 0;
+    uint64_t came_up = 0;
   };
   void setEndpointHealth(std::function<std::vector<EndpointHealthSample>()> f);
 

@@ -288,6 +288,10 @@ void HealthChecker::Impl::done(const std::string& key,
                    state->endpoint, why);
     }
   }
+  if (ok && upstream::endEjectionOnProbe(*state, steadyNs())) {
+    spdlog::info("upstream '{}' endpoint {} is back: its ejection ended (health check passed)",
+                 state->upstream, state->endpoint);
+  }
 }
 
 }  // namespace gw::server

@@ -482,7 +482,8 @@ int Server::run() {
     for (const settings::Upstream& up : running->settings->upstreams) {
       const auto state = upstream::HealthRegistry::instance().upstream(up);
       for (const auto& e : state->endpoints()) {
-        out.push_back({e->upstream, e->endpoint, e->usable(now), e->ejected_total.load()});
+        out.push_back({e->upstream, e->endpoint, e->usable(now), e->ejected_total.load(),
+                       e->went_down.load(), e->came_up.load()});
       }
     }
     return out;

@@ -195,12 +195,22 @@ int retryAfterSeconds(const UpstreamState& u, const settings::Upstream& up, int6
   return static_cast<int>(std::clamp<int64_t>(s, 1, 300));
 }
 
+bool endEjectionOnProbe(EndpointState& e, int64_t now) noexcept {
+  if (!e.healthy.load() || e.ejected_until.load() <= now) {
+    return false;
+  }
+  e.ejected_until.store(0);
+  e.consecutive.store(0);
+  return true;
+}
+
 bool reportProbe(EndpointState& e, const settings::HealthCheck& hc, bool ok) {
   if (ok) {
     e.probe_failed = 0;
     ++e.probe_ok;
     if (!e.healthy.load() && e.probe_ok >= hc.healthy_threshold) {
       e.healthy.store(true);
+      e.came_up.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     return false;
@@ -209,6 +219,7 @@ bool reportProbe(EndpointState& e, const settings::HealthCheck& hc, bool ok) {
   ++e.probe_failed;
   if (e.healthy.load() && e.probe_failed >= hc.unhealthy_threshold) {
     e.healthy.store(false);
+    e.went_down.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   return false;

@@ -34,6 +34,8 @@ struct EndpointState {
   std::atomic<uint32_t> ejections{0};     // ejections without a success between
   std::atomic<int64_t> in_flight{0};      // requests on it now
   std::atomic<uint64_t> ejected_total{0};
+  std::atomic<uint64_t> went_down{0};  // active checks: transitions to down
+  std::atomic<uint64_t> came_up{0};    // and back up
   // The health checker's run of results (its thread only).
   uint32_t probe_ok = 0;
   uint32_t probe_failed = 0;
@@ -114,5 +116,9 @@ int retryAfterSeconds(const UpstreamState& u, const settings::Upstream& up, int6
 
 // Active health: one probe's result at `now`; true when the endpoint changed state.
 bool reportProbe(EndpointState& e, const settings::HealthCheck& hc, bool ok);
+// After a passing probe: an endpoint the health check holds up, but ejected by outlier
+// detection, is taken back at once (as Envoy's successful_active_health_check_uneject_host):
+// a restarted server need not wait out its ejection. True when it ended an ejection.
+bool endEjectionOnProbe(EndpointState& e, int64_t now) noexcept;
 
 }  // namespace gw::upstream

@@ -675,4 +675,12 @@ TEST_CASE(
     CHECK(waitFor([&] { return !isDown(); }, Ms(4000)));
   }
   CHECK(call(gw).status == 200);
+  // Each transition counted once.
+  const std::string metrics = adminGet(gw.adminPort(), "/metrics").body;
+  INFO(metrics);
+  const std::string labels = "upstream=\"flaky\",endpoint=\"" + up.address() + "\",to=";
+  CHECK(sample(metrics, "mcp_gateway_upstream_health_transitions_total{" + labels + "\"down\"}") ==
+        3);
+  CHECK(sample(metrics, "mcp_gateway_upstream_health_transitions_total{" + labels + "\"up\"}") ==
+        3);
 }

@@ -70,6 +70,38 @@ TEST_CASE("health: consecutive failures eject, the time doubles, a success reset
   CHECK(e->ejected_total.load() == 9);
 }
 
+TEST_CASE("health: a passing health check ends an ejection once the check holds it up",
+          "[upstream][health]") {
+  HealthRegistry::instance().clear();
+  settings::Upstream up = upstreamWith(1);
+  settings::HealthCheck hc;
+  hc.unhealthy_threshold = 1;
+  hc.healthy_threshold = 2;
+  auto u = HealthRegistry::instance().upstream(up);
+  auto e = u->endpoints().at(0);
+  const int64_t now = 100 * kSecond;
+  // Not ejected: nothing to end.
+  CHECK_FALSE(endEjectionOnProbe(*e, now));
+  for (int i = 0; i < 5; ++i) {
+    reportFailure(*u, *e, up, now);
+  }
+  REQUIRE_FALSE(e->usable(now + kSecond));
+  // The server stopped: the check takes it down as well.
+  CHECK(reportProbe(*e, hc, false));
+  CHECK_FALSE(endEjectionOnProbe(*e, now + kSecond));  // down: the ejection stands
+  // Started again: the first good probe does not bring it up (threshold 2), the ejection
+  // stands; the second does, and ends the ejection 28 s early.
+  CHECK_FALSE(reportProbe(*e, hc, true));
+  CHECK_FALSE(endEjectionOnProbe(*e, now + kSecond));
+  CHECK_FALSE(e->usable(now + 2 * kSecond));
+  CHECK(reportProbe(*e, hc, true));
+  CHECK(endEjectionOnProbe(*e, now + 2 * kSecond));
+  CHECK(e->usable(now + 2 * kSecond));
+  CHECK(e->consecutive.load() == 0);
+  // An ejection that already ran out is not "ended" again.
+  CHECK_FALSE(endEjectionOnProbe(*e, now + 3 * kSecond));
+}
+
 TEST_CASE("health: max_ejection_percent caps the endpoints out at once", "[upstream][health]") {
   HealthRegistry::instance().clear();
   settings::Upstream up = upstreamWith(4);  // 50 %: two of four
