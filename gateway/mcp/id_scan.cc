@@ -2,6 +2,10 @@
 
 #include "gateway/mcp/id_scan.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
 namespace gw::mcp {
 
 namespace {
@@ -223,6 +227,103 @@ RequestId scanIdPrefix(std::string_view prefix) noexcept {
 
 bool looksLikeResponse(std::string_view prefix) noexcept {
   return Scanner(prefix).response();
+}
+
+namespace {
+
+// The first index where a and b differ (both have at least n bytes).
+size_t firstDifference(std::string_view a, std::string_view b, size_t n) noexcept {
+  constexpr size_t kStep = 4096;
+  size_t at = 0;
+  while (at + kStep <= n && std::memcmp(a.data() + at, b.data() + at, kStep) == 0) {
+    at += kStep;
+  }
+  while (at < n && a[at] == b[at]) {
+    ++at;
+  }
+  return at;
+}
+
+bool isSpace(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Where the scalar JSON value starting at `at` ends (one past it), or npos when it is not a
+// number or an escape-free string.
+size_t scalarEnd(std::string_view t, size_t at) noexcept {
+  if (at >= t.size()) {
+    return std::string_view::npos;
+  }
+  if (t[at] == '"') {
+    for (size_t i = at + 1; i < t.size(); ++i) {
+      if (t[i] == '\\') {
+        return std::string_view::npos;
+      }
+      if (t[i] == '"') {
+        return i + 1;
+      }
+    }
+    return std::string_view::npos;
+  }
+  size_t i = at;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) != 0 || t[i] == '-' ||
+                          t[i] == '+' || t[i] == '.' || t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+  }
+  return i > at ? i : std::string_view::npos;
+}
+
+}  // namespace
+
+bool sameApartFromId(std::string_view a, std::string_view b) noexcept {
+  const size_t n = std::min(a.size(), b.size());
+  const size_t diff = firstDifference(a, b, n);
+  if (diff == n && a.size() == b.size()) {
+    return true;
+  }
+  // Back to the start of the value the difference is in: after `"id"` `:`, both texts being
+  // equal up to there.
+  size_t start = diff;
+  while (start > 0 && a[start - 1] != ':' && a[start - 1] != ',' && a[start - 1] != '{' &&
+         !isSpace(a[start - 1]) && diff - start <= 256) {
+    --start;
+  }
+  size_t k = start;
+  while (k > 0 && isSpace(a[k - 1])) {
+    --k;
+  }
+  if (k == 0 || a[k - 1] != ':') {
+    return false;
+  }
+  --k;
+  while (k > 0 && isSpace(a[k - 1])) {
+    --k;
+  }
+  if (k < 4 || a.substr(k - 4, 4) != "\"id\"") {
+    return false;
+  }
+  const size_t end_a = scalarEnd(a, start);
+  const size_t end_b = scalarEnd(b, start);
+  if (end_a == std::string_view::npos || end_b == std::string_view::npos || end_a < diff ||
+      end_b < diff || a.size() - end_a != b.size() - end_b) {
+    return false;
+  }
+  // The message's own id, not an "id" inside its result (a tool schema's default, say): the
+  // answer's first members ({"jsonrpc":"2.0","id":…) or its last ones (…,"id":…}), seen
+  // whole in a few bytes.
+  auto count = [](std::string_view t, char c) {
+    return static_cast<size_t>(std::count(t.begin(), t.end(), c));
+  };
+  constexpr size_t kNear = 64;
+  const std::string_view before = a.substr(0, k - 4);
+  const std::string_view after = a.substr(end_a);
+  const bool first = before.size() <= kNear && count(before, '{') == 1 && count(before, '[') == 0;
+  const bool last = after.size() <= kNear && count(after, '}') == 1 && count(after, '{') == 0 &&
+                    count(after, '[') == 0 && count(after, ']') == 0;
+  if (!first && !last) {
+    return false;
+  }
+  return std::memcmp(a.data() + end_a, b.data() + end_b, a.size() - end_a) == 0;
 }
 
 }  // namespace gw::mcp

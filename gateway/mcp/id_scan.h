@@ -27,4 +27,13 @@ RequestId scanIdPrefix(std::string_view prefix) noexcept;
 // bytes (sse::Framer::lastEventHead) to tell the answer from notifications.
 bool looksLikeResponse(std::string_view prefix) noexcept;
 
+// Whether two JSON-RPC answers are the same text apart from their "id" values: equal bytes,
+// or one differing run that is, in both, the whole scalar value (a number, or a string
+// without escapes) of an "id" member. What the proxy asks before it learns a tools/list
+// answer again (its ids change with every request; its list mostly does not). Conservative:
+// anything else — two differences, an id spelled with escapes, a difference that is not an
+// "id" value — is "not the same" (the caller then parses). Reads each text at most twice,
+// with memcmp.
+bool sameApartFromId(std::string_view a, std::string_view b) noexcept;
+
 }  // namespace gw::mcp

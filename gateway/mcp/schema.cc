@@ -228,8 +228,8 @@ bool parseToolsList(std::string_view json, std::vector<ToolSchema>& out, uint64_
   return true;
 }
 
-void SchemaCache::learn(std::string_view upstream, std::vector<ToolSchema> tools, uint64_t ttl_ms,
-                        Clock::time_point now) {
+uint64_t SchemaCache::learn(std::string_view upstream, std::vector<ToolSchema> tools,
+                            uint64_t ttl_ms, Clock::time_point now) {
   Entry entry;
   const auto ttl = std::max(std::chrono::milliseconds(std::min(ttl_ms, kMaxTtlMs)), min_ttl_);
   entry.expires = now + ttl;
@@ -238,7 +238,22 @@ void SchemaCache::learn(std::string_view upstream, std::vector<ToolSchema> tools
     entry.tools.insert_or_assign(std::move(key), std::make_shared<const ToolSchema>(std::move(t)));
   }
   std::unique_lock lock(mu_);
+  entry.generation = ++generations_;
+  const uint64_t generation = entry.generation;
   upstreams_.insert_or_assign(std::string(upstream), std::move(entry));
+  return generation;
+}
+
+bool SchemaCache::renew(std::string_view upstream, uint64_t generation, uint64_t ttl_ms,
+                        Clock::time_point now) {
+  const auto ttl = std::max(std::chrono::milliseconds(std::min(ttl_ms, kMaxTtlMs)), min_ttl_);
+  std::unique_lock lock(mu_);
+  const auto up = upstreams_.find(upstream);
+  if (up == upstreams_.end() || now >= up->second.expires || up->second.generation != generation) {
+    return false;
+  }
+  up->second.expires = now + ttl;
+  return true;
 }
 
 std::shared_ptr<const ToolSchema> SchemaCache::find(std::string_view upstream,

@@ -49,8 +49,15 @@ class SchemaCache {
   explicit SchemaCache(std::chrono::milliseconds min_ttl = std::chrono::seconds(60))
       : min_ttl_(min_ttl) {}
 
-  // Replaces everything known for `upstream` with this tools/list.
-  void learn(std::string_view upstream, std::vector<ToolSchema> tools, uint64_t ttl_ms,
+  // Replaces everything known for `upstream` with this tools/list; returns the generation of
+  // what it learned (renew()).
+  uint64_t learn(std::string_view upstream, std::vector<ToolSchema> tools, uint64_t ttl_ms,
+                 Clock::time_point now);
+  // The same answer as the one `upstream`'s tools were learned from (learn() returned
+  // `generation`) came again: what was learned lives `ttl_ms` (as learn()) from now. False
+  // when the cache holds something else for `upstream` (learned since from another answer),
+  // or nothing, or it expired: the caller learns the answer again.
+  bool renew(std::string_view upstream, uint64_t generation, uint64_t ttl_ms,
              Clock::time_point now);
   // The tool's annotations, or nullptr when unknown or expired.
   std::shared_ptr<const ToolSchema> find(std::string_view upstream, std::string_view tool,
@@ -69,7 +76,9 @@ class SchemaCache {
   struct Entry {
     StringMap<std::shared_ptr<const ToolSchema>> tools;
     Clock::time_point expires;
+    uint64_t generation = 0;
   };
+  uint64_t generations_ = 0;  // under mu_
   std::chrono::milliseconds min_ttl_;
   mutable std::shared_mutex mu_;
   StringMap<Entry> upstreams_;

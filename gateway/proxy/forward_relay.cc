@@ -283,12 +283,20 @@ void ForwardTarget::onEvent(std::string_view, std::string_view data) noexcept {
   }
 }
 
+// The answer this worker saw last for the upstream, again (its id aside): what was learned of
+// it only lives on; anything else is parsed and learned.
 void ForwardTarget::learnTools(std::string_view json) noexcept {
+  const settings::Upstream& up = x_.settings().upstreams[up_index_];
+  const std::shared_ptr<mcp::SchemaCache>& cache = x_.snapshot()->schemas;
+  const auto now = core::steadyNow();
+  SeenAnswers& seen = x_.worker().seen_answers;
+  if (seen.renew(cache, up.name, json, now)) {
+    return;
+  }
   std::vector<mcp::ToolSchema> tools;
   uint64_t ttl = 0;
   if (mcp::parseToolsList(json, tools, ttl)) {
-    const settings::Upstream& up = x_.settings().upstreams[up_index_];
-    x_.snapshot()->schemas->learn(up.name, std::move(tools), ttl, core::steadyNow());
+    seen.keep(cache, up.name, json, cache->learn(up.name, std::move(tools), ttl, now), ttl);
   }
 }
 

@@ -25,6 +25,7 @@
 #include "gateway/policy/policy.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/legacy_sessions.h"
+#include "gateway/proxy/seen_answers.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
 #include "gateway/tls/server_context.h"
@@ -121,6 +122,8 @@ struct ProxyContext {
   uint64_t access_log_gen = ~uint64_t{0};
   // Credentials towards upstreams this worker used in the last second (upstream_auth.h).
   CredentialMemo credential_memo;
+  // The tools/list answers this worker's schema learning saw last (seen_answers.h).
+  SeenAnswers seen_answers;
 
   LegacySessions& legacySessions() {
     if (!legacy_sessions) {

@@ -368,6 +368,53 @@ TEST_CASE("upstream retry: tools: read_only retries a tools/call of a readOnlyHi
   }
 }
 
+TEST_CASE("upstream retry: a list that changed is learned again, the same one is not re-read",
+          "[upstream_health][retry]") {
+  // `act` gains readOnlyHint in the second version of the list.
+  std::atomic<bool> annotated{false};
+  std::mutex mu;
+  std::set<std::string> seen;
+  RawUpstream up([&](UpstreamConn& c) {
+    while (auto req = c.readRequest(Ms(3000))) {
+      if (req->body.find("\"tools/list\"") != std::string::npos) {
+        const std::string hints = annotated ? R"(,"annotations":{"readOnlyHint":true})" : "";
+        const std::string id = req->body.substr(req->body.find("\"id\":") + 5, 1);
+        if (!c.send(answer(200, R"({"jsonrpc":"2.0","id":)" + id +
+                                    R"(,"result":{"tools":[{"name":"act","inputSchema":)"
+                                    R"({"type":"object"})" +
+                                    hints + "}]}}"))) {
+          return;
+        }
+        continue;
+      }
+      bool first = false;
+      {
+        std::lock_guard lock(mu);
+        first = seen.insert(req->body).second;
+      }
+      if (first) {
+        c.reset();
+        return;
+      }
+      if (!c.send(answer(200, kOkBody))) {
+        return;
+      }
+    }
+  });
+  Gateway gw(config(up.address(),
+                    "    outlier_detection: { consecutive_failures: 0 }\n"
+                    "    retry: { attempts: 2, tools: read_only, backoff: 1ms, budget: 100% }\n"));
+  REQUIRE(fetch(gw.port(), listRequest()).status == 200);
+  REQUIRE(fetch(gw.port(), listRequest()).status == 200);  // the same list again
+  CHECK(callTool(gw, "act", 50).status == 502);
+  annotated = true;
+  REQUIRE(fetch(gw.port(), listRequest()).status == 200);
+  CHECK(callTool(gw, "act", 51).status == 200);
+  annotated = false;
+  REQUIRE(fetch(gw.port(), listRequest()).status == 200);
+  CHECK(callTool(gw, "act", 52).status == 502);
+}
+
 TEST_CASE("upstream retry: tools: idempotent retries readOnlyHint and idempotentHint tools",
           "[upstream_health][retry]") {
   AnnotatedTools up;

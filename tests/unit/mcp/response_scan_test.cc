@@ -3,7 +3,9 @@
 // top-level members inside the prefix only, in any member order and spacing.
 
 #include <catch.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/mcp/id_scan.h"
 
@@ -41,5 +43,87 @@ TEST_CASE("mcp: looksLikeResponse tells responses from requests and notification
   for (const Case& c : cases) {
     INFO(c.prefix);
     CHECK(gw::mcp::looksLikeResponse(c.prefix) == c.response);
+  }
+}
+
+TEST_CASE("sameApartFromId: the same answer to another request is the same") {
+  using gw::mcp::sameApartFromId;
+  const std::string list = R"("result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]})";
+  struct Case {
+    std::string a;
+    std::string b;
+    bool same;
+  };
+  const std::vector<Case> cases = {
+      // Equal bytes.
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list + "}",
+       true},
+      // Ids of every kind and length, first or last.
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":2,)" + list + "}",
+       true},
+      {R"({"jsonrpc":"2.0","id":9,)" + list + "}", R"({"jsonrpc":"2.0","id":10,)" + list + "}",
+       true},
+      {R"({"jsonrpc":"2.0","id":21,)" + list + "}", R"({"jsonrpc":"2.0","id":31,)" + list + "}",
+       true},
+      {R"({"jsonrpc":"2.0","id":"a-1",)" + list + "}",
+       R"({"jsonrpc":"2.0","id":"a-22",)" + list + "}", true},
+      {R"({"jsonrpc":"2.0","id":7,)" + list + "}", R"({"jsonrpc":"2.0","id":"7",)" + list + "}",
+       true},
+      {R"({"id":1,"jsonrpc":"2.0",)" + list + "}", R"({"id":12,"jsonrpc":"2.0",)" + list + "}",
+       true},
+      {"{" + list + R"(,"jsonrpc":"2.0","id":1})", "{" + list + R"(,"jsonrpc":"2.0","id":99})",
+       true},
+      {"{" + list + R"(,"jsonrpc":"2.0","id" : 1 })", "{" + list + R"(,"jsonrpc":"2.0","id" : 2 })",
+       true},
+      // The list differs (too, or only).
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}",
+       R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}})",
+       false},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}",
+       R"({"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}})",
+       false},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list + " }",
+       false},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list, false},
+      // An "id" inside the result is part of the list, not the message's id.
+      {R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"default":{"id":1}}}]}})",
+       R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"default":{"id":2}}}]}})",
+       false},
+      {R"({"jsonrpc":"2.0","result":{"tools":[{"id":1,"name":"a"}]},"id":5})",
+       R"({"jsonrpc":"2.0","result":{"tools":[{"id":2,"name":"a"}]},"id":5})", false},
+      // Ids the scan does not take apart: escapes, a key spelled otherwise.
+      {R"({"jsonrpc":"2.0","id":"a\"1",)" + list + "}",
+       R"({"jsonrpc":"2.0","id":"a\"2",)" + list + "}", false},
+      {R"({"jsonrpc":"2.0","\u0069d":1,)" + list + "}",
+       R"({"jsonrpc":"2.0","\u0069d":2,)" + list + "}", false},
+      {R"({"jsonrpc":"2.0","xid":1,)" + list + "}", R"({"jsonrpc":"2.0","xid":2,)" + list + "}",
+       false},
+      // Empty and tiny texts.
+      {"", "", true},
+      {"", "{}", false},
+      {"{", "}", false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.a << "\n" << c.b);
+    CHECK(sameApartFromId(c.a, c.b) == c.same);
+    CHECK(sameApartFromId(c.b, c.a) == c.same);
+  }
+}
+
+TEST_CASE("sameApartFromId: a large list differing in one byte anywhere is not the same") {
+  std::string tools;
+  for (int i = 0; i < 2000; ++i) {
+    tools += R"({"name":"tool_)" + std::to_string(i) + R"(","inputSchema":{"type":"object"}},)";
+  }
+  tools.pop_back();
+  const std::string a = R"({"jsonrpc":"2.0","id":1,"result":{"tools":[)" + tools + "]}}";
+  const std::string b = R"({"jsonrpc":"2.0","id":2,"result":{"tools":[)" + tools + "]}}";
+  CHECK(gw::mcp::sameApartFromId(a, b));
+  for (size_t at :
+       {size_t{40}, size_t{4095}, size_t{4096}, size_t{4097}, b.size() / 2, b.size() - 3}) {
+    std::string changed = b;
+    changed[at] = changed[at] == 'x' ? 'y' : 'x';
+    INFO(at);
+    CHECK_FALSE(gw::mcp::sameApartFromId(a, changed));
   }
 }

@@ -1,0 +1,50 @@
+#pragma once
+// proxy/: one worker's last tools/list answer per upstream, as the schema cache learned it
+// (issue #30, learning without re-reading). The same answer again — its id aside
+// (mcp::sameApartFromId) — only extends what the cache learned instead of being parsed again.
+// Bounded: at most kMaxEntries upstreams and kMaxBytes of text per worker, the least recently
+// used dropped first; a text over kMaxBytes is not kept. Worker-local: no lock.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/mcp/schema.h"
+
+namespace gw::proxy {
+
+class SeenAnswers {
+ public:
+  static constexpr size_t kMaxEntries = 32;
+  static constexpr size_t kMaxBytes = 16 * 1024 * 1024;
+
+  // Whether `text` is the answer `cache` last learned for `upstream` on this worker (its id
+  // aside) and the cache still holds it: then its lifetime is renewed (ttlMs as learned) and
+  // the caller need not parse it.
+  bool renew(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
+             std::string_view text, mcp::SchemaCache::Clock::time_point now);
+  // `text`, learned now for `upstream` (SchemaCache::learn's `generation`) with its ttlMs.
+  void keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
+            std::string_view text, uint64_t generation, uint64_t ttl_ms);
+  size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  struct Entry {
+    std::weak_ptr<mcp::SchemaCache> cache;
+    std::string upstream;
+    std::string text;
+    uint64_t generation = 0;  // what the cache learned of it
+    uint64_t ttl_ms = 0;
+    uint64_t used = 0;  // the tick of its last use (least recently used goes first)
+  };
+  Entry* find(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream);
+  void drop(Entry& e) noexcept;
+  std::vector<Entry> entries_;
+  size_t bytes_ = 0;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace gw::proxy
