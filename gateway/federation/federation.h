@@ -154,6 +154,10 @@ std::string listResultMembers(ListKind kind, const MergedItems& merged);
 // "ttlMs":<ttl>,"cacheScope":"public"|"private"}}.
 void appendResponse(std::string& out, std::string_view id_json, std::string_view members,
                     uint64_t ttl_ms, bool public_scope);
+// Its two ends, for a response whose members go out by reference: `{"jsonrpc":"2.0","id":…,
+// "result":{` and `[,]"ttlMs":…,"cacheScope":…}}` (the comma when `members` is not empty).
+void appendResponseHead(std::string& out, std::string_view id_json);
+void appendResponseTail(std::string& out, bool members_empty, uint64_t ttl_ms, bool public_scope);
 
 // ---- visibility (issue #16) ------------------------------------------------------------------
 

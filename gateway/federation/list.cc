@@ -458,11 +458,19 @@ std::string listResultMembers(ListKind kind, const MergedItems& merged) {
 
 void appendResponse(std::string& out, std::string_view id_json, std::string_view members,
                     uint64_t ttl_ms, bool public_scope) {
+  appendResponseHead(out, id_json);
+  out.append(members);
+  appendResponseTail(out, members.empty(), ttl_ms, public_scope);
+}
+
+void appendResponseHead(std::string& out, std::string_view id_json) {
   out.append(R"({"jsonrpc":"2.0","id":)");
   out.append(id_json);
   out.append(R"(,"result":{)");
-  out.append(members);
-  if (!members.empty()) {
+}
+
+void appendResponseTail(std::string& out, bool members_empty, uint64_t ttl_ms, bool public_scope) {
+  if (!members_empty) {
     out.push_back(',');
   }
   out.append(R"("ttlMs":)");

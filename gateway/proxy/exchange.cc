@@ -415,17 +415,23 @@ void Exchange::refuseBeforeBody() {
 }
 
 void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
+  event::EvBufferPtr b = event::makeBuffer();
+  if (!answer.empty()) {
+    evbuffer_add(b.get(), answer.data(), answer.size());
+  }
+  respond(st, reason, b.get(), answer.size());
+}
+
+void Exchange::respond(int st, std::string_view reason, evbuffer* answer, size_t n) {
   downstream::ResponseHeaders h;
   h.status = st;
   h.reason = reason;
   h.fields = &resp_fields_;
   h.framing = http::BodyFraming::kContentLength;
-  h.content_length = answer.size();
+  h.content_length = n;
   startResponse(h);
-  if (!answer.empty()) {
-    event::EvBufferPtr b = event::makeBuffer();
-    evbuffer_add(b.get(), answer.data(), answer.size());
-    stream_->encodeData(b.get(), answer.size());
+  if (n > 0) {
+    stream_->encodeData(answer, n);
   }
   outcome = Outcome::kComplete;
   releaseUpstream();

@@ -152,6 +152,9 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // A whole answer with resp_fields_ as its head and `answer` as its Content-Length body; the
   // exchange is over (kComplete).
   void respond(int status, std::string_view reason, std::string_view answer);
+  // The same with the body already in `answer` (n bytes; its chains move to the client: a
+  // cached answer goes by reference).
+  void respond(int status, std::string_view reason, evbuffer* answer, size_t n);
   // The target chosen once after the stages: the gateway's own reply when a stage decided
   // one (LocalTarget, made on the spot), else, after routing, the forwarding target (one
   // upstream) or the federated one, which may hand a call to the forwarding target once it

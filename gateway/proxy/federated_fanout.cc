@@ -261,7 +261,7 @@ void FederatedTarget::onFanOutDone(FanOut& f) {
     answerInitialize(*answer.members);  // a 2025-era client's initialize
     return;
   }
-  serveMerged(*answer.members, answer.ttl_ms, answer.public_scope);
+  serveMerged(answer.members, answer.ttl_ms, answer.public_scope);
 }
 
 // No upstream succeeded, but one answered with an error of its own (a 4xx, or a JSON-RPC
@@ -336,8 +336,38 @@ void FederatedTarget::learnFederatedTools(const FanOut& f) {
 }
 
 // A merged answer to the client: JSON, or one SSE event when the client accepts only that.
-void FederatedTarget::serveMerged(std::string_view members, uint64_t ttl_ms, bool public_scope) {
+void FederatedTarget::serveMerged(const std::shared_ptr<const std::string>& shared, uint64_t ttl_ms,
+                                  bool public_scope) {
+  const std::string_view members = *shared;
   const bool sse = acceptsOnlySse(x_.head);
+  if (!sse && !x_.forward().cutsLists()) {
+    // As it is for every caller: the members (maybe a cached answer, shared by every client
+    // it goes to) by reference, between the response's two ends; no copy of the list.
+    std::string head;
+    federation::appendResponseHead(head, requestIdJson());
+    std::string tail;
+    federation::appendResponseTail(tail, members.empty(), ttl_ms, public_scope);
+    event::EvBufferPtr b = event::makeBuffer();
+    evbuffer_add(b.get(), head.data(), head.size());
+    if (!members.empty()) {
+      auto* hold = new std::shared_ptr<const std::string>(shared);
+      if (evbuffer_add_reference(
+              b.get(), members.data(), members.size(),
+              [](const void*, size_t, void* extra) {
+                delete static_cast<std::shared_ptr<const std::string>*>(extra);
+              },
+              hold) != 0) {
+        delete hold;
+        evbuffer_add(b.get(), members.data(), members.size());
+      }
+    }
+    evbuffer_add(b.get(), tail.data(), tail.size());
+    x_.releaseBody();
+    x_.responseFields().clear();
+    x_.responseFields().push_back(http::Field{"Content-Type", "application/json"});
+    x_.respond(200, "OK", b.get(), head.size() + members.size() + tail.size());
+    return;
+  }
   std::string json;
   federation::appendResponse(json, requestIdJson(), members, ttl_ms, public_scope);
   if (x_.forward().cutsLists() && x_.ctx().mcp.has_method) {

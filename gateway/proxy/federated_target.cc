@@ -113,7 +113,7 @@ void FederatedTarget::listOrForward(std::string_view method, bool discover) {
     uint64_t ttl_left = 0;
     if (auto cached = catalog_->cached(*kind, x_.now(), ttl_left)) {
       fed_log_ = "cached";
-      serveMerged(*cached, ttl_left, true);
+      serveMerged(cached, ttl_left, true);
       return;
     }
     fanOut(FanOut::Mode::kList, *kind);

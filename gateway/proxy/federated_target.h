@@ -118,7 +118,8 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   void listOrForward(std::string_view method, bool discover);
   mcp::RequestId requestId();  // the body's id (null when none): the id of a local answer
   void startListen();
-  void serveMerged(std::string_view members, uint64_t ttl_ms, bool public_scope);
+  void serveMerged(const std::shared_ptr<const std::string>& members, uint64_t ttl_ms,
+                   bool public_scope);
   void recordFetches(const FanOut& f);
   bool relayRefusal(FanOut& f);
   void learnFederatedTools(const FanOut& f);
