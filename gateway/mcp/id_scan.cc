@@ -231,9 +231,12 @@ bool looksLikeResponse(std::string_view prefix) noexcept {
 
 namespace {
 
-// The first index where a and b differ (both have at least n bytes).
+// The first index where a and b differ (both have at least n bytes): n when none does.
 size_t firstDifference(std::string_view a, std::string_view b, size_t n) noexcept {
-  constexpr size_t kStep = 4096;
+  if (std::memcmp(a.data(), b.data(), n) == 0) {
+    return n;  // the common case, at memcmp's speed
+  }
+  constexpr size_t kStep = 64;
   size_t at = 0;
   while (at + kStep <= n && std::memcmp(a.data() + at, b.data() + at, kStep) == 0) {
     at += kStep;
@@ -273,16 +276,16 @@ size_t scalarEnd(std::string_view t, size_t at) noexcept {
   return i > at ? i : std::string_view::npos;
 }
 
-}  // namespace
+// For texts equal up to `diff` and differing there: where the top-level "id" value of `a` the
+// difference lies in starts and ends ({npos, npos} when the difference is anywhere else; see
+// sameApartFromId).
+struct IdSpan {
+  size_t start = std::string_view::npos;
+  size_t end = std::string_view::npos;
+};
 
-bool sameApartFromId(std::string_view a, std::string_view b) noexcept {
-  const size_t n = std::min(a.size(), b.size());
-  const size_t diff = firstDifference(a, b, n);
-  if (diff == n && a.size() == b.size()) {
-    return true;
-  }
-  // Back to the start of the value the difference is in: after `"id"` `:`, both texts being
-  // equal up to there.
+IdSpan idValueAt(std::string_view a, size_t diff) noexcept {
+  // Back to the start of the value the difference is in: after `"id"` `:`.
   size_t start = diff;
   while (start > 0 && a[start - 1] != ':' && a[start - 1] != ',' && a[start - 1] != '{' &&
          !isSpace(a[start - 1]) && diff - start <= 256) {
@@ -293,20 +296,18 @@ bool sameApartFromId(std::string_view a, std::string_view b) noexcept {
     --k;
   }
   if (k == 0 || a[k - 1] != ':') {
-    return false;
+    return {};
   }
   --k;
   while (k > 0 && isSpace(a[k - 1])) {
     --k;
   }
   if (k < 4 || a.substr(k - 4, 4) != "\"id\"") {
-    return false;
+    return {};
   }
-  const size_t end_a = scalarEnd(a, start);
-  const size_t end_b = scalarEnd(b, start);
-  if (end_a == std::string_view::npos || end_b == std::string_view::npos || end_a < diff ||
-      end_b < diff || a.size() - end_a != b.size() - end_b) {
-    return false;
+  const size_t end = scalarEnd(a, start);
+  if (end == std::string_view::npos || end < diff) {
+    return {};
   }
   // The message's own id, not an "id" inside its result (a tool schema's default, say): the
   // answer's first members ({"jsonrpc":"2.0","id":…) or its last ones (…,"id":…}), seen
@@ -316,14 +317,156 @@ bool sameApartFromId(std::string_view a, std::string_view b) noexcept {
   };
   constexpr size_t kNear = 64;
   const std::string_view before = a.substr(0, k - 4);
-  const std::string_view after = a.substr(end_a);
+  const std::string_view after = a.substr(end);
   const bool first = before.size() <= kNear && count(before, '{') == 1 && count(before, '[') == 0;
   const bool last = after.size() <= kNear && count(after, '}') == 1 && count(after, '{') == 0 &&
                     count(after, '[') == 0 && count(after, ']') == 0;
   if (!first && !last) {
+    return {};
+  }
+  return {start, end};
+}
+
+}  // namespace
+
+bool sameApartFromId(std::string_view a, std::string_view b) noexcept {
+  const size_t n = std::min(a.size(), b.size());
+  const size_t diff = firstDifference(a, b, n);
+  if (diff == n && a.size() == b.size()) {
+    return true;
+  }
+  const IdSpan id = idValueAt(a, diff);
+  if (id.start == std::string_view::npos) {
     return false;
   }
-  return std::memcmp(a.data() + end_a, b.data() + end_b, a.size() - end_a) == 0;
+  const size_t end_b = scalarEnd(b, id.start);
+  if (end_b == std::string_view::npos || end_b < diff || a.size() - id.end != b.size() - end_b) {
+    return false;
+  }
+  return std::memcmp(a.data() + id.end, b.data() + end_b, a.size() - id.end) == 0;
+}
+
+namespace {
+
+// Whether an id's bytes are all in: a string's closing quote, or the byte after a number.
+bool idComplete(std::string_view id) noexcept {
+  if (id.empty()) {
+    return false;
+  }
+  if (id[0] == '"') {
+    return id.size() >= 2 && id.back() == '"';
+  }
+  return scalarEnd(id, 0) != id.size();
+}
+
+}  // namespace
+
+void SameAnswerMatcher::reset(std::string_view seen) noexcept {
+  seen_ = seen;
+  fed_ = 0;
+  phase_ = Phase::kEqual;
+  start_ = seen_end_ = diff_ = 0;
+  id_.clear();
+}
+
+bool SameAnswerMatcher::feed(std::string_view piece) {
+  // Worked on copies: a piece that breaks the rule leaves the state as it was before it.
+  Phase phase = phase_;
+  size_t fed = fed_;
+  size_t start = start_;
+  size_t seen_end = seen_end_;
+  size_t diff = diff_;
+  std::string id = id_;
+  size_t i = 0;
+  while (i < piece.size() || (phase == Phase::kId && idComplete(id))) {
+    if (phase == Phase::kEqual) {
+      const size_t avail = std::min(piece.size() - i, seen_.size() - fed);
+      const size_t d = firstDifference(seen_.substr(fed), piece.substr(i), avail);
+      fed += d;
+      i += d;
+      if (i == piece.size()) {
+        break;
+      }
+      if (fed == seen_.size()) {
+        return false;  // longer than the answer seen
+      }
+      const IdSpan span = idValueAt(seen_, fed);
+      if (span.start == std::string_view::npos) {
+        return false;
+      }
+      start = span.start;
+      seen_end = span.end;
+      diff = fed;
+      id.assign(seen_.substr(start, fed - start));
+      phase = Phase::kId;
+      continue;
+    }
+    if (phase == Phase::kId) {
+      if (!idComplete(id)) {
+        id.push_back(piece[i]);
+        ++i;
+        ++fed;
+        if (id.size() > 258) {
+          return false;
+        }
+        continue;
+      }
+      const size_t e = scalarEnd(id, 0);
+      // The answer's id must reach the first difference, as the seen one does.
+      if (e == std::string_view::npos || start + e < diff) {
+        return false;
+      }
+      const std::string_view extra = std::string_view(id).substr(e);
+      if (seen_.size() - seen_end < extra.size() ||
+          seen_.compare(seen_end, extra.size(), extra) != 0) {
+        return false;
+      }
+      id.resize(e);
+      phase = Phase::kAfter;
+      continue;
+    }
+    // kAfter: the rest is the seen answer's rest, shifted by the ids' lengths.
+    const size_t at = fed - (start + id.size()) + seen_end;
+    const size_t n = piece.size() - i;
+    if (seen_.size() - at < n || std::memcmp(seen_.data() + at, piece.data() + i, n) != 0) {
+      return false;
+    }
+    fed += n;
+    i += n;
+  }
+  phase_ = phase;
+  fed_ = fed;
+  start_ = start;
+  seen_end_ = seen_end;
+  diff_ = diff;
+  id_ = std::move(id);
+  return true;
+}
+
+bool SameAnswerMatcher::same() const noexcept {
+  switch (phase_) {
+    case Phase::kEqual:
+      return fed_ == seen_.size();
+    case Phase::kId:
+      return false;
+    case Phase::kAfter:
+      return fed_ - (start_ + id_.size()) + seen_end_ == seen_.size();
+  }
+  return false;
+}
+
+void SameAnswerMatcher::appendFed(std::string& out) const {
+  if (phase_ == Phase::kEqual) {
+    out.append(seen_.substr(0, fed_));
+    return;
+  }
+  out.append(seen_.substr(0, start_));
+  if (phase_ == Phase::kId) {
+    out.append(id_);
+    return;
+  }
+  out.append(id_);
+  out.append(seen_.substr(seen_end_, fed_ - (start_ + id_.size())));
 }
 
 }  // namespace gw::mcp

@@ -9,6 +9,9 @@
 // key spelled with escapes, malformed JSON) gives kAbsent, and the answer then carries
 // "id": null, as for any body the gateway could not read.
 
+#include <cstddef>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "gateway/mcp/jsonrpc.h"
@@ -35,5 +38,30 @@ bool looksLikeResponse(std::string_view prefix) noexcept;
 // "id" value — is "not the same" (the caller then parses). Reads each text at most twice,
 // with memcmp.
 bool sameApartFromId(std::string_view a, std::string_view b) noexcept;
+
+// sameApartFromId(seen, answer) with the answer fed piece by piece as it arrives, without
+// keeping it: the proxy relays a tools/list answer and learns nothing when it is the one it
+// learned last. `seen` must outlive the matcher's use.
+class SameAnswerMatcher {
+ public:
+  void reset(std::string_view seen) noexcept;
+  // The answer's next bytes. False when the answer can no longer be `seen` apart from its id;
+  // that piece is then not taken (appendFed() gives the bytes before it).
+  bool feed(std::string_view piece);
+  // After the last piece: whether the answer was `seen` apart from its id.
+  bool same() const noexcept;
+  // Appends the answer's bytes fed so far (rebuilt from `seen` and its own id).
+  void appendFed(std::string& out) const;
+
+ private:
+  enum class Phase : uint8_t { kEqual, kId, kAfter };
+  std::string_view seen_;
+  size_t fed_ = 0;  // answer bytes fed
+  Phase phase_ = Phase::kEqual;
+  size_t start_ = 0;     // kId, kAfter: where both ids start
+  size_t seen_end_ = 0;  // where the seen id ends
+  size_t diff_ = 0;      // the first difference
+  std::string id_;       // the answer's bytes from start_: its id (and, in kId, what came so far)
+};
 
 }  // namespace gw::mcp

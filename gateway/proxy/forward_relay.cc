@@ -110,6 +110,14 @@ bool ForwardTarget::onUpstreamHeaders(upstream::Http1Upstream&, const http::Resp
       framer_ = std::make_unique<sse::Framer>(this, kMaxCapture);
     } else {
       capture_json_ = true;
+      if (x_.ctx().learn_tools && !x_.federated().capturesTask()) {
+        match_text_ = x_.worker().seen_answers.text(x_.snapshot()->schemas,
+                                                    x_.settings().upstreams[up_index_].name);
+        matching_ = match_text_ != nullptr;
+        if (matching_) {
+          matcher_.reset(*match_text_);
+        }
+      }
     }
   } else if (resp_sse_) {
     framer_ = std::make_unique<sse::Framer>();
@@ -175,12 +183,7 @@ void ForwardTarget::onUpstreamData(upstream::Http1Upstream&, evbuffer* in, size_
           framer_->feed(piece);
         }
         if (capture_json_) {
-          if (capture_.size() + len > kMaxCapture) {
-            capture_json_ = false;
-            capture_.clear();
-          } else {
-            capture_.append(piece);
-          }
+          capturePiece(piece);
         }
         seen += len;
       }
@@ -229,7 +232,17 @@ void ForwardTarget::onUpstreamComplete(upstream::Http1Upstream&) {
     sendBridgedAnswer();
     return;
   }
-  if (capture_json_ && !capture_.empty()) {
+  if (capture_json_ && matching_) {
+    // Compared all the way: the answer learned before, its id aside, renews what was learned;
+    // else (the cache learned another since, or the answer ended early) it is learned.
+    const settings::Upstream& up = x_.settings().upstreams[up_index_];
+    if (!matcher_.same() || !x_.worker().seen_answers.renewFrom(x_.snapshot()->schemas, up.name,
+                                                                match_text_, core::steadyNow())) {
+      capture_.clear();
+      matcher_.appendFed(capture_);
+      learnTools(capture_);
+    }
+  } else if (capture_json_ && !capture_.empty()) {
     if (x_.federated().capturesTask()) {
       x_.federated().captureTask(capture_);
     } else {
@@ -280,6 +293,25 @@ void ForwardTarget::onEvent(std::string_view, std::string_view data) noexcept {
     x_.federated().captureTask(data);
   } else {
     learnTools(data);
+  }
+}
+
+// One piece of a JSON answer captured for learning: compared with the answer learned before
+// while it matches (matching_), else kept (at most kMaxCapture bytes, then nothing is learned).
+void ForwardTarget::capturePiece(std::string_view piece) {
+  if (matching_) {
+    if (matcher_.feed(piece)) {
+      return;
+    }
+    matching_ = false;  // from here on, the bytes are kept: those so far rebuilt first
+    capture_.clear();
+    matcher_.appendFed(capture_);
+  }
+  if (capture_.size() + piece.size() > kMaxCapture) {
+    capture_json_ = false;
+    capture_.clear();
+  } else {
+    capture_.append(piece);
   }
 }
 

@@ -64,6 +64,8 @@ void ForwardTarget::recycle(size_t keep_capacity) noexcept {
   up_open_ = false;
   session_server_id_ = {};
   trim(capture_, keep_capacity);
+  matching_ = false;
+  match_text_.reset();
   dropListAnswer();
   filter_chain_.reset();  // a large answer's chunks go back now, not at the next list
 }
@@ -111,6 +113,8 @@ void ForwardTarget::connect() {
   bridge_events_.clear();
   capture_json_ = false;
   capture_.clear();
+  matching_ = false;
+  match_text_.reset();
   writeRequest();
 }
 

@@ -168,6 +168,7 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // response relay
   void noteResponseEvent() noexcept;  // after SSE bytes went to the client
   void learnTools(std::string_view json) noexcept;
+  void capturePiece(std::string_view piece);
   // visibility: filter on a plain route (forward_lists.cc)
   enum class ListRead : uint8_t { kUnchanged, kRewritten, kUnreadable };
   bool beginListFilter(const http::ResponseHead& resp);
@@ -230,6 +231,12 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   uint64_t framer_events_ = 0;  // framer_->events() when noteResponseEvent last looked
   uint64_t response_end_ = 0;
   std::string capture_;  // tools/list JSON answer (schema learning only)
+  // Schema learning of an answer this worker learned before: compared as it streams against
+  // the text learned (no copy) while `matching_`; captured from the first difference that is
+  // not the id (seen_answers.h).
+  bool matching_ = false;
+  std::shared_ptr<const std::string> match_text_;
+  mcp::SameAnswerMatcher matcher_;
 
   // visibility: filter — a list answer read whole, then filtered for this caller
   enum class FilterStop : uint8_t { kNone, kTooLarge, kBudget };

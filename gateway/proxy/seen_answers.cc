@@ -19,7 +19,7 @@ SeenAnswers::Entry* SeenAnswers::find(const std::shared_ptr<mcp::SchemaCache>& c
 }
 
 void SeenAnswers::drop(Entry& e) noexcept {
-  bytes_ -= e.text.size();
+  bytes_ -= e.text->size();
   if (&e != &entries_.back()) {
     e = std::move(entries_.back());
   }
@@ -29,8 +29,26 @@ void SeenAnswers::drop(Entry& e) noexcept {
 bool SeenAnswers::renew(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
                         std::string_view text, mcp::SchemaCache::Clock::time_point now) {
   Entry* e = find(cache, upstream);
-  if (e == nullptr || !mcp::sameApartFromId(e->text, text) ||
+  if (e == nullptr || !mcp::sameApartFromId(*e->text, text) ||
       !cache->renew(upstream, e->generation, e->ttl_ms, now)) {
+    return false;
+  }
+  e->used = ++tick_;
+  return true;
+}
+
+std::shared_ptr<const std::string> SeenAnswers::text(const std::shared_ptr<mcp::SchemaCache>& cache,
+                                                     std::string_view upstream) {
+  Entry* e = find(cache, upstream);
+  return e != nullptr ? e->text : nullptr;
+}
+
+bool SeenAnswers::renewFrom(const std::shared_ptr<mcp::SchemaCache>& cache,
+                            std::string_view upstream,
+                            const std::shared_ptr<const std::string>& text,
+                            mcp::SchemaCache::Clock::time_point now) {
+  Entry* e = find(cache, upstream);
+  if (e == nullptr || e->text != text || !cache->renew(upstream, e->generation, e->ttl_ms, now)) {
     return false;
   }
   e->used = ++tick_;
@@ -53,11 +71,11 @@ void SeenAnswers::keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::stri
   Entry e;
   e.cache = cache;
   e.upstream.assign(upstream);
-  e.text.assign(text);
+  e.text = std::make_shared<const std::string>(text);
   e.generation = generation;
   e.ttl_ms = ttl_ms;
   e.used = ++tick_;
-  bytes_ += e.text.size();
+  bytes_ += e.text->size();
   entries_.push_back(std::move(e));
 }
 

@@ -26,6 +26,14 @@ class SeenAnswers {
   // the caller need not parse it.
   bool renew(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
              std::string_view text, mcp::SchemaCache::Clock::time_point now);
+  // The answer `cache` last learned for `upstream` on this worker (null: none), for a
+  // relay that compares an answer with it as it streams (mcp::SameAnswerMatcher); renewFrom()
+  // when it was the same.
+  std::shared_ptr<const std::string> text(const std::shared_ptr<mcp::SchemaCache>& cache,
+                                          std::string_view upstream);
+  bool renewFrom(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
+                 const std::shared_ptr<const std::string>& text,
+                 mcp::SchemaCache::Clock::time_point now);
   // `text`, learned now for `upstream` (SchemaCache::learn's `generation`) with its ttlMs.
   void keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
             std::string_view text, uint64_t generation, uint64_t ttl_ms);
@@ -35,8 +43,8 @@ class SeenAnswers {
   struct Entry {
     std::weak_ptr<mcp::SchemaCache> cache;
     std::string upstream;
-    std::string text;
-    uint64_t generation = 0;  // what the cache learned of it
+    std::shared_ptr<const std::string> text;  // never null
+    uint64_t generation = 0;                  // what the cache learned of it
     uint64_t ttl_ms = 0;
     uint64_t used = 0;  // the tick of its last use (least recently used goes first)
   };

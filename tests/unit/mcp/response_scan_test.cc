@@ -127,3 +127,77 @@ TEST_CASE("sameApartFromId: a large list differing in one byte anywhere is not t
     CHECK_FALSE(gw::mcp::sameApartFromId(a, changed));
   }
 }
+
+TEST_CASE(
+    "SameAnswerMatcher: fed in any pieces, it agrees with sameApartFromId and rebuilds "
+    "what it was fed") {
+  using gw::mcp::SameAnswerMatcher;
+  const std::string list = R"("result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]})";
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":2,)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":9,)" + list + "}", R"({"jsonrpc":"2.0","id":10,)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":10,)" + list + "}", R"({"jsonrpc":"2.0","id":9,)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":21,)" + list + "}", R"({"jsonrpc":"2.0","id":31,)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":"a-1",)" + list + "}",
+       R"({"jsonrpc":"2.0","id":"a-22",)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":"a",)" + list + "}", R"({"jsonrpc":"2.0","id":"a"x)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":7,)" + list + "}", R"({"jsonrpc":"2.0","id":"7",)" + list + "}"},
+      {"{" + list + R"(,"jsonrpc":"2.0","id":1})", "{" + list + R"(,"jsonrpc":"2.0","id":99})"},
+      {"{" + list + R"(,"jsonrpc":"2.0","id" : 1 })",
+       "{" + list + R"(,"jsonrpc":"2.0","id" : 2 })"},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}",
+       R"({"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}})"},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list + " }"},
+      {R"({"jsonrpc":"2.0","id":1,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list},
+      {R"({"jsonrpc":"2.0","id":1,)" + list, R"({"jsonrpc":"2.0","id":1,)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"default":{"id":1}}}]}})",
+       R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"default":{"id":2}}}]}})"},
+      {R"({"jsonrpc":"2.0","id":"a\"1",)" + list + "}",
+       R"({"jsonrpc":"2.0","id":"a\"2",)" + list + "}"},
+      {R"({"jsonrpc":"2.0","id":null,)" + list + "}", R"({"jsonrpc":"2.0","id":1,)" + list + "}"},
+  };
+  for (const auto& [seen, answer] : pairs) {
+    const bool want = gw::mcp::sameApartFromId(seen, answer);
+    // Every way to cut the answer in two and in three pieces, and byte by byte.
+    std::vector<std::vector<size_t>> cuts;
+    for (size_t a = 0; a <= answer.size(); ++a) {
+      cuts.push_back({a});
+      for (size_t b = a; b <= answer.size(); b += 7) {
+        cuts.push_back({a, b});
+      }
+    }
+    std::vector<size_t> bytes;
+    for (size_t a = 1; a < answer.size(); ++a) {
+      bytes.push_back(a);
+    }
+    cuts.push_back(bytes);
+    for (const std::vector<size_t>& cut : cuts) {
+      SameAnswerMatcher m;
+      m.reset(seen);
+      std::string rebuilt;
+      bool matching = true;
+      size_t from = 0;
+      for (size_t k = 0; k <= cut.size(); ++k) {
+        const size_t to = k < cut.size() ? cut[k] : answer.size();
+        const std::string_view piece = std::string_view(answer).substr(from, to - from);
+        from = to;
+        if (matching && !m.feed(piece)) {
+          matching = false;
+          m.appendFed(rebuilt);
+        }
+        if (!matching) {
+          rebuilt.append(piece);
+        }
+      }
+      INFO(seen << "\n" << answer << "\ncut at " << cut.size() << " places, first " << cut[0]);
+      if (matching) {
+        CHECK(m.same() == want);
+        m.appendFed(rebuilt);
+      } else {
+        CHECK_FALSE(want);
+      }
+      CHECK(rebuilt == answer);
+    }
+  }
+}
