@@ -28,6 +28,15 @@
 # token_exchange, the exchanged token cached, against the same gateway without auth, nginx and
 # HAProxy; report bench/results/<YYYY-MM-DD-HHMM>-upstream-auth.md): BENCH_AUTH=0 skips it;
 # BENCH_AUTH_RUNS (rounds, default 5). It needs tests/fixtures/node_modules (scripts/setup.sh).
+# After it, bench/health.py (issue #29, failing upstreams: tools/call through upstreams with every
+# health block vs none, and a chaos run — two of four endpoints killed in turns — through the
+# gateway, HAProxy and nginx; report bench/results/<YYYY-MM-DD-HHMM>-health.md): BENCH_HEALTH=0
+# skips it; BENCH_HEALTH_RUNS (rounds, default 5), BENCH_CHAOS_SECONDS (default 60).
+# After it, bench/large.py (issue #30, large answers: 90 KB and 356 KB tools/list, the 356 KB
+# list from a federated route's cache, 1 MB JSON and 1 MB SSE tools/call results, an 8 MB
+# resources/read and the small call, through the gateway, nginx and HAProxy; report
+# bench/results/<YYYY-MM-DD-HHMM>-large.md): BENCH_LARGE=0 skips it; BENCH_LARGE_RUNS (rounds,
+# default 3); its BENCH_SECONDS default is 5.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -117,6 +126,14 @@ fi
 # Upstream credentials (bench/upstream_auth.py): token_exchange with a warm cache vs no auth.
 if [[ "${BENCH_AUTH:-1}" != 0 ]]; then
   run_driver python3 "$here/upstream_auth.py" "$gateway" "$here/results"
+fi
+# Failing upstreams (bench/health.py): health blocks vs none, then the chaos run.
+if [[ "${BENCH_HEALTH:-1}" != 0 ]]; then
+  run_driver python3 "$here/health.py" "$gateway" "$here/results"
+fi
+# Large answers (bench/large.py): lists, 1 MB results, 1 MB SSE, 8 MB read vs nginx and HAProxy.
+if [[ "${BENCH_LARGE:-1}" != 0 ]]; then
+  run_driver python3 "$here/large.py" "$gateway" "$here/results"
 fi
 # TLS termination (gateway, nginx, HAProxy) and the JWT identity path (bench/tls.py).
 if [[ "${BENCH_TLS:-1}" != 0 ]]; then
