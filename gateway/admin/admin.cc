@@ -337,7 +337,15 @@ void AdminServer::onRequest(evhttp_request* req, void* arg) {
             (server->pins ? server->pins->json() : std::string("{\"mode\":\"off\"}")) + "\n");
     }
   } else if (path == "/config") {
-    reply(req, 200, "OK", kJson, filters::configJson(*snap, &shared.bound) + "\n");
+    // The running configuration, and each endpoint's state now (as GET /upstreams).
+    std::string config = filters::configJson(*snap, &shared.bound);
+    std::string state = upstreamsJson(*snap->settings);
+    state.pop_back();  // its newline
+    if (!config.empty() && config.back() == '}') {
+      config.pop_back();
+      config += ",\"upstream_state\":" + state + "}";
+    }
+    reply(req, 200, "OK", kJson, config + "\n");
   } else if (path == "/explain") {
     filters::ExplainInput in;
     std::string error;

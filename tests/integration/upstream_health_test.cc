@@ -58,6 +58,11 @@ TEST_CASE("upstream health: five failed answers eject the endpoint, then 503 at 
   CHECK(u.status == 200);
   CHECK(u.body.find(R"("state":"ejected")") != std::string::npos);
   CHECK(u.body.find(R"("reason":"connect failed")") != std::string::npos);
+  // /config shows the same, beside the configuration.
+  const std::string config = adminGet(gw.adminPort(), "/config").body;
+  INFO(config);
+  CHECK(config.find(R"("upstream_state":[{"name":"flaky")") != std::string::npos);
+  CHECK(config.find(R"("state":"ejected")") != std::string::npos);
   Response ready = adminGet(gw.adminPort(), "/readyz");
   CHECK(ready.status == 503);
   CHECK(ready.body.find("no upstream") != std::string::npos);
