@@ -3,12 +3,19 @@
 #include "gateway/mcp/id_scan.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 
 namespace gw::mcp {
 
 namespace {
+
+bool isSpace(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+bool numberChar(char c) noexcept {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
 
 class Scanner {
  public:
@@ -101,7 +108,7 @@ class Scanner {
     return false;
   }
   void ws() noexcept {
-    while (more() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) {
+    while (more() && isSpace(peek())) {
       ++pos_;
     }
   }
@@ -127,10 +134,6 @@ class Scanner {
       }
     }
     return false;
-  }
-
-  static bool numberChar(char c) noexcept {
-    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
   }
 
   // A number or literal; false when it may continue past s_.
@@ -247,10 +250,6 @@ size_t firstDifference(std::string_view a, std::string_view b, size_t n) noexcep
   return at;
 }
 
-bool isSpace(char c) noexcept {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 // Where the scalar JSON value starting at `at` ends (one past it), or npos when it is not a
 // number or an escape-free string.
 size_t scalarEnd(std::string_view t, size_t at) noexcept {
@@ -269,8 +268,7 @@ size_t scalarEnd(std::string_view t, size_t at) noexcept {
     return std::string_view::npos;
   }
   size_t i = at;
-  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) != 0 || t[i] == '-' ||
-                          t[i] == '+' || t[i] == '.' || t[i] == 'e' || t[i] == 'E')) {
+  while (i < t.size() && numberChar(t[i])) {
     ++i;
   }
   return i > at ? i : std::string_view::npos;
@@ -330,20 +328,9 @@ IdSpan idValueAt(std::string_view a, size_t diff) noexcept {
 }  // namespace
 
 bool sameApartFromId(std::string_view a, std::string_view b) noexcept {
-  const size_t n = std::min(a.size(), b.size());
-  const size_t diff = firstDifference(a, b, n);
-  if (diff == n && a.size() == b.size()) {
-    return true;
-  }
-  const IdSpan id = idValueAt(a, diff);
-  if (id.start == std::string_view::npos) {
-    return false;
-  }
-  const size_t end_b = scalarEnd(b, id.start);
-  if (end_b == std::string_view::npos || end_b < diff || a.size() - id.end != b.size() - end_b) {
-    return false;
-  }
-  return std::memcmp(a.data() + id.end, b.data() + end_b, a.size() - id.end) == 0;
+  SameAnswerMatcher m;
+  m.reset(a);
+  return m.feed(b) && m.same();
 }
 
 namespace {

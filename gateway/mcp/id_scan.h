@@ -36,7 +36,7 @@ bool looksLikeResponse(std::string_view prefix) noexcept;
 // answer again (its ids change with every request; its list mostly does not). Conservative:
 // anything else — two differences, an id spelled with escapes, a difference that is not an
 // "id" value — is "not the same" (the caller then parses). Reads each text at most twice,
-// with memcmp.
+// with memcmp. (SameAnswerMatcher with `b` fed whole.)
 bool sameApartFromId(std::string_view a, std::string_view b) noexcept;
 
 // sameApartFromId(seen, answer) with the answer fed piece by piece as it arrives, without

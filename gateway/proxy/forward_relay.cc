@@ -2,6 +2,8 @@
 // downstream::Stream), SSE framing for keep-alive comments at event boundaries and for the
 // cancellation rule, the tools/list capture for schema learning (see forward_target.h).
 
+#include <algorithm>
+
 #include "gateway/core/ascii.h"
 #include "gateway/core/clock.h"
 #include "gateway/filters/pipeline.h"
@@ -10,8 +12,6 @@
 #include "gateway/mcp/schema.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/forward_target.h"
-
-#include <algorithm>
 #include "gateway/proxy/proxy_context.h"
 
 namespace gw::proxy {

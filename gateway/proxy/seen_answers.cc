@@ -26,15 +26,19 @@ void SeenAnswers::drop(Entry& e) noexcept {
   entries_.pop_back();
 }
 
+bool SeenAnswers::renewed(Entry& e, const std::shared_ptr<mcp::SchemaCache>& cache,
+                          mcp::SchemaCache::Clock::time_point now) {
+  if (!cache->renew(e.upstream, e.generation, e.ttl_ms, now)) {
+    return false;
+  }
+  e.used = ++tick_;
+  return true;
+}
+
 bool SeenAnswers::renew(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
                         std::string_view text, mcp::SchemaCache::Clock::time_point now) {
   Entry* e = find(cache, upstream);
-  if (e == nullptr || !mcp::sameApartFromId(*e->text, text) ||
-      !cache->renew(upstream, e->generation, e->ttl_ms, now)) {
-    return false;
-  }
-  e->used = ++tick_;
-  return true;
+  return e != nullptr && mcp::sameApartFromId(*e->text, text) && renewed(*e, cache, now);
 }
 
 std::shared_ptr<const std::string> SeenAnswers::text(const std::shared_ptr<mcp::SchemaCache>& cache,
@@ -48,11 +52,7 @@ bool SeenAnswers::renewFrom(const std::shared_ptr<mcp::SchemaCache>& cache,
                             const std::shared_ptr<const std::string>& text,
                             mcp::SchemaCache::Clock::time_point now) {
   Entry* e = find(cache, upstream);
-  if (e == nullptr || e->text != text || !cache->renew(upstream, e->generation, e->ttl_ms, now)) {
-    return false;
-  }
-  e->used = ++tick_;
-  return true;
+  return e != nullptr && e->text == text && renewed(*e, cache, now);
 }
 
 void SeenAnswers::keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,

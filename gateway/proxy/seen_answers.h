@@ -50,6 +50,9 @@ class SeenAnswers {
   };
   Entry* find(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream);
   void drop(Entry& e) noexcept;
+  // The cache renewed what it learned of `e` (the same generation still held): `e` was used.
+  bool renewed(Entry& e, const std::shared_ptr<mcp::SchemaCache>& cache,
+               mcp::SchemaCache::Clock::time_point now);
   std::vector<Entry> entries_;
   size_t bytes_ = 0;
   uint64_t tick_ = 0;
