@@ -39,10 +39,6 @@ constexpr char kPing[] = R"({"jsonrpc":"2.0","id":"gw-health","method":"ping","p
                          R"({"name":"mcp-gateway-health","version":"1"},)"
                          R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
 
-struct BaseDeleter {
-  void operator()(event_base* b) const noexcept { event_base_free(b); }
-};
-
 }  // namespace
 
 struct HealthChecker::Impl {
@@ -65,7 +61,7 @@ struct HealthChecker::Impl {
   };
 
   std::function<std::shared_ptr<const settings::Settings>()> current;
-  std::unique_ptr<event_base, BaseDeleter> base;
+  event::BasePtr base;
   std::unique_ptr<client::HttpClient> http;
   event::EventPtr tick;
   std::map<std::string, Due> due;  // "upstream|endpoint"

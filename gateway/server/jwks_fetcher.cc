@@ -102,14 +102,7 @@ bool JwksFetcher::start(std::string& error) {
     error = "jwks: cannot create an event loop";
     return false;
   }
-  impl_->dns.reset(evdns_base_new(impl_->base.get(), EVDNS_BASE_INITIALIZE_NAMESERVERS));
-  if (impl_->dns == nullptr) {
-    // No resolv.conf: names in /etc/hosts and IP literals still work.
-    impl_->dns.reset(evdns_base_new(impl_->base.get(), 0));
-    if (impl_->dns != nullptr) {
-      evdns_base_load_hosts(impl_->dns.get(), nullptr);
-    }
-  }
+  impl_->dns = event::makeResolver(impl_->base.get());
   impl_->http = std::make_unique<client::HttpClient>(impl_->base.get(), impl_->dns.get());
   impl_->tick.reset(event_new(
       impl_->base.get(), -1, EV_PERSIST,

@@ -2,7 +2,6 @@
 
 #include "gateway/server/token_fetcher.h"
 
-#include <event2/dns.h>
 #include <event2/event.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +12,7 @@
 
 #include "gateway/client/http_client.h"
 #include "gateway/core/clock.h"
+#include "gateway/event/dns.h"
 #include "gateway/event/owners.h"
 #include "gateway/policy/token_answer.h"
 
@@ -40,13 +40,6 @@ core::Nanos steadyNanos() {
   return std::chrono::duration_cast<core::Nanos>(core::steadyNow().time_since_epoch());
 }
 
-struct EventBaseDeleter {
-  void operator()(event_base* b) const noexcept { event_base_free(b); }
-};
-struct DnsDeleter {
-  void operator()(evdns_base* d) const noexcept { evdns_base_free(d, 0); }
-};
-
 }  // namespace
 
 struct TokenFetcher::Impl {
@@ -63,8 +56,8 @@ struct TokenFetcher::Impl {
   metrics::Registry& metrics;
   std::function<std::vector<policy::TokenJob>()> wanted;
   policy::CredentialStore& store = policy::CredentialStore::instance();
-  std::unique_ptr<event_base, EventBaseDeleter> base;
-  std::unique_ptr<evdns_base, DnsDeleter> dns;
+  event::BasePtr base;
+  event::DnsBasePtr dns;
   std::unique_ptr<client::HttpClient> http;  // before dns and base go
   event::EventPtr tick;
   event::EventPtr jobs;              // activated from any thread when a job is queued
@@ -91,13 +84,7 @@ bool TokenFetcher::start(std::string& error) {
     error = "token fetcher: cannot create an event loop";
     return false;
   }
-  m.dns.reset(evdns_base_new(m.base.get(), EVDNS_BASE_INITIALIZE_NAMESERVERS));
-  if (m.dns == nullptr) {
-    m.dns.reset(evdns_base_new(m.base.get(), 0));
-    if (m.dns != nullptr) {
-      evdns_base_load_hosts(m.dns.get(), nullptr);
-    }
-  }
+  m.dns = event::makeResolver(m.base.get());
   m.http = std::make_unique<client::HttpClient>(m.base.get(), m.dns.get());
   m.tick.reset(event_new(
       m.base.get(), -1, EV_PERSIST,
