@@ -1504,6 +1504,17 @@ std::string mcpPost(std::string_view body, std::string_view extra_headers, std::
   return r;
 }
 
+std::string toolsListenRequest() {
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":)"
+      R"({"notifications":{"toolsListChanged":true},"_meta":)"
+      R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+         "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+         "Mcp-Method: subscriptions/listen\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 std::string chunk(std::string_view data) {
   char size[32];
   std::snprintf(size, sizeof(size), "%zx\r\n", data.size());

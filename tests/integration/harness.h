@@ -460,6 +460,8 @@ bool forwardMarker(uint16_t port, const RawUpstream& up, const std::string& requ
 // lines ("Name: value\r\n" each) and body. Content-Length is set unless extra has framing.
 std::string mcpPost(std::string_view body, std::string_view extra_headers = "",
                     std::string_view tool = "echo", bool content_length = true);
+// A 2026-07-28 subscriptions/listen POST (id "listen:0") asking for tools list changes only.
+std::string toolsListenRequest();
 // The JSON-RPC body matching mcpPost's headers.
 std::string toolsCallBody(std::string_view tool = "echo", int id = 1);
 // Chunked-encodes `data` as one chunk ("" gives the last chunk "0\r\n\r\n").

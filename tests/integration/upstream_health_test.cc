@@ -544,16 +544,8 @@ TEST_CASE(
       "]\nroutes:\n  - name: all\n    upstreams: [flaky, steady]\n"
       "federation:\n  list_timeout: 2s\n");
   // Asks for tools only: prompts and resources changes are not sent to it.
-  const std::string body =
-      R"({"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":)"
-      R"({"notifications":{"toolsListChanged":true},"_meta":)"
-      R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
   Client client(gw.port());
-  REQUIRE(client.send(
-      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-      "Mcp-Method: subscriptions/listen\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body));
+  REQUIRE(client.send(toolsListenRequest()));
   auto head = client.readHead(Ms(5000));
   INFO("gateway stderr:\n" << gw.process().stderrText());
   REQUIRE(head);
