@@ -92,15 +92,18 @@ void ForwardTarget::connect() {
   }
   buildUpstreamHead();
   const settings::Upstream& up = x_.settings().upstreams[up_index_];
-  if (attempts_++ == 0) {
+  const bool first = attempts_++ == 0;
+  if (first) {
     keep_body_ = retryable() && x_.body.mode != Exchange::BodyMode::kStream;
-    if (up.retry) {
-      x_.worker().pools->stateOf(up).noteRequest(x_.now().count());
-    }
   }
   upstream::UpstreamError error{};
   const bool started = up_.start(up, up_head_, x_.startedAt(), error);
   endpoint_ = up_.endpoint();
+  if (first && up.retry) {
+    // The retry budget's count of requests; the lease's state spares a second cluster lookup.
+    upstream::UpstreamState* state = up_.cluster();
+    (state != nullptr ? *state : x_.worker().pools->stateOf(up)).noteRequest(x_.now().count());
+  }
   if (!started) {
     upstreamError(error);
     return;

@@ -125,6 +125,8 @@ class Http1Upstream {
   bool pinned() const noexcept { return lease_.pinned; }
   size_t endpointIndex() const noexcept { return lease_.index; }
   const Endpoint* endpoint() const noexcept { return endpoint_; }
+  // The shared state of the upstream the current lease belongs to (null without a lease).
+  UpstreamState* cluster() const noexcept { return lease_.cluster; }
   // Why the last TLS handshake failed (after UpstreamError::kTls).
   const std::string& tlsError() const noexcept { return tls_error_; }
   const http::ResponseHead& response() const noexcept { return resp_; }
