@@ -29,7 +29,8 @@ otherwise; the same probe runs again after the rounds.
 
 Usage: large.py GATEWAY_BINARY RESULTS_DIR
 Environment: BENCH_SECONDS (capacity run length, default 5), BENCH_LATENCY_SECONDS (the -c1
-latency runs, default BENCH_SECONDS), BENCH_LARGE_RUNS (rounds, default 3, min 3).
+latency runs, default BENCH_SECONDS), BENCH_LARGE_RUNS (rounds, default 3, min 3),
+BENCH_LARGE_WORKLOADS (a comma list of workloads to run, default all).
 """
 
 import datetime
@@ -60,7 +61,10 @@ kSseEventBytes = 64 * 1024
 
 # Workloads: method, Mcp-Name, answer file (None: bench.py's `return 200`), Content-Type,
 # wrk connections, goal.
-kWorkloads = ["list90", "list356", "cached", "json1m", "sse1m", "read8m", "small"]
+kAllWorkloads = ["list90", "list356", "cached", "json1m", "sse1m", "read8m", "small"]
+# BENCH_LARGE_WORKLOADS (comma list): a subset, for a quick look at one path.
+kWorkloads = [w for w in os.environ.get("BENCH_LARGE_WORKLOADS", ",".join(kAllWorkloads)).split(",")
+              if w in kAllWorkloads] or kAllWorkloads
 kSpec = {
     "list90": {"method": "tools/list", "name": None, "file": "list90.json", "conns": 50,
                "goal": "list", "what": "tools/list, 100 tools, plain route"},
@@ -606,7 +610,8 @@ def main():
     _, sizes = probeAll(tmp, ports, files, True)
     B.log("[large] every proxy answers every workload with 200 and the full answer: "
           + ", ".join(f"{w} {sizes[('nginx', w)]:,} B" for w in kWorkloads)
-          + f" (gateway cached: {sizes[('gateway', 'cached')]:,} B)")
+          + (f" (gateway cached: {sizes[('gateway', 'cached')]:,} B)" if "cached" in kWorkloads
+             else ""))
 
     B.log("[large] warm-up")
     for w in kWorkloads:
@@ -860,8 +865,8 @@ def writeReport(path, gateway, seconds, latSeconds, runs, cap, lat, loads, sizes
     w("- gateway `mcp_gateway_rejections_total` increase over the runs, by workload/reason: "
       + (", ".join(f"{k} {v:.0f}" for k, v in sorted(rej.items())) or "none")
       + " (`client_closed` = requests wrk cut when its duration ended)")
-    fetches = [r.get("fetches", 0) for d in (cap, lat) for r in d["cached"]["gateway"]]
-    reqs = sum(r["requests"] for d in (cap, lat) for r in d["cached"]["gateway"])
+    fetches = [r.get("fetches", 0) for d in (cap, lat) for r in d.get("cached", {}).get("gateway", [])]
+    reqs = sum(r["requests"] for d in (cap, lat) for r in d.get("cached", {}).get("gateway", []))
     w(f"- `cached`: the federated route's list fetches upstream during its measured runs: "
       f"{sum(fetches):.0f} for {reqs:,.0f} requests (per run: "
       f"{', '.join(f'{x:.0f}' for x in fetches)}; the cache holds `ttlMs` 60 s, so one refresh "

