@@ -39,6 +39,27 @@ std::shared_ptr<const std::string> RouteCatalog::cached(ListKind kind, core::Nan
   return k.members;
 }
 
+std::shared_ptr<const std::string> RouteCatalog::cachedOrRefresh(ListKind kind, core::Nanos now,
+                                                                 core::Nanos refresh_bound,
+                                                                 uint64_t& ttl_left_ms) {
+  std::lock_guard lock(mu_);
+  KindState& k = kinds_[static_cast<size_t>(kind)];
+  if (!k.cached || k.stale) {
+    return nullptr;
+  }
+  if (now < k.expires) {
+    ttl_left_ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(k.expires - now).count());
+    return k.members;
+  }
+  if (now >= k.refreshing_until) {
+    k.refreshing_until = now + refresh_bound;  // this caller refreshes
+    return nullptr;
+  }
+  ttl_left_ms = 0;
+  return k.members;
+}
+
 bool RouteCatalog::record(ListKind kind, FetchReport& report, NamesMode mode,
                           std::string_view separator, std::span<const std::string> gateway_versions,
                           core::Nanos now, int64_t unix_ms, Answer& answer,
@@ -70,6 +91,7 @@ bool RouteCatalog::record(ListKind kind, FetchReport& report, NamesMode mode,
   }
   k.stale = false;
   k.cached = false;
+  k.refreshing_until = core::Nanos{};
   if (answered == 0) {
     rebuildOwnership();
     return false;  // (the ownership expiry stays: still stale once it ran out)

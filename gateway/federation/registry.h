@@ -40,6 +40,9 @@ struct KindState {
   std::shared_ptr<const std::string> members;  // listResultMembers / mergeDiscover output
   core::Nanos expires{};
   bool stale = false;  // a list_changed notification arrived: the next lookup refreshes
+  // While a refresh of an entry that ran out by time is under way (until record(), at most
+  // until this time): other lookups are served the expired entry instead of refreshing too.
+  core::Nanos refreshing_until{};
   // What the last refresh that any upstream answered says is owned holds until `owned_until`
   // (monotonic: its time + the smallest ttlMs of what answered, private answers included);
   // then it is stale too. Unset after a refresh whose smallest ttlMs is 0: no expiry by time.
@@ -74,6 +77,15 @@ class RouteCatalog {
   // A cached merged answer still fresh: its members and the ttl left (ms). Null otherwise.
   std::shared_ptr<const std::string> cached(ListKind kind, core::Nanos now,
                                             uint64_t& ttl_left_ms) const;
+
+  // As cached(), and when the cached answer ran out by time (not when a list_changed made it
+  // stale) one caller at a time refreshes it: the first gets null and `refresh_bound` to do it
+  // in (its record() ends the refresh sooner); until then every other caller gets the expired
+  // answer with ttl_left_ms 0, so an expiry under load costs one fan-out, not one per request
+  // in flight (nginx's proxy_cache_use_stale updating).
+  std::shared_ptr<const std::string> cachedOrRefresh(ListKind kind, core::Nanos now,
+                                                     core::Nanos refresh_bound,
+                                                     uint64_t& ttl_left_ms);
 
   // Records a refresh and builds the merged answer for the client that asked (`members`,
   // the ttl to serve and whether it may be cached publicly). `now` monotonic, `unix_ms` wall

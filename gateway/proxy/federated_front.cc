@@ -196,7 +196,8 @@ void FederatedTarget::startInitialize() {
   front_version_.assign(mcp::front::negotiateLegacy(req.version));
   front_init_ = true;
   uint64_t ttl_left = 0;
-  if (auto cached = catalog_->cached(federation::ListKind::kDiscover, x_.now(), ttl_left)) {
+  if (auto cached = catalog_->cachedOrRefresh(federation::ListKind::kDiscover, x_.now(),
+                                              refreshBound(), ttl_left)) {
     fed_log_ = "cached";
     answerInitialize(*cached);
     return;

@@ -111,7 +111,7 @@ void FederatedTarget::listOrForward(std::string_view method, bool discover) {
   if (auto kind = federation::listKindOf(method);
       kind && (discover || *kind != federation::ListKind::kDiscover)) {
     uint64_t ttl_left = 0;
-    if (auto cached = catalog_->cached(*kind, x_.now(), ttl_left)) {
+    if (auto cached = catalog_->cachedOrRefresh(*kind, x_.now(), refreshBound(), ttl_left)) {
       fed_log_ = "cached";
       serveMerged(cached, ttl_left, true);
       return;
@@ -126,6 +126,10 @@ void FederatedTarget::listOrForward(std::string_view method, bool discover) {
   } else {
     proceedTo(0);  // any other method: the route's first upstream
   }
+}
+
+core::Nanos FederatedTarget::refreshBound() const {
+  return std::chrono::duration_cast<core::Nanos>(2 * x_.settings().federation.list_timeout);
 }
 
 // The owner of the call's Mcp-Name (decoded; for resources/read the URI). With

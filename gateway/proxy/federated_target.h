@@ -116,6 +116,9 @@ class FederatedTarget final : public FanOutDone, public ListenOwner {
   bool rewriteForOwner();
   void fanOut(FanOut::Mode mode, federation::ListKind kind);
   void listOrForward(std::string_view method, bool discover);
+  // How long one request's refresh of an expired cached list holds off the others' (they get
+  // the expired answer meanwhile): a page's list_timeout twice, ended early by its record().
+  core::Nanos refreshBound() const;
   mcp::RequestId requestId();  // the body's id (null when none): the id of a local answer
   void startListen();
   void serveMerged(const std::shared_ptr<const std::string>& members, uint64_t ttl_ms,

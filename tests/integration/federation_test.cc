@@ -668,6 +668,52 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "federation: when the cached list expires under load one request refreshes it and the "
+    "others get the expired answer meanwhile",
+    "[federation][slow]") {
+  requireFixtures();
+  // Public for 1 s; search answers its lists 400 ms late, so a refresh is under way that long.
+  FedOptions o;
+  o.cache = "public:1000";
+  o.search_list_delay_ms = 400;
+  Federation f(o);
+  auto searchLists = [&] { return countOf(f.search.log(), "REQ tools/list "); };
+  Response first = toolsList(f);
+  REQUIRE(first.status == 200);
+  REQUIRE(has(first.body, R"("ttlMs":1000)"));
+  const size_t fetched = searchLists();
+  REQUIRE(fetched >= 1);
+  std::this_thread::sleep_for(Ms(1200));  // stays: the cached answer's ttl running out
+
+  // Ten clients at once: one refreshes (waits for search), nine get the expired list at once.
+  constexpr int kClients = 10;
+  std::vector<Response> answers(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] { answers[i] = toolsList(f, Ms(8000)); });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  INFO(f.logs());
+  int expired = 0;
+  for (const Response& r : answers) {
+    CHECK(r.status == 200);
+    CHECK(has(r.body, "\"query\""));  // every answer is the whole merged list
+    CHECK(has(r.body, "\"forecast\""));
+    expired += has(r.body, R"("ttlMs":0,)") ? 1 : 0;
+  }
+  CHECK(expired >= 1);
+  CHECK(expired < kClients);  // the refresher's own answer is fresh
+  CHECK(searchLists() == fetched + 1);
+  // Once recorded, the refreshed list is served fresh without another fetch.
+  Response after = toolsList(f);
+  CHECK(after.status == 200);
+  CHECK_FALSE(has(after.body, R"("ttlMs":0,)"));
+  CHECK(searchLists() == fetched + 1);
+}
+
 // ---- client notifications -----------------------------------------------------------------
 
 TEST_CASE("federation: a client notification POST gets 202", "[federation]") {

@@ -114,6 +114,58 @@ TEST_CASE("registry: public answers are cached for the smallest ttl, then expire
   CHECK(c.owner(ListKind::kPrompts, "q") == 1);  // still routable while stale
 }
 
+TEST_CASE("registry: an expired answer is refreshed by one request while the others get it",
+          "[federation]") {
+  RouteCatalog c("default", {"a", "b"});
+  const auto at = [](auto d) { return std::chrono::duration_cast<core::Nanos>(d); };
+  const core::Nanos bound = at(10s);
+  uint64_t left = 99;
+  // Nothing kept yet: every caller fetches (nothing to serve meanwhile).
+  CHECK(c.cachedOrRefresh(ListKind::kTools, core::Nanos{0}, bound, left) == nullptr);
+  CHECK(c.cachedOrRefresh(ListKind::kTools, core::Nanos{0}, bound, left) == nullptr);
+  auto r = record(c, ListKind::kTools, {okPart({"x"}, 3000, true), okPart({"y"}, 3000, true)},
+                  core::Nanos{0});
+  REQUIRE(r.ok);
+  // Fresh: served with what remains.
+  auto fresh = c.cachedOrRefresh(ListKind::kTools, at(1s), bound, left);
+  REQUIRE(fresh != nullptr);
+  CHECK(left == 2000);
+  // Expired: the first caller refreshes, the next ones (however many) get the expired answer.
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(3s), bound, left) == nullptr);
+  for (int i = 0; i < 5; ++i) {
+    left = 99;
+    auto stale = c.cachedOrRefresh(ListKind::kTools, at(4s), bound, left);
+    REQUIRE(stale != nullptr);
+    CHECK(*stale == *r.answer.members);
+    CHECK(left == 0);
+  }
+  // cached() (the admin view, ownership) never calls an expired answer fresh.
+  CHECK(c.cached(ListKind::kTools, at(4s), left) == nullptr);
+  // A refresher that never reports (its client went away) holds the others off only until the
+  // bound: then the next caller refreshes.
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(13s), bound, left) == nullptr);
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(14s), bound, left) != nullptr);
+  // The refresh is recorded: fresh again, for its own ttl.
+  auto r2 = record(c, ListKind::kTools, {okPart({"x", "z"}, 5000, true), okPart({"y"}, 5000, true)},
+                   at(14s));
+  REQUIRE(r2.ok);
+  auto again = c.cachedOrRefresh(ListKind::kTools, at(15s), bound, left);
+  REQUIRE(again != nullptr);
+  CHECK(*again == *r2.answer.members);
+  CHECK(left == 4000);
+  // Expired again, refreshing, and a list_changed arrives: nothing expired is served any more.
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(20s), bound, left) == nullptr);
+  c.markStale(ListKind::kTools);
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(20s), bound, left) == nullptr);
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(20s), bound, left) == nullptr);
+  // A refresh that ends partial is served to its caller but not kept: the others fetch too.
+  record(c, ListKind::kTools, {okPart({"x"}, 5000, true), okPart({"y"}, 5000, true)}, at(30s));
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(36s), bound, left) == nullptr);
+  record(c, ListKind::kTools, {okPart({"x"}, 5000, true), failedPart("timeout")}, at(36s));
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(36s), bound, left) == nullptr);
+  CHECK(c.cachedOrRefresh(ListKind::kTools, at(36s), bound, left) == nullptr);
+}
+
 TEST_CASE("registry: ttl 0 and one failed upstream are not cached", "[federation]") {
   RouteCatalog c("default", {"a", "b"});
   uint64_t left = 0;
