@@ -420,7 +420,6 @@ void Http1Connection::parseHead() {
     return;
   }
   evbuffer* in = down_.input();
-  size_t avail = evbuffer_get_length(in);
   if (state_ == State::kIdle) {
     if (x_ == nullptr && !takeStream()) {
       closeNow();  // out of memory
@@ -432,7 +431,7 @@ void Http1Connection::parseHead() {
     armTimer(s_->limits.header_timeout);
   }
   const auto& lim = s_->limits;
-  size_t n = std::min<size_t>(avail, lim.max_header_bytes + 1);
+  const size_t n = event::headWindow(in, lim.max_header_bytes);
   std::string& buf = w_.head_buf;
   http::RequestHead& head = w_.head;
   buf.resize(n);

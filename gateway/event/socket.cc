@@ -51,6 +51,32 @@ ssize_t readInto(evbuffer* in, evutil_socket_t fd, ev_ssize_t want, bool bounded
   return got;
 }
 
+size_t headWindow(evbuffer* in, size_t limit) noexcept {
+  const size_t avail = evbuffer_get_length(in);
+  const size_t most = std::min(avail, limit + 1);
+  // Empty lines before a request line are skipped by the parser (RFC 9112 §2.2): the blank
+  // line looked for comes after the first byte that is neither CR nor LF.
+  evbuffer_iovec first{};
+  if (evbuffer_peek(in, -1, nullptr, &first, 1) < 1) {
+    return most;
+  }
+  const auto* p = static_cast<const unsigned char*>(first.iov_base);
+  size_t lead = 0;
+  while (lead < first.iov_len && (p[lead] == '\r' || p[lead] == '\n')) {
+    ++lead;
+  }
+  evbuffer_ptr from{};
+  evbuffer_ptr stop{};
+  if (lead == first.iov_len || lead >= most ||
+      evbuffer_ptr_set(in, &from, lead, EVBUFFER_PTR_SET) != 0 ||
+      evbuffer_ptr_set(in, &stop, most, EVBUFFER_PTR_SET) != 0) {
+    return most;
+  }
+  // Only the first `most` bytes are searched: a blank line beyond them changes nothing.
+  const evbuffer_ptr end = evbuffer_search_range(in, "\r\n\r\n", 4, &from, &stop);
+  return end.pos >= 0 ? std::min(static_cast<size_t>(end.pos) + 4, most) : most;
+}
+
 Socket::~Socket() {
   close();
 }

@@ -52,6 +52,13 @@ const char* tlsFailureName(TlsFailure f) noexcept;
 ssize_t readInto(evbuffer* in, evutil_socket_t fd, ev_ssize_t want, bool bounded,
                  int& err) noexcept;
 
+// How many of `in`'s first bytes a message-head parse needs to see, at most `limit` + 1 (one
+// past the limit, so the parser can tell "too large"): up to and including the first blank
+// line (CRLF CRLF) after any empty lines that lead, when the buffer holds one, else everything
+// held (a head not whole yet, or one the parser refuses for its line endings). A head is
+// copied out, not its body.
+size_t headWindow(evbuffer* in, size_t limit) noexcept;
+
 class Socket {
  public:
   using ReadFn = void (*)(void* arg);

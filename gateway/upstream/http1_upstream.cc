@@ -453,7 +453,7 @@ void Http1Upstream::parseHead() {
     if (avail == 0) {
       return;
     }
-    size_t n = std::min<size_t>(avail, kMaxResponseHead + 1);
+    const size_t n = event::headWindow(in, kMaxResponseHead);
     resp_buf_.resize(n);
     evbuffer_copyout(in, resp_buf_.data(), n);
     http::HeadLimits hl{kMaxResponseHead, kMaxResponseHead, 1000};

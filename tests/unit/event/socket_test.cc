@@ -129,3 +129,43 @@ TEST_CASE("socket: reads, the high mark, EOF and released buffers", "[event][soc
     ::close(sv[1]);
   }
 }
+
+TEST_CASE("socket: headWindow covers the head through its blank line and nothing after",
+          "[event][socket]") {
+  auto window = [](std::initializer_list<std::string_view> pieces, size_t limit) {
+    evbuffer* b = evbuffer_new();
+    for (std::string_view p : pieces) {
+      // Each piece its own chain, as reads leave them: a blank line may span two.
+      evbuffer* part = evbuffer_new();
+      evbuffer_add(part, p.data(), p.size());
+      evbuffer_add_buffer(b, part);
+      evbuffer_free(part);
+    }
+    const size_t n = gw::event::headWindow(b, limit);
+    evbuffer_free(b);
+    return n;
+  };
+  const std::string head = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+  const std::string body(100000, 'x');
+  CHECK(window({head + body}, 65536) == head.size());
+  CHECK(window({head}, 65536) == head.size());
+  // The blank line split across chains, at every place.
+  for (size_t cut = 1; cut < head.size(); ++cut) {
+    INFO("cut at " << cut);
+    CHECK(window({head.substr(0, cut), head.substr(cut) + body}, 65536) == head.size());
+  }
+  // Not whole yet, or never whole within the limit: everything held, at most limit + 1.
+  CHECK(window({"GET / HTTP/1.1\r\nHost: a\r\n"}, 65536) == 25);
+  CHECK(window({"GET / HTTP/1.1\r\nHost: a\r\n" + body}, 1000) == 1001);
+  // A blank line beyond the limit does not count.
+  CHECK(window({"GET / HTTP/1.1\r\nX: " + std::string(2000, 'a') + "\r\n\r\n"}, 1000) == 1001);
+  // Empty lines before the request line are skipped (RFC 9112 §2.2): the head's own blank line.
+  CHECK(window({"\r\n\r\n\r\n" + head + body}, 65536) == 6 + head.size());
+  // (A first chain of nothing but empty lines: everything held, up to the limit.)
+  CHECK(window({"\r\n\r\n", head + body}, 65536) == 65537);
+  CHECK(window({"\n\n" + head}, 65536) == 2 + head.size());
+  // Bare-LF endings are left to the parser: everything held.
+  CHECK(window({"GET / HTTP/1.1\nHost: a\n\n" + body}, 65536) == 65537);
+  // Nothing held.
+  CHECK(window({}, 65536) == 0);
+}
