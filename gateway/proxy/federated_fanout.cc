@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "gateway/core/ascii.h"
@@ -336,17 +337,52 @@ void FederatedTarget::learnFederatedTools(const FanOut& f) {
 }
 
 // A merged answer to the client: JSON, or one SSE event when the client accepts only that.
+namespace {
+
+// Whether `text` holds a line break: raw in JSON only as whitespace between tokens (a server
+// that pretty-prints), but an SSE line's end, so it must not reach a `data:` line as it is.
+bool hasLineBreak(std::string_view text) noexcept {
+  return text.find_first_of("\r\n") != std::string_view::npos;
+}
+
+// An SSE event carrying `json` as its data: line breaks (JSON whitespace, never inside a
+// string, where they are escaped) become spaces, so the event stays one `data:` line.
+void appendSseEvent(std::string& out, std::string_view json) {
+  out += "event: message\ndata: ";
+  const size_t at = out.size();
+  out += json;
+  std::replace_if(
+      out.begin() + static_cast<std::ptrdiff_t>(at), out.end(),
+      [](char c) { return c == '\r' || c == '\n'; }, ' ');
+  out += "\n\n";
+}
+
+}  // namespace
+
 void FederatedTarget::serveMerged(const std::shared_ptr<const std::string>& shared, uint64_t ttl_ms,
                                   bool public_scope) {
   const std::string_view members = *shared;
   const bool sse = acceptsOnlySse(x_.head);
-  if (!sse && !x_.forward().cutsLists()) {
+  const std::string id = requestIdJson();  // before the body goes
+  x_.releaseBody();
+  x_.responseFields().clear();
+  x_.responseFields().push_back(
+      http::Field{"Content-Type", sse ? "text/event-stream" : "application/json"});
+  if (sse) {
+    x_.responseFields().push_back(http::Field{"Cache-Control", "no-cache"});
+    x_.responseFields().push_back(http::Field{"X-Accel-Buffering", "no"});
+  }
+  if (!x_.forward().cutsLists() && !(sse && hasLineBreak(members))) {
     // As it is for every caller: the members (maybe a cached answer, shared by every client
-    // it goes to) by reference, between the response's two ends; no copy of the list.
-    std::string head;
-    federation::appendResponseHead(head, requestIdJson());
+    // it goes to) by reference, between the response's two ends (an SSE event's too); no
+    // copy of the list.
+    std::string head = sse ? "event: message\ndata: " : "";
+    federation::appendResponseHead(head, id);
     std::string tail;
     federation::appendResponseTail(tail, members.empty(), ttl_ms, public_scope);
+    if (sse) {
+      tail += "\n\n";
+    }
     event::EvBufferPtr b = event::makeBuffer();
     evbuffer_add(b.get(), head.data(), head.size());
     if (!members.empty()) {
@@ -362,14 +398,11 @@ void FederatedTarget::serveMerged(const std::shared_ptr<const std::string>& shar
       }
     }
     evbuffer_add(b.get(), tail.data(), tail.size());
-    x_.releaseBody();
-    x_.responseFields().clear();
-    x_.responseFields().push_back(http::Field{"Content-Type", "application/json"});
     x_.respond(200, "OK", b.get(), head.size() + members.size() + tail.size());
     return;
   }
   std::string json;
-  federation::appendResponse(json, requestIdJson(), members, ttl_ms, public_scope);
+  federation::appendResponse(json, id, members, ttl_ms, public_scope);
   if (x_.forward().cutsLists() && x_.ctx().mcp.has_method) {
     // visibility: filter — the merged (maybe cached, shared) answer cut for this caller.
     const auto kind = federation::listKindOf(x_.ctx().mcp.method);
@@ -382,19 +415,9 @@ void FederatedTarget::serveMerged(const std::shared_ptr<const std::string>& shar
   }
   fed_body_.clear();
   if (sse) {
-    fed_body_ = "event: message\ndata: ";
-    fed_body_ += json;
-    fed_body_ += "\n\n";
+    appendSseEvent(fed_body_, json);
   } else {
     fed_body_ = std::move(json);
-  }
-  x_.releaseBody();
-  x_.responseFields().clear();
-  x_.responseFields().push_back(
-      http::Field{"Content-Type", sse ? "text/event-stream" : "application/json"});
-  if (sse) {
-    x_.responseFields().push_back(http::Field{"Cache-Control", "no-cache"});
-    x_.responseFields().push_back(http::Field{"X-Accel-Buffering", "no"});
   }
   x_.respond(200, "OK", fed_body_);
 }

@@ -77,3 +77,57 @@ TEST_CASE("federation: an SSE list answer that ends in the read of its response 
   }
   CHECK(gw.process().running());
 }
+
+TEST_CASE(
+    "federation: a client that accepts only SSE gets the merged list as one event, pretty-printed "
+    "upstream lists and cached answers too",
+    "[federation]") {
+  // a pretty-prints its answer (line breaks between tokens, CRLF too); both are public for a
+  // minute, so the second and third lists come from the gateway's cache.
+  const std::string pretty =
+      "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 3,\n  \"result\": {\r\n    \"tools\": [\n      {\n"
+      "        \"name\": \"a_tool\",\n        \"description\": \"line one\\nline two\",\n"
+      "        \"inputSchema\": {\"type\": \"object\"}\n      }\n    ],\n"
+      "    \"ttlMs\": 60000,\n    \"cacheScope\": \"public\"\n  }\n}\n";
+  const bool pretty_a = GENERATE(false, true);
+  INFO((pretty_a ? "a pretty-prints" : "both compact"));
+  const std::string compact_a =
+      R"({"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a_tool","inputSchema":{}}],)"
+      R"("ttlMs":60000,"cacheScope":"public"}})";
+  RawUpstream a(RawUpstream::respond(200, pretty_a ? pretty : compact_a));
+  RawUpstream b(RawUpstream::respond(
+      200, R"({"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b_tool","inputSchema":{}}],)"
+           R"("ttlMs":60000,"cacheScope":"public"}})"));
+  Gateway gw(kYaml, {{"A", a.address()}, {"B", b.address()}});
+
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = std::to_string(40 + i);
+    const std::string body = R"({"jsonrpc":"2.0","id":)" + id +
+                             R"(,"method":"tools/list","params":{"_meta":)"
+                             R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+    const std::string req =
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Accept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        "Mcp-Method: tools/list\r\nConnection: close\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    Response r = fetch(gw.port(), req, Ms(5000));
+    INFO("tools/list #" << i << ": " << r.head << r.body << "\ngateway stderr:\n"
+                        << gw.process().stderrText());
+    REQUIRE(r.status == 200);
+    CHECK(r.header("content-type").value_or("").starts_with("text/event-stream"));
+    // One event: its type line, one data line holding the whole JSON answer, a blank line.
+    REQUIRE(r.body.starts_with("event: message\ndata: {"));
+    REQUIRE(r.body.ends_with("}\n\n"));
+    const std::string data = r.body.substr(21, r.body.size() - 21 - 2);
+    CHECK(data.find_first_of("\r\n") == std::string::npos);
+    CHECK(has(data, "\"id\":" + id + ","));
+    CHECK(has(data, "\"a_tool\""));
+    CHECK(has(data, "\"b_tool\""));
+    if (pretty_a) {
+      CHECK(has(data, R"(line one\nline two)"));  // an escape inside a string stays as it was
+    }
+    CHECK(has(data, R"("cacheScope":"public")"));
+  }
+  CHECK(a.requestCount() == 1);  // the second and third answers came from the cache
+  CHECK(b.requestCount() == 1);
+}
