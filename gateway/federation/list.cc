@@ -410,6 +410,15 @@ void mergeItems(ListKind kind, std::span<const Contribution> parts, NamesMode mo
   const bool rename =
       mode == NamesMode::kPrefix && (kind == ListKind::kTools || kind == ListKind::kPrompts);
   std::unordered_map<std::string_view, size_t> owner;  // key → contribution that listed it
+  size_t bytes = 2;
+  for (const Contribution& c : parts) {
+    if (c.items != nullptr) {
+      for (const std::string& item : *c.items) {
+        bytes += item.size() + 1;
+      }
+    }
+  }
+  out.array.reserve(bytes + (rename ? bytes / 16 : 0));  // one allocation, not one per doubling
   out.array.push_back('[');
   for (size_t p = 0; p < parts.size(); ++p) {
     const Contribution& c = parts[p];

@@ -327,11 +327,18 @@ void FederatedTarget::learnFederatedTools(const FanOut& f) {
       json += parts[i].page.items[k];
     }
     json += "],\"ttlMs\":" + std::to_string(parts[i].page.ttl_ms) + "}}";
+    // The same list as this worker learned last (SeenAnswers): renewed, not parsed again.
+    const settings::Upstream& up = x_.settings().upstreams[x_.ctx().route->upstream_indexes[i]];
+    const std::shared_ptr<mcp::SchemaCache>& cache = x_.snapshot()->schemas;
+    const auto now = core::steadyNow();
+    SeenAnswers& seen = x_.worker().seen_answers;
+    if (seen.renew(cache, up.name, json, now)) {
+      continue;
+    }
     std::vector<mcp::ToolSchema> tools;
     uint64_t ttl = 0;
     if (mcp::parseToolsList(json, tools, ttl)) {
-      const settings::Upstream& up = x_.settings().upstreams[x_.ctx().route->upstream_indexes[i]];
-      x_.snapshot()->schemas->learn(up.name, std::move(tools), ttl, core::steadyNow());
+      seen.keep(cache, up.name, json, cache->learn(up.name, std::move(tools), ttl, now), ttl);
     }
   }
 }

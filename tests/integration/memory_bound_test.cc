@@ -26,6 +26,15 @@ constexpr size_t kMiB = 1024 * kKiB;
 constexpr size_t kHighWatermark = 256 * kKiB;
 constexpr size_t kOneRead = 256 * kKiB;
 
+// Under AddressSanitizer freed memory sits in its quarantine and every allocation carries
+// redzones: resident sizes say nothing about the gateway's buffers, so only the behaviour
+// (every byte arrives, nothing lost) is checked there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kResidentMeaningful = false;
+#else
+constexpr bool kResidentMeaningful = true;
+#endif
+
 // Resident bytes of process `pid` (VmRSS), 0 when unreadable.
 size_t residentBytes(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
@@ -103,7 +112,9 @@ TEST_CASE("memory: an 8 MiB answer to a client that does not read holds at most 
   const size_t growth = held > before ? held - before : 0;
   INFO("gateway VmRSS " << before / kKiB << " KiB before, " << held / kKiB
                         << " KiB while the client holds back (growth " << growth / kKiB << " KiB)");
-  CHECK(growth <= kHighWatermark + kOneRead + 1 * kMiB);
+  if (kResidentMeaningful) {
+    CHECK(growth <= kHighWatermark + kOneRead + 1 * kMiB);
+  }
 
   // Then every byte arrives.
   CHECK(c.drainBody(big.size(), Ms(60000)) == big.size());
@@ -140,8 +151,10 @@ TEST_CASE("memory: 100 concurrent 1 MiB answers to clients that hold back stay w
   INFO("gateway VmRSS " << before / kKiB << " KiB before, " << held / kKiB << " KiB with "
                         << kClients << " answers held back (growth " << growth / kKiB << " KiB)");
   // Each answer may hold its watermark plus one read; the rest waits in the kernel or upstream.
-  CHECK(growth <= kClients * (kHighWatermark + kOneRead) + 8 * kMiB);
-  CHECK(growth < kClients * body.size() * 3 / 4);
+  if (kResidentMeaningful) {
+    CHECK(growth <= kClients * (kHighWatermark + kOneRead) + 8 * kMiB);
+    CHECK(growth < kClients * body.size() * 3 / 4);
+  }
 
   // Then every client gets its whole answer, nothing lost.
   int whole = 0;
