@@ -24,6 +24,18 @@ data: {"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":")" +
 )";
 }
 
+// A 2026-07-28 tools/list POST with id `id` (JSON text) and this Accept, on a closing connection.
+std::string listRequest(const std::string& id, std::string_view accept) {
+  const std::string body = R"({"jsonrpc":"2.0","id":)" + id +
+                           R"(,"method":"tools/list","params":{"_meta":)"
+                           R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: " +
+         std::string(accept) +
+         "\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n"
+         "Connection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 constexpr char kYaml[] = R"(listen: "127.0.0.1:${PORT}"
 workers: 1
 upstreams:
@@ -60,13 +72,7 @@ TEST_CASE("federation: an SSE list answer that ends in the read of its response 
       200, R"({"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b_tool","inputSchema":{}}]}})"));
   Gateway gw(kYaml, {{"A", a.address()}, {"B", b.address()}});
 
-  const std::string body = R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":)"
-                           R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
-  const std::string req =
-      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-      "Mcp-Method: tools/list\r\nConnection: close\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req = listRequest("3", "application/json, text/event-stream");
   for (int i = 0; i < 3; ++i) {
     Response r = fetch(gw.port(), req, Ms(5000));
     INFO("tools/list #" << i << ": " << r.head << r.body << "\ngateway stderr:\n"
@@ -102,15 +108,7 @@ TEST_CASE(
 
   for (int i = 0; i < 3; ++i) {
     const std::string id = std::to_string(40 + i);
-    const std::string body = R"({"jsonrpc":"2.0","id":)" + id +
-                             R"(,"method":"tools/list","params":{"_meta":)"
-                             R"({"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
-    const std::string req =
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        "Accept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-        "Mcp-Method: tools/list\r\nConnection: close\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body;
-    Response r = fetch(gw.port(), req, Ms(5000));
+    Response r = fetch(gw.port(), listRequest(id, "text/event-stream"), Ms(5000));
     INFO("tools/list #" << i << ": " << r.head << r.body << "\ngateway stderr:\n"
                         << gw.process().stderrText());
     REQUIRE(r.status == 200);
