@@ -355,9 +355,14 @@ bool ArrayReader::next() noexcept {
 }
 
 bool rootSpan(std::string_view text, size_t& begin, size_t& end) noexcept {
+  // A validated text is one value between optional whitespace: its ends are found from the
+  // two ends of the text, not by reading the value through.
   begin = skipWs(text, 0);
-  end = skipValue(text, begin);
-  return end != kNpos;
+  end = text.size();
+  while (end > begin && isWs(text[end - 1])) {
+    --end;
+  }
+  return begin < end;
 }
 
 bool findMember(std::string_view text, size_t open, std::string_view key, size_t& begin,

@@ -88,8 +88,9 @@ class ArrayReader {
   size_t value_ = 0, value_end_ = 0;
 };
 
-// The root value of a validated text: its first and one-past-last byte (surrounding whitespace
-// excluded). False when there is no value.
+// The root value of a text validate() accepted (only such texts: the value is not read
+// through, its ends are taken from the text's): its first and one-past-last byte (surrounding
+// whitespace excluded). False when there is no value.
 bool rootSpan(std::string_view text, size_t& begin, size_t& end) noexcept;
 
 // The first member `key` of the object at text[open]; false when absent or malformed.

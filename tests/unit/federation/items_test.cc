@@ -274,3 +274,24 @@ TEST_CASE("json_scan: a string ends at its first unescaped quote, however the ba
   CHECK(gw::federation::json::skipValue("\"" + long_body, 0) == gw::federation::json::kNpos);
   CHECK(gw::federation::json::skipValue("\"" + long_body + "\\", 0) == gw::federation::json::kNpos);
 }
+
+TEST_CASE("json_scan: the root of a validated text is found from its two ends",
+          "[federation][json]") {
+  using gw::federation::json::rootSpan;
+  using gw::federation::json::validate;
+  using gw::federation::json::Validity;
+  size_t b = 0;
+  size_t e = 0;
+  for (const std::string_view text : {R"({"a":[1,2,{"b":"}"}]})", " \t\r\n{\"a\":1}\n\n ",
+                                      "[1 , 2]  ", "\"s\"", " 12 ", "null"}) {
+    INFO(text);
+    REQUIRE(validate(text) == Validity::kValid);
+    REQUIRE(rootSpan(text, b, e));
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    CHECK(b == first);
+    CHECK(e == last + 1);
+  }
+  CHECK_FALSE(rootSpan("", b, e));
+  CHECK_FALSE(rootSpan(" \n ", b, e));
+}
