@@ -415,10 +415,12 @@ void Exchange::refuseBeforeBody() {
 }
 
 void Exchange::respond(int st, std::string_view reason, std::string_view answer) {
-  event::EvBufferPtr b = event::makeBuffer();
-  if (!answer.empty()) {
-    evbuffer_add(b.get(), answer.data(), answer.size());
+  if (answer.empty()) {
+    respond(st, reason, nullptr, 0);  // no body: no buffer
+    return;
   }
+  event::EvBufferPtr b = event::makeBuffer();
+  evbuffer_add(b.get(), answer.data(), answer.size());
   respond(st, reason, b.get(), answer.size());
 }
 

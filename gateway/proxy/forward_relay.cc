@@ -318,18 +318,8 @@ void ForwardTarget::capturePiece(std::string_view piece) {
 // The answer this worker saw last for the upstream, again (its id aside): what was learned of
 // it only lives on; anything else is parsed and learned.
 void ForwardTarget::learnTools(std::string_view json) noexcept {
-  const settings::Upstream& up = x_.settings().upstreams[up_index_];
-  const std::shared_ptr<mcp::SchemaCache>& cache = x_.snapshot()->schemas;
-  const auto now = core::steadyNow();
-  SeenAnswers& seen = x_.worker().seen_answers;
-  if (seen.renew(cache, up.name, json, now)) {
-    return;
-  }
-  std::vector<mcp::ToolSchema> tools;
-  uint64_t ttl = 0;
-  if (mcp::parseToolsList(json, tools, ttl)) {
-    seen.keep(cache, up.name, json, cache->learn(up.name, std::move(tools), ttl, now), ttl);
-  }
+  x_.worker().seen_answers.learn(x_.snapshot()->schemas, x_.settings().upstreams[up_index_].name,
+                                 json, core::steadyNow());
 }
 
 }  // namespace gw::proxy

@@ -55,6 +55,18 @@ bool SeenAnswers::renewFrom(const std::shared_ptr<mcp::SchemaCache>& cache,
   return e != nullptr && e->text == text && renewed(*e, cache, now);
 }
 
+void SeenAnswers::learn(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
+                        std::string_view text, mcp::SchemaCache::Clock::time_point now) {
+  if (renew(cache, upstream, text, now)) {
+    return;
+  }
+  std::vector<mcp::ToolSchema> tools;
+  uint64_t ttl = 0;
+  if (mcp::parseToolsList(text, tools, ttl)) {
+    keep(cache, upstream, text, cache->learn(upstream, std::move(tools), ttl, now), ttl);
+  }
+}
+
 void SeenAnswers::keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
                        std::string_view text, uint64_t generation, uint64_t ttl_ms) {
   if (Entry* e = find(cache, upstream)) {

@@ -34,6 +34,11 @@ class SeenAnswers {
   bool renewFrom(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
                  const std::shared_ptr<const std::string>& text,
                  mcp::SchemaCache::Clock::time_point now);
+  // A tools/list answer of `upstream` for `cache` to learn: renewed when it is the one this
+  // worker learned last (renew()), else parsed, learned and kept (keep()); one that does not
+  // parse teaches nothing.
+  void learn(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
+             std::string_view text, mcp::SchemaCache::Clock::time_point now);
   // `text`, learned now for `upstream` (SchemaCache::learn's `generation`) with its ttlMs.
   void keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::string_view upstream,
             std::string_view text, uint64_t generation, uint64_t ttl_ms);
