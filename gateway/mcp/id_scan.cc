@@ -442,6 +442,17 @@ bool SameAnswerMatcher::same() const noexcept {
   return false;
 }
 
+bool SameAnswerMatcher::idRun(size_t& start, size_t& seen_end,
+                              std::string_view& id) const noexcept {
+  if (phase_ != Phase::kAfter) {
+    return false;
+  }
+  start = start_;
+  seen_end = seen_end_;
+  id = id_;
+  return true;
+}
+
 void SameAnswerMatcher::appendFed(std::string& out) const {
   if (phase_ == Phase::kEqual) {
     out.append(seen_.substr(0, fed_));

@@ -52,6 +52,9 @@ class SameAnswerMatcher {
   bool same() const noexcept;
   // Appends the answer's bytes fed so far (rebuilt from `seen` and its own id).
   void appendFed(std::string& out) const;
+  // After same(): where the two ids differ — `seen`'s id is seen[start, seen_end), the
+  // answer's is `id` at `start`. False when the answer is `seen` byte for byte.
+  bool idRun(size_t& start, size_t& seen_end, std::string_view& id) const noexcept;
 
  private:
   enum class Phase : uint8_t { kEqual, kId, kAfter };

@@ -403,16 +403,17 @@ void FederatedTarget::serveMerged(const std::shared_ptr<const std::string>& shar
     return;
   }
   std::string json;
-  federation::appendResponse(json, id, members, ttl_ms, public_scope);
-  if (x_.forward().cutsLists() && x_.ctx().mcp.has_method) {
-    // visibility: filter — the merged (maybe cached, shared) answer cut for this caller.
-    const auto kind = federation::listKindOf(x_.ctx().mcp.method);
-    std::string filtered;
-    if (kind && *kind != federation::ListKind::kDiscover &&
-        *kind != federation::ListKind::kTemplates &&
-        x_.forward().filterForCaller(*kind, json, filtered)) {
-      json = std::move(filtered);
-    }
+  const auto kind =
+      x_.ctx().mcp.has_method ? federation::listKindOf(x_.ctx().mcp.method) : std::nullopt;
+  std::string filtered;
+  if (x_.forward().cutsLists() && kind && *kind != federation::ListKind::kDiscover &&
+      *kind != federation::ListKind::kTemplates &&
+      x_.forward().filterMerged(*kind, shared, filtered)) {
+    // visibility: filter — the merged (maybe cached, shared) answer cut for this caller, once
+    // per merged list and visibility set (ListMemo); the scope is then private.
+    federation::appendResponse(json, id, filtered, ttl_ms, false);
+  } else {
+    federation::appendResponse(json, id, members, ttl_ms, public_scope);
   }
   fed_body_.clear();
   if (sse) {

@@ -72,26 +72,62 @@ void appendEvent(std::string& out, std::string_view event, std::string_view data
 
 }  // namespace
 
-// The list answer filtered for this request's caller. False: not a list answer.
 bool ForwardTarget::filterForCaller(federation::ListKind kind, std::string_view json,
-                                    std::string& out) {
+                                    std::string& out, ListMemo::Entry* e,
+                                    const ListMemo::Match* m) {
   const policy::PolicySet& p = *x_.snapshot()->policy;
   const std::string_view call = callOf(kind);
   const bool by_policy = p.filtersLists();
   const bool by_pins = kind == federation::ListKind::kTools && pinCuts();
+  const ListMemo::Keep keep = [&](std::string_view key) {
+    return (!by_policy || p.mayUse(call, key, x_.ctx().identity)) && !(by_pins && pinHidden(key));
+  };
+  ListMemo& memo = x_.worker().list_memo;
   size_t hidden = 0;
-  const bool ok = federation::filterListAnswer(
-      kind, json,
-      [&](std::string_view key) {
-        return (!by_policy || p.mayUse(call, key, x_.ctx().identity)) &&
-               !(by_pins && pinHidden(key));
-      },
-      out, hidden, nullptr);
+  const bool ok = (m != nullptr && memo.reuse(*m, keep, out, hidden)) ||
+                  memo.filterNew(e, m, kind, json, keep, out, hidden);
   if (ok) {
     hidden_ += hidden;
     filtered_ = true;
   }
   return ok;
+}
+
+bool ForwardTarget::filterMerged(federation::ListKind kind,
+                                 const std::shared_ptr<const std::string>& shared,
+                                 std::string& members) {
+  const settings::Route* r = x_.ctx().route;
+  if (r == nullptr || shared == nullptr || shared->empty()) {
+    return false;
+  }
+  // The route's answer with id 0, ttlMs 0 and a private scope: what the filter reads, once
+  // per merged list and visibility set; each request puts its own id and ttlMs around the
+  // filtered members.
+  std::string head;
+  federation::appendResponseHead(head, "0");
+  std::string tail;
+  federation::appendResponseTail(tail, false, 0, false);
+  std::string source(1, '\0');  // never an upstream's name
+  source += r->name;
+  ListMemo& memo = x_.worker().list_memo;
+  std::string answer;
+  ListMemo::Entry* e = memo.findShared(source, kind, shared);
+  if (e == nullptr) {
+    answer = head;
+    answer += *shared;
+    answer += tail;
+    e = memo.keepShared(source, kind, shared, answer);
+  }
+  const std::string_view text = e != nullptr ? ListMemo::text(*e) : std::string_view(answer);
+  ListMemo::Match found;
+  found.entry = e;
+  std::string out;
+  if (!filterForCaller(kind, text, out, e, e != nullptr ? &found : nullptr) ||
+      out.size() < head.size() + tail.size() || !out.starts_with(head) || !out.ends_with(tail)) {
+    return false;
+  }
+  members.assign(out, head.size(), out.size() - head.size() - tail.size());
+  return true;
 }
 
 bool ForwardTarget::cutsLists() const noexcept {
@@ -191,16 +227,26 @@ void ForwardTarget::dropListAnswer() noexcept {
 // came (a JSON-RPC error, or nothing to cut); kRewritten: send `out`; kUnreadable: `why`.
 ForwardTarget::ListRead ForwardTarget::readListResponse(std::string_view json, std::string& out,
                                                         std::string& why) {
-  federation::Page page;
-  const federation::PageError pe = federation::parsePage(filter_kind_, json, page, why);
-  if (pe == federation::PageError::kRpcError) {
-    why.clear();
-    return ListRead::kUnchanged;  // the server's error answer: nothing to filter
-  }
-  if (pe != federation::PageError::kNone) {
-    return ListRead::kUnreadable;
-  }
+  // The answer this upstream sent last, its id aside, is not parsed again (ListMemo).
   const std::string_view upstream = x_.settings().upstreams[up_index_].name;
+  ListMemo& memo = x_.worker().list_memo;
+  ListMemo::Match m;
+  ListMemo::Entry* e = nullptr;
+  federation::Page parsed;
+  if (memo.find(upstream, filter_kind_, json, m)) {
+    e = m.entry;
+  } else {
+    const federation::PageError pe = federation::parsePage(filter_kind_, json, parsed, why);
+    if (pe == federation::PageError::kRpcError) {
+      why.clear();
+      return ListRead::kUnchanged;  // the server's error answer: nothing to filter
+    }
+    if (pe != federation::PageError::kNone) {
+      return ListRead::kUnreadable;
+    }
+    e = memo.keep(upstream, filter_kind_, json, parsed);
+  }
+  const federation::Page& page = e != nullptr ? ListMemo::page(*e) : parsed;
   if (x_.ctx().learn_tools) {
     learnTools(json);
   }
@@ -211,7 +257,7 @@ ForwardTarget::ListRead ForwardTarget::readListResponse(std::string_view json, s
   if (!cutsLists() && page.dropped.total() == 0) {
     return ListRead::kUnchanged;
   }
-  if (!filterForCaller(filter_kind_, json, out)) {
+  if (!filterForCaller(filter_kind_, json, out, e, m.entry != nullptr ? &m : nullptr)) {
     why = "the list answer could not be rewritten";
     return ListRead::kUnreadable;
   }

@@ -39,6 +39,7 @@
 #include "gateway/mcp/id_scan.h"
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/legacy_sessions.h"
+#include "gateway/proxy/list_memo.h"
 #include "gateway/proxy/sse_response.h"
 #include "gateway/sse/framer.h"
 #include "gateway/upstream/http1_upstream.h"
@@ -105,8 +106,15 @@ class ForwardTarget final : public upstream::UpstreamCallbacks,
   // A 2025-era client on a federated route (the gateway is its server: federated_front.cc).
   bool frontRequest() const noexcept;
   std::string_view frontClient() const noexcept;  // its front session id (see .cc)
-  // visibility: filter (forward_lists.cc).
-  bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out);
+  // visibility: filter (forward_lists.cc). The list answer `json` filtered for this request's
+  // caller; when `json` is kept as `e` (found as `m`, or just kept: m null), a view kept for
+  // the same visibility set is reused and a new one kept (ListMemo). False: not a list answer.
+  bool filterForCaller(federation::ListKind kind, std::string_view json, std::string& out,
+                       ListMemo::Entry* e = nullptr, const ListMemo::Match* m = nullptr);
+  // A federated route's merged list members (`shared`, the route's immutable answer) filtered
+  // for this caller: `members` gets the members of the filtered answer. False: not filtered.
+  bool filterMerged(federation::ListKind kind, const std::shared_ptr<const std::string>& shared,
+                    std::string& members);
   bool cutsLists() const noexcept;  // visibility filter or pinning block with a tool pending
   // tool_pinning (forward_pins.cc)
   void observePins(std::string_view upstream, std::span<const std::string> items);

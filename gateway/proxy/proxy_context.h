@@ -25,6 +25,7 @@
 #include "gateway/policy/policy.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/legacy_sessions.h"
+#include "gateway/proxy/list_memo.h"
 #include "gateway/proxy/seen_answers.h"
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
@@ -124,6 +125,8 @@ struct ProxyContext {
   CredentialMemo credential_memo;
   // The tools/list answers this worker's schema learning saw last (seen_answers.h).
   SeenAnswers seen_answers;
+  // The list answers this worker read whole and what it made of them (list_memo.h).
+  ListMemo list_memo;
 
   LegacySessions& legacySessions() {
     if (!legacy_sessions) {

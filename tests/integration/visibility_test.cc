@@ -6,6 +6,8 @@
 
 #include <catch.hpp>
 
+#include <csignal>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -225,4 +227,83 @@ access_log: { path: "${ACCESS_LOG}" }
   CHECK(readFile(gw.accessLogPath()).find("list_hidden") == std::string::npos);
   Response call = fetch(gw.port(), post("tools/call", "delete_user", kAliceKey, "plain", 2));
   CHECK(call.status == 403);  // listed, still denied: visibility is not policy
+}
+
+// Issue #30: a filtered answer is made once per list and visibility set, then reused — the
+// same list to alternating callers, each time with its own id, is exactly each caller's,
+// on a plain route and a federated one; after a policy reload that changes one caller's set,
+// that caller's answer changes and the other's does not.
+TEST_CASE("visibility: a list made for one caller is reused for its set only, never another's",
+          "[visibility][slow]") {
+  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  TempDir dir;
+  Server ops(dir, "ops", "execute_sql,get_status,delete_user,admin_reset");
+  Server docs(dir, "docs", "read_doc,delete_doc");
+  const std::string policy = dir.file("policy.yaml");
+  REQUIRE(writeFile(policy, policyYaml()));
+  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: ops
+    endpoints: ["127.0.0.1:${OPS}"]
+  - name: docs
+    endpoints: ["127.0.0.1:${DOCS}"]
+routes:
+  - name: fed
+    match: { headers: { X-Route: fed } }
+    upstreams: [ops, docs]
+    names: prefix
+  - name: default
+    upstream: ops
+policies: [${POLICY}]
+)",
+             {{"OPS", std::to_string(ops.port())},
+              {"DOCS", std::to_string(docs.port())},
+              {"POLICY", policy}});
+  const std::set<std::string> alice_plain{"execute_sql", "get_status", "ops_add_tool"};
+  const std::set<std::string> bob_plain{"execute_sql", "get_status", "delete_user", "admin_reset",
+                                        "ops_add_tool"};
+  const std::set<std::string> alice_fed{"ops__execute_sql", "ops__get_status", "ops__ops_add_tool",
+                                        "docs__read_doc", "docs__docs_add_tool"};
+  const std::set<std::string> bob_fed{"ops__execute_sql", "ops__get_status",    "ops__delete_user",
+                                      "ops__admin_reset", "ops__ops_add_tool",  "docs__read_doc",
+                                      "docs__delete_doc", "docs__docs_add_tool"};
+  int id = 100;
+  auto check = [&](const char* route, const char* key, const std::set<std::string>& tools) {
+    const int my_id = id++;
+    Response list = fetch(gw.port(), post("tools/list", "", key, route, my_id));
+    INFO("route " << route << ", key " << key << ": " << list.head << list.body);
+    REQUIRE(list.status == 200);
+    CHECK(toolNames(list.body) == tools);
+    const std::string id_member = "\"id\":" + std::to_string(my_id);
+    const size_t at = list.body.find(id_member);
+    REQUIRE(at != std::string::npos);
+    CHECK((list.body[at + id_member.size()] == ',' || list.body[at + id_member.size()] == '}'));
+    CHECK(list.body.find(R"("cacheScope":"private")") != std::string::npos);
+  };
+  for (int round = 0; round < 4; ++round) {
+    check("plain", kAliceKey, alice_plain);
+    check("plain", kBobKey, bob_plain);
+    check("fed", kBobKey, bob_fed);
+    check("fed", kAliceKey, alice_fed);
+  }
+  // Alice joins ops: deletes become hers to see; admin stays Bob's.
+  std::string next = policyYaml();
+  next.replace(next.find("groups: [dev]"), 13, "groups: [dev, ops]");
+  REQUIRE(writeFile(policy, next));
+  REQUIRE(::kill(gw.pid(), SIGHUP) == 0);
+  REQUIRE(gw.process().waitForOutput("reloaded", Ms(10000)));
+  const std::set<std::string> alice_plain2{"execute_sql", "get_status", "delete_user",
+                                           "ops_add_tool"};
+  const std::set<std::string> alice_fed2{
+      "ops__execute_sql", "ops__get_status",  "ops__delete_user",   "ops__ops_add_tool",
+      "docs__read_doc",   "docs__delete_doc", "docs__docs_add_tool"};
+  for (int round = 0; round < 2; ++round) {
+    check("plain", kAliceKey, alice_plain2);
+    check("plain", kBobKey, bob_plain);
+    check("fed", kAliceKey, alice_fed2);
+    check("fed", kBobKey, bob_fed);
+  }
 }
