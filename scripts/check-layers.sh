@@ -27,6 +27,7 @@ io=(event upstream downstream proxy server admin client ratelimit)
 check core http sse mcp "${io[@]}" filters policy settings
 check http sse mcp "${io[@]}" filters policy settings
 check mcp "${io[@]}" filters policy
+check trace "${io[@]}" filters policy settings mcp http
 check downstream proxy server admin
 check proxy server admin
 exit "$status"

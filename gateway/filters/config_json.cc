@@ -2,6 +2,8 @@
 
 #include "gateway/filters/config_json.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -311,6 +313,23 @@ void settingsJson(Json& j, const settings::Settings& s, const Bound& bound,
   routesJson(j, s, policy);
   j.key("policy_files").strings(s.policy_files);
   j.key("access_log").str(s.access_log.path);
+  j.key("tracing");
+  if (s.tracing) {
+    const settings::Tracing& t = *s.tracing;
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.6g", t.sample_ratio);
+    j.open('{').key("otlp_endpoint").str(t.otlp_endpoint).key("protocol").str("http/json");
+    j.key("sample_ratio").raw(ratio).key("service_name").str(t.service_name);
+    j.key("headers").open('{');  // names only: values are credentials
+    for (const auto& h : t.headers) {
+      j.key(h.first).str(kRedacted);
+    }
+    j.close('}');
+    j.key("ca").strOrNull(!t.ca.empty(), t.ca).key("max_queue").num(t.max_queue);
+    j.key("batch").num(t.batch).key("flush_interval_ms").num(ms(t.flush_interval)).close('}');
+  } else {
+    j.raw("null");
+  }
   j.key("log_level").str(s.log_level);
   j.key("drain_timeout_ms").num(ms(s.drain_timeout));
   j.key("rate_limit_headers").boolean(s.rate_limit_headers);

@@ -20,6 +20,8 @@ struct Bound {
   bool tls = false;                  // `listen` speaks HTTPS (fixed at start)
   // Every listener as bound: "address" or "address (tls)", in order.
   std::vector<std::string> listeners;
+  // tracing as started: its otlp_endpoint, or "off" (the exporter is fixed at start).
+  std::string tracing = "off";
 };
 
 // A listener as Bound::listeners and /config's restart_pending name it: "address" or

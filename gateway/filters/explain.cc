@@ -2,6 +2,11 @@
 
 #include "gateway/filters/explain.h"
 
+#include <cstdio>
+
+#include "gateway/core/ascii.h"
+#include "gateway/trace/trace.h"
+
 #include <optional>
 
 #include "gateway/federation/federation.h"
@@ -279,6 +284,44 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
     }
   }
   j.close(']');
+  // tracing: whether this request would be sampled (parent-based; roots at sample_ratio).
+  j.key("trace");
+  if (s.tracing) {
+    std::string_view field;
+    size_t fields = 0;
+    if (ctx.head != nullptr) {
+      for (const http::HeaderField& h : ctx.head->fields) {
+        if (core::iequals(h.name, "traceparent")) {
+          field = h.value;
+          ++fields;
+        }
+      }
+    }
+    trace::TraceParent parent;
+    const bool has_parent = fields == 1 && trace::parseTraceparent(field, parent);
+    j.open('{').key("parent").strOrNull(has_parent, field);
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%g", s.tracing->sample_ratio);
+    if (has_parent) {
+      j.key("sampled").boolean(parent.sampled());
+      j.key("reason").str(parent.sampled() ? "the client's traceparent is sampled"
+                                           : "the client's traceparent is not sampled");
+    } else {
+      const double r = s.tracing->sample_ratio;
+      j.key("sampled");
+      if (r <= 0.0 || r >= 1.0) {
+        j.boolean(r >= 1.0);
+      } else {
+        j.null();
+      }
+      j.key("reason").str(
+          std::string(fields == 0 ? "no traceparent" : "the traceparent is not valid (ignored)") +
+          ": a new trace, sampled at sample_ratio " + ratio);
+    }
+    j.close('}');
+  } else {
+    j.null();
+  }
   j.key("forward_credentials").boolean(ctx.forward_credentials);
   j.key("forward_credentials_source")
       .strOrNull(ctx.route != nullptr,

@@ -219,6 +219,22 @@ void Registry::setEndpointHealth(std::function<std::vector<EndpointHealthSample>
   endpoint_health_ = std::move(f);
 }
 
+const char* Registry::traceExportLabel(TraceExport r) noexcept {
+  switch (r) {
+    case TraceExport::kOk:
+      return "ok";
+    case TraceExport::kHttpError:
+      return "http_error";
+    case TraceExport::kTimeout:
+      return "timeout";
+    case TraceExport::kConnectError:
+      return "connect_error";
+    case TraceExport::kCount:
+      break;
+  }
+  return "other";
+}
+
 const char* Registry::jwksFetchLabel(JwksFetch r) noexcept {
   switch (r) {
     case JwksFetch::kOk:
@@ -378,6 +394,23 @@ std::string Registry::scrape(const Gauges& g) const {
     jwks_family.metric.push_back(std::move(cm));
   }
   fams.push_back(std::move(jwks_family));
+  if (tracing_.load()) {
+    fams.push_back(scalar("mcp_gateway_trace_spans_dropped_total",
+                          "Spans dropped because the export queue (tracing.max_queue) was full",
+                          MetricType::Counter, static_cast<double>(trace_dropped_.load())));
+    fams.push_back(scalar("mcp_gateway_trace_spans_exported_total",
+                          "Spans the OTLP collector accepted", MetricType::Counter,
+                          static_cast<double>(trace_spans_exported_.load())));
+    auto exports = family("mcp_gateway_trace_exports_total", "OTLP export requests by result",
+                          MetricType::Counter);
+    for (size_t i = 0; i < static_cast<size_t>(TraceExport::kCount); ++i) {
+      prometheus::ClientMetric cm;
+      cm.label = {{"result", traceExportLabel(static_cast<TraceExport>(i))}};
+      cm.counter.value = static_cast<double>(trace_exports_[i].load());
+      exports.metric.push_back(std::move(cm));
+    }
+    fams.push_back(std::move(exports));
+  }
   {
     MergedMap requests;
     MergedMap durations;

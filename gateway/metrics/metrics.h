@@ -227,6 +227,25 @@ class Registry {
   };
   void setEndpointHealth(std::function<std::vector<EndpointHealthSample>()> f);
 
+  // tracing (server/trace_exporter.h): spans dropped because the export queue was full
+  // (mcp_gateway_trace_spans_dropped_total), export requests by result and the spans they
+  // carried (mcp_gateway_trace_exports_total{result}, mcp_gateway_trace_spans_exported_total).
+  // Exported only when tracing is configured at start (setTracing).
+  enum class TraceExport : uint8_t { kOk, kHttpError, kTimeout, kConnectError, kCount };
+  static const char* traceExportLabel(TraceExport r) noexcept;
+  void setTracing(bool on) noexcept { tracing_.store(on); }
+  void traceSpansDropped(uint64_t n) noexcept { trace_dropped_.fetch_add(n); }
+  void traceExported(TraceExport r, uint64_t spans) noexcept {
+    trace_exports_[static_cast<size_t>(r)].fetch_add(1);
+    if (r == TraceExport::kOk) {
+      trace_spans_exported_.fetch_add(spans);
+    }
+  }
+  uint64_t traceSpansDroppedTotal() const noexcept { return trace_dropped_.load(); }
+  uint64_t traceExports(TraceExport r) const noexcept {
+    return trace_exports_[static_cast<size_t>(r)].load();
+  }
+
   // Prometheus text exposition (version 0.0.4) of everything, workers merged.
   std::string scrape(const Gauges& g) const;
 
@@ -241,6 +260,10 @@ class Registry {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(JwksFetch::kCount)> jwks_fetches_{};
   std::atomic<int64_t> jwks_keys_{0};
   std::atomic<int64_t> tls_cert_expiry_{0};
+  std::atomic<bool> tracing_{false};
+  std::atomic<uint64_t> trace_dropped_{0};
+  std::atomic<uint64_t> trace_spans_exported_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(TraceExport::kCount)> trace_exports_{};
   Family token_requests_{3};   // kind, target, result
   Family token_durations_{2};  // kind, target
   mutable std::mutex providers_mu_;

@@ -47,6 +47,11 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
   life_ = Life::kRunning;
   resetContext();
+  // tracing: the request's context (refused requests have spans too). The exporter is made
+  // at start; a reload that removes `tracing` stops the spans.
+  const std::optional<settings::Tracing>& tracing = settings().tracing;
+  trace_.begin(tracing ? w_->shared->tracer.load(std::memory_order_relaxed) : nullptr,
+               tracing ? tracing->sample_ratio : 0.0, head);
   keys_.reset();
   introspection_.reset();
   limits_.reset();

@@ -40,6 +40,7 @@
 #include "gateway/proxy/local_target.h"
 #include "gateway/proxy/poll_wait.h"
 #include "gateway/proxy/request_body.h"
+#include "gateway/proxy/request_trace.h"
 #include "gateway/proxy/stage.h"
 #include "gateway/proxy/upstream_auth.h"
 #include "gateway/ratelimit/gcra.h"
@@ -107,6 +108,8 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   core::Nanos startedAt() const noexcept { return started_; }
   // The forwarding target: one upstream request (a federated call's owner goes through it).
   ForwardTarget& forward() noexcept { return fwd_; }
+  // tracing (request_trace.h): this request's trace context and spans.
+  RequestTrace& trace() noexcept { return trace_; }
   FederatedTarget& federated() noexcept { return fed_; }
   // The Authorization each upstream gets (upstreams[].auth), made by the kCredentials step.
   const UpstreamAuth& upstreamAuth() const noexcept { return auth_; }
@@ -177,6 +180,8 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   // metrics and access log (request_log.cc)
   void endRequest();
   void recordAttempt(Outcome error_type, core::Nanos duration);
+  std::string spanName() const;  // tracing (request_log.cc)
+  void endTrace(std::string_view error_type);
   void countSse(bool open);
   void logAccess();
   void appendLegacyFields(std::string& line) const;
@@ -222,6 +227,7 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
 
   // The targets, last, so they end before the rest: one upstream (forward_target.h), and a
   // federated route's (federated_target.h).
+  RequestTrace trace_;
   ForwardTarget fwd_{*this};
   FederatedTarget fed_{*this};
 };

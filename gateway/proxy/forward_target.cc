@@ -138,6 +138,7 @@ void ForwardTarget::buildUpstreamHead() {
   uh.client_host = false;
   const bool trusted_peer = http::isTrustedPeer(x_.peer(), s.trusted_proxies);
   const bool front = frontRequest();
+  const bool traced = x_.trace().on();
   // upstreams[].auth: `forward` sends the caller's Authorization to this upstream; another
   // type sends the credential made for it (Http1Upstream drops any other).
   const bool forward_auth = up.auth ? up.auth->type == settings::UpstreamAuthType::kForward
@@ -174,8 +175,18 @@ void ForwardTarget::buildUpstreamHead() {
       uh.fields.push_back(http::Field{f.name, x_.federated().ownerNameField()});
       continue;
     }
+    if (traced && (core::iequals(f.name, "traceparent") || core::iequals(f.name, "tracestate"))) {
+      continue;  // tracing: the gateway's own (below)
+    }
     if (http::forwardRequestField(f, conn)) {
       uh.fields.push_back(http::Field{f.name, f.value});
+    }
+  }
+  if (traced) {
+    // The upstream's parent is this attempt's CLIENT span (request_trace.h).
+    uh.fields.push_back(http::Field{"traceparent", x_.trace().upstreamTraceparent()});
+    if (!x_.trace().traceState().empty()) {
+      uh.fields.push_back(http::Field{"tracestate", x_.trace().traceState()});
     }
   }
   if (session_endpoint_ >= 0 && !session_server_id_.empty()) {

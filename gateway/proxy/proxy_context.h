@@ -30,6 +30,7 @@
 #include "gateway/ratelimit/local_limiter.h"
 #include "gateway/ratelimit/redis_limiter.h"
 #include "gateway/tls/server_context.h"
+#include "gateway/trace/trace.h"
 #include "gateway/upstream/pool.h"
 
 namespace spdlog {
@@ -89,6 +90,9 @@ struct Shared : downstream::Shared {
   metrics::Registry metrics;
   // 2025-era clients of federated routes whose sessions ended (legacy_sessions.h).
   EndedClients ended_clients;
+  // Where finished spans go (tracing: configured at start; null: no tracing). Set before
+  // the workers start, cleared after they stop.
+  std::atomic<trace::SpanSink*> tracer{nullptr};
 
  private:
   mutable std::mutex access_log_mu;

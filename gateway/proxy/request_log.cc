@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "gateway/core/ascii.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/proxy_context.h"
@@ -48,6 +49,105 @@ void Exchange::recordAttempt(Outcome error_type, core::Nanos duration) {
       .at({serverLabel(), up.name, methodLabel(ctx_), toolLabel(*w_, ctx_, settings(), true),
            core::outcomeName(error_type)})
       .observe(duration);
+  if (trace_.on()) {
+    const upstream::Endpoint* endpoint = fwd_.endpoint();
+    trace_.attemptEnded(
+        spanName(), up.name, endpoint != nullptr ? endpoint->text : "",
+        static_cast<uint64_t>(duration.count()),
+        error_type == Outcome::kNone ? std::string_view{} : core::outcomeName(error_type),
+        error_type == Outcome::kNone ? status : 0);
+  }
+}
+
+// The span name of MCP semantic conventions: "{mcp.method.name} {target}" (the tool or
+// prompt name, the resource URI), the method alone without a target, the HTTP method for a
+// request that names no MCP method.
+std::string Exchange::spanName() const {
+  if (!ctx_.mcp.has_method) {
+    return std::string(head.method);
+  }
+  std::string name(ctx_.mcp.method);
+  if (ctx_.mcp.has_name && !ctx_.mcp.name.value.empty()) {
+    name += ' ';
+    name.append(ctx_.mcp.name.value.substr(0, 256));
+  }
+  return name;
+}
+
+// tracing: the request's SERVER span (MCP semantic conventions), when it is sampled.
+void Exchange::endTrace(std::string_view error_type) {
+  if (!trace_.on() || !trace_.sampled()) {
+    return;
+  }
+  trace::Span s = trace_.serverSpan();
+  s.name = spanName();
+  if (ctx_.mcp.has_method) {
+    s.add("mcp.method.name", ctx_.mcp.method);
+    if (ctx_.mcp.has_name) {
+      const std::string_view v = ctx_.mcp.name.value.substr(0, 1024);
+      if (ctx_.mcp.method == "tools/call") {
+        s.add("gen_ai.tool.name", v);
+        s.add("gen_ai.operation.name", "execute_tool");
+      } else if (ctx_.mcp.method == "prompts/get") {
+        s.add("gen_ai.prompt.name", v);
+      } else if (ctx_.mcp.method.starts_with("resources/")) {
+        s.add("mcp.resource.uri", v);
+      }
+    }
+  }
+  if (ctx_.mcp.has_version) {
+    s.add("mcp.protocol.version", ctx_.mcp.version);
+  }
+  if (ctx_.reply.id.kind == mcp::RequestId::Kind::kJson) {
+    std::string_view id = ctx_.reply.id.json;
+    if (id.size() >= 2 && id.front() == '"') {
+      id = id.substr(1, id.size() - 2);
+    }
+    s.add("jsonrpc.request.id", id);
+  }
+  if (ctx_.legacy) {
+    for (const http::HeaderField& f : head.fields) {
+      if (core::iequals(f.name, "mcp-session-id")) {
+        s.add("mcp.session.id", f.value.substr(0, 256));
+        break;
+      }
+    }
+  }
+  s.add("http.request.method", head.method);
+  s.add("http.response.status_code", int64_t{status});
+  s.add("client.address", ctx_.client_ip.empty() ? peer_.address : ctx_.client_ip);
+  s.add("network.protocol.name", "http");
+  if (const std::string_view server = serverLabel(); !server.empty()) {
+    s.add("mcp_gateway.server", server);
+  }
+  if (ctx_.route != nullptr) {
+    s.add("mcp_gateway.route", ctx_.route->name);
+  }
+  if (!ctx_.policy_rule.empty()) {
+    s.add("mcp_gateway.policy.rule", ctx_.policy_rule);
+  }
+  for (const policy::Verdict& v : ctx_.verdicts) {
+    if (v.audit) {
+      continue;
+    }
+    // The enforced rule's decision, then each rate limit that applied.
+    s.add(v.limit ? "mcp_gateway.rate_limit.decision" : "mcp_gateway.policy.decision",
+          v.allow ? "allow" : "deny");
+    if (v.limit) {
+      s.add("mcp_gateway.rate_limit.name", v.name);
+    }
+  }
+  s.add("mcp_gateway.outcome", core::outcomeName(outcome));
+  if (!error_type.empty()) {
+    s.add("error.type", error_type);
+    s.status = trace::Status::kError;
+    s.status_message =
+        ctx_.reply.message.empty() ? std::string(error_type) : ctx_.reply.message.substr(0, 256);
+    if (ctx_.reply.code != 0) {
+      s.add("rpc.response.status_code", std::to_string(ctx_.reply.code));
+    }
+  }
+  trace_.finish(std::move(s));
 }
 
 void Exchange::countSse(bool open) {
@@ -86,6 +186,7 @@ void Exchange::endRequest() {
   }
   m.bytes_in.add(stream_->bytesReceived());
   m.bytes_out.add(stream_->bytesSent());
+  endTrace(error_type);
   if (head.head_bytes > 0) {
     logAccess();  // one line per request whose head arrived (else: the connection's logGarbage)
   }
@@ -187,6 +288,7 @@ void Exchange::logAccess() {
   }
   fwd_.appendLogFields(line);
   fed_.appendLogFields(line);
+  trace_.appendLogFields(line);
   line += ",\"trusted\":";
   line += ctx_.trusted ? "true" : "false";
   appendLegacyFields(line);

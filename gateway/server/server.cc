@@ -28,6 +28,7 @@
 #include "gateway/server/health_checker.h"
 #include "gateway/server/jwks_fetcher.h"
 #include "gateway/server/token_fetcher.h"
+#include "gateway/server/trace_exporter.h"
 #include "gateway/server/worker.h"
 #include "gateway/tls/server_context.h"
 #include "gateway/upstream/health.h"
@@ -169,6 +170,8 @@ void Server::reload() {
   restartOnly("listen", b.listen, now.listen.text);
   restartOnly("workers", std::to_string(b.workers), std::to_string(now.workers));
   restartOnly("admin", b.admin.value_or("off"), now.admin ? now.admin->text : "off");
+  // The exporter is made at start; sample_ratio follows the file.
+  restartOnly("tracing", b.tracing, now.tracing ? now.tracing->otlp_endpoint : "off");
   // Whether the port speaks TLS is fixed at start; its certificate, key, client CAs and
   // minimum version follow the file (new connections; open ones keep theirs).
   restartOnly("tls", shared_.tls_on ? "on" : "off", now.tls ? "on" : "off");
@@ -379,6 +382,7 @@ int Server::run() {
   const settings::Settings& s = *snap->settings;
   shared_.bound.listen = s.listen.text;
   shared_.bound.workers = s.workers;
+  shared_.bound.tracing = s.tracing ? s.tracing->otlp_endpoint : "off";
   shared_.bound.tls = s.tls.has_value();
   if (s.admin) {
     shared_.bound.admin = s.admin->text;
@@ -461,6 +465,19 @@ int Server::run() {
     }
     return out;
   });
+  // tracing: spans exported beside the workers (configured at start; a reload's change
+  // waits for a restart, but for sample_ratio).
+  std::unique_ptr<TraceExporter> tracer;
+  if (s.tracing) {
+    tracer = std::make_unique<TraceExporter>(shared_.metrics, *s.tracing);
+    if (std::string error; !tracer->start(error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+    shared_.tracer.store(tracer.get());
+    spdlog::info("tracing: OTLP/HTTP JSON to {}, sample_ratio {}", s.tracing->otlp_endpoint,
+                 s.tracing->sample_ratio);
+  }
   // upstreams[].health_check: probed beside the workers.
   HealthChecker checker([this]() -> std::shared_ptr<const settings::Settings> {
     const auto running = shared_.snapshot.load();
@@ -536,6 +553,11 @@ int Server::run() {
     w->requestStop();
   }
   workers_.clear();  // joins the threads, closes what is left
+  if (tracer) {
+    shared_.tracer.store(nullptr);
+    const auto running = shared_.snapshot.load();
+    tracer->stop(running ? running->settings->drain_timeout : s.drain_timeout);
+  }
   jwks.stop();
   tokens.stop();
   checker.stop();

@@ -48,7 +48,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "tls",
                                          "servers",
                                          "listeners",
-                                         "readiness"};
+                                         "readiness",
+                                         "tracing"};
 constexpr std::string_view kFederationKeys[] = {"separator", "list_timeout", "max_items"};
 constexpr std::string_view kMetricsKeys[] = {"max_tool_names"};
 constexpr std::string_view kLimitsKeys[] = {"max_connections",
@@ -202,6 +203,8 @@ void Loader::walkTop(const YAML::Node& root, Settings& s) {
       walkFederation(e, s.federation);
     } else if (e.key == "tls") {
       walkTls(e, s);
+    } else if (e.key == "tracing") {
+      walkTracing(e, s);
     }
   }
   if (const Entry* listeners = find(top, "listeners")) {

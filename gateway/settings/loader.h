@@ -31,6 +31,9 @@ struct RouteRef {
   std::vector<YAML::Node> upstream_nodes;  // `upstreams:` items (marks for unknown names)
 };
 
+// An absolute http(s) URL (upstream_auth.cc): `https` and its host set; false with `why`.
+bool httpUrl(std::string_view url, bool& https, std::string& host, std::string& why);
+
 // One load of one gateway.yaml. Diagnostics go to the vector given to the constructor.
 class Loader : public config::Walker {
  public:
@@ -66,12 +69,14 @@ class Loader : public config::Walker {
   void walkUpstreams(const Entry& ue, Settings& s);
   void readHostHeader(const Entry& e, Upstream& u);
   void walkUpstreamTls(const Entry& te, Upstream& u);
-  void readUpstreamHeaders(const Entry& e, Upstream& u);
+  void readUpstreamHeaders(const Entry& e, std::vector<std::pair<std::string, std::string>>& out);
   // upstream_health.cc
   void walkHealthCheck(const Entry& he, Upstream& u);
   void walkOutlierDetection(const Entry& oe, Upstream& u);
   void walkCircuitBreaker(const Entry& ce, Upstream& u);
   void walkRetry(const Entry& re, Upstream& u);
+  // tracing.cc
+  void walkTracing(const Entry& te, Settings& s);
   // upstream_auth.cc
   void walkUpstreamAuth(const Entry& ae, Upstream& u);
   bool readSecretFile(const Entry& e, std::string& abs, std::string& secret);

@@ -215,7 +215,7 @@ void Loader::walkUpstreams(const Entry& ue, Settings& s) {
       } else if (e.key == "tls") {
         walkUpstreamTls(e, u);
       } else if (e.key == "headers") {
-        readUpstreamHeaders(e, u);
+        readUpstreamHeaders(e, u.headers);
       } else if (e.key == "auth") {
         walkUpstreamAuth(e, u);
       } else if (e.key == "health_check") {
@@ -325,7 +325,8 @@ void Loader::readHostHeader(const Entry& e, Upstream& u) {
 
 // upstreams[].headers: `{ Name: "value with ${VAR}", ... }`. Messages name variables, never
 // a value (they may hold secrets).
-void Loader::readUpstreamHeaders(const Entry& e, Upstream& u) {
+void Loader::readUpstreamHeaders(const Entry& e,
+                                 std::vector<std::pair<std::string, std::string>>& out) {
   static constexpr config::NameRule kRule{"header names to values", &checkHeaderName, true};
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<YAML::Node> values;
@@ -363,7 +364,7 @@ void Loader::readUpstreamHeaders(const Entry& e, Upstream& u) {
                 (vars.empty() ? "" : " (a value read from a file with its trailing newline?)"));
       continue;
     }
-    u.headers.emplace_back(std::move(name), std::move(value));
+    out.emplace_back(std::move(name), std::move(value));
   }
 }
 

@@ -294,6 +294,20 @@ struct AccessLog {
   std::string path = "-";  // "-" = stdout, "off" = disabled, else a file path
 };
 
+// tracing: (issue #31) OpenTelemetry spans exported over OTLP/HTTP.
+struct Tracing {
+  std::string otlp_endpoint;  // an http(s) URL, e.g. http://127.0.0.1:4318/v1/traces
+  // Roots (requests without a valid traceparent) sampled at this ratio; a parent's sampled
+  // flag decides for the others (parent-based).
+  double sample_ratio = 1.0;
+  std::string service_name = "mcp-gateway";
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every export
+  std::string ca;             // absolute; the collector's CA (https); empty: system store
+  uint32_t max_queue = 4096;  // spans waiting for export; beyond: dropped and counted
+  uint32_t batch = 512;       // spans per export request
+  Duration flush_interval = std::chrono::seconds(1);
+};
+
 struct Settings {
   Address listen{"127.0.0.1", 8080, "127.0.0.1:8080", "127.0.0.1"};
   std::string endpoint = "/mcp";
@@ -328,6 +342,7 @@ struct Settings {
   enum class Readiness : uint8_t { kAlways, kAnyUpstream, kAllUpstreams };
   Readiness readiness = Readiness::kAnyUpstream;
   AccessLog access_log;
+  std::optional<Tracing> tracing;  // absent: no tracing, no cost
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   Duration drain_timeout = std::chrono::seconds(30);
   bool rate_limit_headers = false;          // RateLimit-Policy / RateLimit on admitted answers too

@@ -38,6 +38,43 @@ constexpr std::string_view kSignedKeys[] = {"issuer", "key_file", "audience", "t
 constexpr Duration kMaxTtl = std::chrono::minutes(10);
 constexpr Duration kMaxTimeout = std::chrono::seconds(60);
 
+bool takes(UpstreamAuthType t, std::string_view key) {
+  auto in = [&](const auto& keys) {
+    for (std::string_view k : keys) {
+      if (k == key) {
+        return true;
+      }
+    }
+    return false;
+  };
+  switch (t) {
+    case UpstreamAuthType::kForward:
+      return false;
+    case UpstreamAuthType::kClientCredentials:
+    case UpstreamAuthType::kTokenExchange:
+      return in(kTokenKeys);
+    case UpstreamAuthType::kSignedIdentity:
+      return in(kSignedKeys);
+  }
+  return false;
+}
+
+// A scope token (RFC 6749 §3.3): printable ASCII but space, '"' and '\'.
+bool scopeToken(std::string_view s) {
+  if (s.empty()) {
+    return false;
+  }
+  for (char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b <= 0x20 || b >= 0x7f || c == '"' || c == '\\') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // An absolute http(s) URL (the token endpoint, RFC 8707 resource): `https` and its host set;
 // false with `why` for anything else (userinfo, no host, spaces or control bytes). The
 // gateway's HTTP client parses it again when it sends; this only checks it at load.
@@ -77,43 +114,6 @@ bool httpUrl(std::string_view url, bool& https, std::string& host, std::string& 
   }
   return true;
 }
-
-bool takes(UpstreamAuthType t, std::string_view key) {
-  auto in = [&](const auto& keys) {
-    for (std::string_view k : keys) {
-      if (k == key) {
-        return true;
-      }
-    }
-    return false;
-  };
-  switch (t) {
-    case UpstreamAuthType::kForward:
-      return false;
-    case UpstreamAuthType::kClientCredentials:
-    case UpstreamAuthType::kTokenExchange:
-      return in(kTokenKeys);
-    case UpstreamAuthType::kSignedIdentity:
-      return in(kSignedKeys);
-  }
-  return false;
-}
-
-// A scope token (RFC 6749 §3.3): printable ASCII but space, '"' and '\'.
-bool scopeToken(std::string_view s) {
-  if (s.empty()) {
-    return false;
-  }
-  for (char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b <= 0x20 || b >= 0x7f || c == '"' || c == '\\') {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 const char* authTypeName(UpstreamAuthType t) noexcept {
   return kAuthTypes[static_cast<size_t>(t)].data();

@@ -1,0 +1,145 @@
+// proxy/: one request's trace (request_trace.h).
+
+#include "gateway/proxy/request_trace.h"
+
+#include <chrono>
+
+#include "gateway/core/ascii.h"
+#include "gateway/core/clock.h"
+
+namespace gw::proxy {
+
+namespace {
+
+constexpr size_t kMaxTraceState = 512;  // W3C: at most 32 members; longer is cut, not kept
+
+uint64_t wallNanos() noexcept {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(core::wallNow().time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+void RequestTrace::begin(trace::SpanSink* sink, double ratio, const http::RequestHead& head) {
+  sink_ = sink;
+  if (sink == nullptr) {
+    return;
+  }
+  start_ns_ = wallNanos();
+  trace_state_.clear();
+  // Exactly one traceparent field with a valid value is a parent; two, or a bad one, are
+  // ignored (a new root), and so is the tracestate that came with them.
+  const http::HeaderField* parent_field = nullptr;
+  size_t parents = 0;
+  std::string_view state;
+  size_t states = 0;
+  for (const http::HeaderField& f : head.fields) {
+    if (core::iequals(f.name, "traceparent")) {
+      parent_field = &f;
+      ++parents;
+    } else if (core::iequals(f.name, "tracestate")) {
+      state = f.value;
+      ++states;
+    }
+  }
+  trace::TraceParent parent;
+  has_parent_ = parents == 1 && trace::parseTraceparent(parent_field->value, parent);
+  if (has_parent_) {
+    trace_id_ = parent.trace_id;
+    parent_id_ = parent.parent_id;
+    if (states == 1 && state.size() <= kMaxTraceState) {
+      trace_state_.assign(state);
+    }
+  } else {
+    trace_id_ = trace::newTraceId();
+    parent_id_ = trace::SpanId{};
+  }
+  sampled_ = trace::sample(has_parent_ ? &parent : nullptr, ratio);
+  flags_ = static_cast<uint8_t>((has_parent_ ? parent.flags & 0xFE : 0) | (sampled_ ? 1 : 0));
+  span_id_ = trace::newSpanId();
+  nextClientSpan();
+}
+
+void RequestTrace::nextClientSpan() noexcept {
+  client_id_ = trace::newSpanId();
+  trace::formatTraceparent(trace_id_, client_id_, flags_, traceparent_);
+}
+
+void RequestTrace::attemptEnded(std::string_view name, std::string_view upstream,
+                                std::string_view endpoint, uint64_t duration_ns,
+                                std::string_view error, int status) {
+  if (sink_ == nullptr) {
+    return;
+  }
+  if (sampled_) {
+    trace::Span s;
+    s.trace_id = trace_id_;
+    s.span_id = client_id_;
+    s.parent_id = span_id_;
+    s.flags = flags_;
+    s.trace_state = trace_state_;
+    s.name.assign(name);
+    s.kind = trace::Kind::kClient;
+    s.end_ns = wallNanos();
+    s.start_ns = s.end_ns > duration_ns ? s.end_ns - duration_ns : s.end_ns;
+    s.add("mcp_gateway.upstream", upstream);
+    // server.address / server.port from "host:port" ("[v6]:port").
+    const size_t colon = endpoint.rfind(':');
+    if (colon != std::string_view::npos) {
+      std::string_view host = endpoint.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+      }
+      s.add("server.address", host);
+      int64_t port = 0;
+      for (const char c : endpoint.substr(colon + 1)) {
+        port = c >= '0' && c <= '9' ? port * 10 + (c - '0') : port;
+      }
+      s.add("server.port", port);
+    }
+    if (status > 0) {
+      s.add("http.response.status_code", int64_t{status});
+    }
+    if (!error.empty()) {
+      s.add("error.type", error);
+      s.status = trace::Status::kError;
+      s.status_message.assign(error);
+    }
+    sink_->submit(std::move(s));
+  }
+  nextClientSpan();
+}
+
+trace::Span RequestTrace::serverSpan() const {
+  trace::Span s;
+  s.trace_id = trace_id_;
+  s.span_id = span_id_;
+  s.parent_id = parent_id_;
+  s.flags = flags_;
+  s.trace_state = trace_state_;
+  s.kind = trace::Kind::kServer;
+  s.start_ns = start_ns_;
+  s.end_ns = wallNanos();
+  return s;
+}
+
+void RequestTrace::finish(trace::Span&& span) {
+  if (sink_ != nullptr && sampled_) {
+    sink_->submit(std::move(span));
+  }
+}
+
+void RequestTrace::appendLogFields(std::string& line) const {
+  if (sink_ == nullptr) {
+    return;
+  }
+  line += ",\"trace_id\":\"";
+  line += trace::hex(trace_id_);
+  line += "\",\"span_id\":\"";
+  line += trace::hex(span_id_);
+  line += "\",\"sampled\":";
+  line += sampled_ ? "true" : "false";
+}
+
+}  // namespace gw::proxy

@@ -1,0 +1,70 @@
+#pragma once
+// proxy/: one request's trace (issue #31). With tracing configured, every request has a
+// trace context — the client's `traceparent` when it carries exactly one valid value (its
+// `tracestate` kept), else a new root — and a SERVER span id, whether or not it is sampled
+// (parent-based: a parent's sampled flag decides; roots at tracing.sample_ratio). Each
+// upstream attempt gets a CLIENT span id, and the upstream request carries
+// `traceparent: 00-<trace>-<client span>-<flags>` (and `tracestate` as received). A sampled
+// request hands its spans to the SpanSink when they end: one CLIENT span per attempt, one
+// SERVER span at the end (request_log.cc). Without tracing nothing here runs, and the
+// client's fields are forwarded untouched.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gateway/http/message.h"
+#include "gateway/trace/trace.h"
+
+namespace gw::proxy {
+
+class RequestTrace {
+ public:
+  // At the head. `sink` null: tracing off for this request (nothing else runs).
+  void begin(trace::SpanSink* sink, double ratio, const http::RequestHead& head);
+  void reset() noexcept { sink_ = nullptr; }
+
+  bool on() const noexcept { return sink_ != nullptr; }
+  bool sampled() const noexcept { return sampled_; }
+  bool hasParent() const noexcept { return has_parent_; }
+  const trace::TraceId& traceId() const noexcept { return trace_id_; }
+  const trace::SpanId& spanId() const noexcept { return span_id_; }
+
+  // The traceparent value for the upstream attempt now starting (its CLIENT span id; stable
+  // until attemptEnded()). The view lives as long as this request's trace.
+  std::string_view upstreamTraceparent() const noexcept {
+    return std::string_view(traceparent_, sizeof traceparent_);
+  }
+  // The client's tracestate to forward ("" when none, or when its traceparent was not valid).
+  std::string_view traceState() const noexcept { return trace_state_; }
+
+  // An upstream attempt ended: its CLIENT span (when sampled) goes to the sink, and the next
+  // attempt gets a new span id. `duration_ns`: how long it took; `error`: its error.type ("":
+  // none).
+  void attemptEnded(std::string_view name, std::string_view upstream, std::string_view endpoint,
+                    uint64_t duration_ns, std::string_view error, int status);
+  // The SERVER span, filled by the caller, with this request's ids, times and sampling; sent
+  // when sampled. Call once, at the end.
+  trace::Span serverSpan() const;
+  void finish(trace::Span&& span);
+
+  // ,"trace_id":"…","span_id":"…" for the access log (nothing when off).
+  void appendLogFields(std::string& line) const;
+
+ private:
+  void nextClientSpan() noexcept;
+
+  trace::SpanSink* sink_ = nullptr;
+  bool sampled_ = false;
+  bool has_parent_ = false;
+  uint8_t flags_ = 0;
+  trace::TraceId trace_id_{};
+  trace::SpanId span_id_{};
+  trace::SpanId parent_id_{};
+  trace::SpanId client_id_{};
+  std::string trace_state_;
+  uint64_t start_ns_ = 0;
+  char traceparent_[trace::kTraceparentSize] = {};
+};
+
+}  // namespace gw::proxy
