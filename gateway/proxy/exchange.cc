@@ -289,6 +289,8 @@ void Exchange::onBodyComplete() {
     verify_buf_.resize(len + mcp::bodyPadding());
     evbuffer_copyout(body.buf.get(), verify_buf_.data(), len);
     std::memset(verify_buf_.data() + len, 0, mcp::bodyPadding());
+    // tracing: the body's params._meta.traceparent when the HTTP fields named no parent.
+    trace_.adoptMeta(std::string_view(verify_buf_.data(), len));
     filters::FilterStatus st =
         filters::Pipeline::onBody(ctx_, std::string_view(verify_buf_.data(), len));
     if (st == filters::FilterStatus::kLocalReply) {

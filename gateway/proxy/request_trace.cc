@@ -44,21 +44,42 @@ void RequestTrace::begin(trace::SpanSink* sink, double ratio, const http::Reques
     }
   }
   trace::TraceParent parent;
-  has_parent_ = parents == 1 && trace::parseTraceparent(parent_field->value, parent);
+  const bool valid = parents == 1 && trace::parseTraceparent(parent_field->value, parent);
+  ratio_ = ratio;
+  useParent(valid ? &parent : nullptr, states == 1 ? state : std::string_view{});
+}
+
+// The request's context from `parent` (null: a new root) and its tracestate.
+void RequestTrace::useParent(const trace::TraceParent* parent, std::string_view state) {
+  has_parent_ = parent != nullptr;
+  trace_state_.clear();
   if (has_parent_) {
-    trace_id_ = parent.trace_id;
-    parent_id_ = parent.parent_id;
-    if (states == 1 && state.size() <= kMaxTraceState) {
+    trace_id_ = parent->trace_id;
+    parent_id_ = parent->parent_id;
+    if (state.size() <= kMaxTraceState) {
       trace_state_.assign(state);
     }
   } else {
     trace_id_ = trace::newTraceId();
     parent_id_ = trace::SpanId{};
   }
-  sampled_ = trace::sample(has_parent_ ? &parent : nullptr, ratio);
-  flags_ = static_cast<uint8_t>((has_parent_ ? parent.flags & 0xFE : 0) | (sampled_ ? 1 : 0));
+  sampled_ = trace::sample(parent, ratio_);
+  flags_ = static_cast<uint8_t>((has_parent_ ? parent->flags & 0xFE : 0) | (sampled_ ? 1 : 0));
   span_id_ = trace::newSpanId();
   nextClientSpan();
+}
+
+void RequestTrace::adoptMeta(std::string_view padded_body) {
+  if (sink_ == nullptr || has_parent_) {
+    return;
+  }
+  std::string traceparent;
+  std::string tracestate;
+  trace::TraceParent parent;
+  if (trace::metaTraceContext(padded_body, traceparent, tracestate) &&
+      trace::parseTraceparent(traceparent, parent)) {
+    useParent(&parent, tracestate);
+  }
 }
 
 void RequestTrace::nextClientSpan() noexcept {

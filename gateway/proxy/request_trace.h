@@ -25,6 +25,11 @@ class RequestTrace {
   void reset() noexcept { sink_ = nullptr; }
 
   bool on() const noexcept { return sink_ != nullptr; }
+  // A request whose body the gateway read (verify mode, legacy inspection) and whose HTTP
+  // fields named no valid parent: the body's params._meta.traceparent (and tracestate) become
+  // the parent when valid (the HTTP field wins when both are there). Before the upstream
+  // request is made.
+  void adoptMeta(std::string_view padded_body);
   bool sampled() const noexcept { return sampled_; }
   bool hasParent() const noexcept { return has_parent_; }
   const trace::TraceId& traceId() const noexcept { return trace_id_; }
@@ -53,8 +58,10 @@ class RequestTrace {
 
  private:
   void nextClientSpan() noexcept;
+  void useParent(const trace::TraceParent* parent, std::string_view state);
 
   trace::SpanSink* sink_ = nullptr;
+  double ratio_ = 0;
   bool sampled_ = false;
   bool has_parent_ = false;
   uint8_t flags_ = 0;

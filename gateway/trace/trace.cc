@@ -2,6 +2,8 @@
 
 #include "gateway/trace/trace.h"
 
+#include <simdjson.h>
+
 #include <random>
 
 #include "gateway/core/hex.h"
@@ -130,6 +132,30 @@ bool sample(const TraceParent* parent, double ratio) noexcept {
     return true;
   }
   return ratio > 0.0 && uniform() < ratio;
+}
+
+bool metaTraceContext(std::string_view padded_json, std::string& traceparent,
+                      std::string& tracestate) {
+  traceparent.clear();
+  tracestate.clear();
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(padded_json.data(), padded_json.size(), false).get(doc) != simdjson::SUCCESS ||
+      !doc.is_object()) {
+    return false;
+  }
+  simdjson::dom::element meta;
+  if (doc["params"]["_meta"].get(meta) != simdjson::SUCCESS || !meta.is_object()) {
+    return true;
+  }
+  std::string_view v;
+  if (meta["traceparent"].get(v) == simdjson::SUCCESS) {
+    traceparent.assign(v);
+  }
+  if (meta["tracestate"].get(v) == simdjson::SUCCESS) {
+    tracestate.assign(v);
+  }
+  return true;
 }
 
 std::string hex(const TraceId& id) {

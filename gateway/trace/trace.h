@@ -49,6 +49,12 @@ bool sample(const TraceParent* parent, double ratio) noexcept;
 std::string hex(const TraceId& id);
 std::string hex(const SpanId& id);
 
+// A JSON-RPC message's `params._meta.traceparent` and `.tracestate` (string members; absent or
+// not strings: empty). `padded` must have simdjson's padding after json.size() bytes. False
+// when the text is not a JSON object.
+bool metaTraceContext(std::string_view padded_json, std::string& traceparent,
+                      std::string& tracestate);
+
 struct Attribute {
   enum class Type : uint8_t { kString, kInt, kBool, kDouble };
   std::string key;

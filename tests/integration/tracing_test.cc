@@ -326,3 +326,71 @@ TEST_CASE("tracing: a collector that never answers costs requests nothing", "[tr
   CHECK(sample(metrics, "mcp_gateway_trace_spans_dropped_total") >= 40);
   CHECK(sample(metrics, "mcp_gateway_trace_exports_total{result=\"ok\"}") == 0);
 }
+
+TEST_CASE("tracing: params._meta.traceparent of a body the gateway reads, the HTTP field wins",
+          "[tracing]") {
+  RawUpstream collector(RawUpstream::respond(200, "{}"));
+  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
+  TempDir dir;
+  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
+  Gateway gw(traceYaml("  sample_ratio: 0\nmcp:\n  verify_body: true\n  legacy: passthrough\n"),
+             {{"UP", up.address()},
+              {"COLLECTOR", collector.address()},
+              {"POLICY", dir.file("policy.yaml")}});
+  const std::string meta_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string meta_parent = "00f067aa0ba902b7";
+  const std::string meta_tp = "00-" + meta_trace + "-" + meta_parent + "-01";
+  auto body = [&](const std::string& meta) {
+    return R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_time",)"
+           R"("arguments":{},"_meta":{)" +
+           meta + R"("io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  };
+  size_t seen = 0;
+  auto upstreamParent = [&](const std::string& request) {
+    Response r = fetch(gw.port(), request);
+    INFO(r.head << r.body);
+    REQUIRE(r.status == 200);
+    REQUIRE(up.waitForRequests(++seen, Ms(3000)));
+    return up.requests().back();
+  };
+  // verify mode reads the body: its _meta parent is the request's.
+  const std::string with_meta = body(R"("traceparent":")" + meta_tp + R"(","tracestate":"m=1",)");
+  RecordedRequest a = upstreamParent(mcpPost(with_meta, "", "get_time"));
+  CHECK(a.header("traceparent").value_or("").substr(0, 36) == "00-" + meta_trace + "-");
+  CHECK(a.header("traceparent").value_or("").substr(52) == "-01");
+  CHECK(a.header("tracestate").value_or("") == "m=1");
+  // The HTTP field wins over _meta.
+  RecordedRequest b =
+      upstreamParent(mcpPost(with_meta, "traceparent: " + traceparent("00") + "\r\n", "get_time"));
+  CHECK(b.header("traceparent").value_or("").substr(0, 36) == "00-" + kTrace + "-");
+  CHECK(b.header("traceparent").value_or("").substr(52) == "-00");
+  // A malformed _meta value: a new root.
+  RecordedRequest c = upstreamParent(mcpPost(body(R"("traceparent":"00-xyz",)"), "", "get_time"));
+  CHECK(c.header("traceparent").value_or("").substr(3, 32) != meta_trace);
+  // A 2025-era client (no MCP headers; the body is inspected): its _meta parent too.
+  const std::string legacy_body =
+      R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_time",)"
+      R"("arguments":{},"_meta":{"traceparent":")" +
+      meta_tp + R"("}}})";
+  RecordedRequest d = upstreamParent(
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+      "Content-Length: " +
+      std::to_string(legacy_body.size()) + "\r\n\r\n" + legacy_body);
+  CHECK(d.header("traceparent").value_or("").substr(0, 36) == "00-" + meta_trace + "-");
+  // The sampled ones were exported, under the _meta trace id.
+  REQUIRE(waitFor(
+      [&] {
+        size_t n = 0;
+        for (const SpanSeen& s : spansOf(collector)) {
+          n += s.trace_id == meta_trace && s.kind == 2 ? 1 : 0;
+        }
+        return n >= 2;
+      },
+      Ms(5000)));
+  for (const SpanSeen& s : spansOf(collector)) {
+    if (s.trace_id == meta_trace && s.kind == 2) {
+      CHECK(s.parent_id == meta_parent);
+    }
+  }
+}
