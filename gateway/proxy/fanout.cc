@@ -166,6 +166,23 @@ void FanOut::startSlot(Slot& slot) {
   slot.head.method = "POST";
   slot.head.query = {};
   slot.head.fields = fields_.fields();
+  if (trace_.sink != nullptr) {
+    // tracing: this member's own CLIENT span, named by its traceparent.
+    slot.span_id = trace::newSpanId();
+    slot.span_start_ns = RequestTrace::nowNanos();
+    trace::formatTraceparent(trace_.trace_id, slot.span_id, trace_.flags, slot.traceparent);
+    const std::string_view value(slot.traceparent, sizeof slot.traceparent);
+    bool set = false;
+    for (http::Field& f : slot.head.fields) {
+      if (core::iequals(f.name, "traceparent")) {
+        f.value = value;
+        set = true;
+      }
+    }
+    if (!set) {
+      slot.head.fields.push_back(http::Field{"traceparent", value});
+    }
+  }
   slot.head.authorization = slot.index < auth_.values.size()
                                 ? std::string_view(auth_.values[slot.index])
                                 : std::string_view{};
@@ -500,6 +517,14 @@ void FanOut::finishSlot(Slot& slot, bool ok, std::string_view outcome, std::stri
   }
   slot.done = true;
   slot.finish_pending = false;
+  if (trace_.sink != nullptr && trace_.sampled && slot.span_start_ns != 0) {
+    const upstream::Endpoint* endpoint = slot.up.endpoint();
+    trace_.sink->submit(RequestTrace::clientSpan(
+        trace_, slot.span_id, s_->upstreams[route_->upstream_indexes[slot.index]].name,
+        endpoint != nullptr ? std::string_view(endpoint->text) : std::string_view{},
+        slot.span_start_ns, RequestTrace::nowNanos(), ok ? std::string_view{} : outcome,
+        slot.error_status));
+  }
   leaveBridge(slot);
   evtimer_del(slot.timer.get());
   slot.up.release(false);

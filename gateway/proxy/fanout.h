@@ -21,6 +21,7 @@
 #include "gateway/http/message.h"
 #include "gateway/proxy/answer_hold.h"
 #include "gateway/proxy/legacy_sessions.h"
+#include "gateway/proxy/request_trace.h"
 #include "gateway/proxy/sse_response.h"
 #include "gateway/proxy/upstream_auth.h"
 #include "gateway/settings/settings.h"
@@ -89,6 +90,9 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   // none made), and the upstreams left out for want of one, for the next start(). Kept across
   // again().
   void authorize(UpstreamAuth::RouteCredentials c) { auth_ = std::move(c); }
+  // tracing: each member request gets a CLIENT span of the request's trace, its own
+  // traceparent naming it (before start(); `link.sink` null: off).
+  void traceWith(RequestTrace::Link link) { trace_ = std::move(link); }
   // Closes every upstream request (never pooled); done is not called.
   void cancel() noexcept;
   bool running() const noexcept { return pending_ > 0; }
@@ -114,6 +118,10 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
 
     FanOut* owner = nullptr;
     size_t index = 0;
+    // tracing: this member request's CLIENT span and the traceparent naming it.
+    trace::SpanId span_id{};
+    uint64_t span_start_ns = 0;
+    char traceparent[trace::kTraceparentSize] = {};
     upstream::Http1Upstream up;
     upstream::UpstreamRequestHead head;
     std::string body;    // the current page's request
@@ -173,6 +181,7 @@ class FanOut final : public upstream::UpstreamCallbacks, public event::Flushable
   std::string base_body_;
   OwnedFields fields_;
   UpstreamAuth::RouteCredentials auth_;  // authorize()
+  RequestTrace::Link trace_;             // traceWith()
   std::vector<std::unique_ptr<Slot>> slots_;
   federation::FetchReport report_;
   std::vector<int> statuses_;

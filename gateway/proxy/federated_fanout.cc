@@ -184,6 +184,7 @@ void FederatedTarget::fanOut(FanOut::Mode mode, federation::ListKind kind) {
                                                             : std::string_view{};
   x_.noteForwarded();
   fanout_->authorize(x_.upstreamAuth().forRoute(*x_.ctx().route));
+  fanout_->traceWith(x_.trace().link(x_.spanName()));
   if (!fanout_->start(x_.worker(), x_.snapshot()->settings, *x_.ctx().route, mode, kind, method, b,
                       x_.forward().upstreamFields(), x_.now(), this)) {
     x_.upstreamFailed(502, mcp::code::kUpstreamUnavailable,

@@ -87,6 +87,65 @@ void RequestTrace::nextClientSpan() noexcept {
   trace::formatTraceparent(trace_id_, client_id_, flags_, traceparent_);
 }
 
+RequestTrace::Link RequestTrace::link(std::string name) const {
+  Link l;
+  if (sink_ == nullptr) {
+    return l;
+  }
+  l.sink = sink_;
+  l.sampled = sampled_;
+  l.flags = flags_;
+  l.trace_id = trace_id_;
+  l.parent = span_id_;
+  l.state = trace_state_;
+  l.name = std::move(name);
+  return l;
+}
+
+uint64_t RequestTrace::nowNanos() noexcept {
+  return wallNanos();
+}
+
+trace::Span RequestTrace::clientSpan(const Link& link, const trace::SpanId& id,
+                                     std::string_view upstream, std::string_view endpoint,
+                                     uint64_t start_ns, uint64_t end_ns, std::string_view error,
+                                     int status) {
+  trace::Span s;
+  s.trace_id = link.trace_id;
+  s.span_id = id;
+  s.parent_id = link.parent;
+  s.flags = link.flags;
+  s.trace_state = link.state;
+  s.name = link.name;
+  s.kind = trace::Kind::kClient;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.add("mcp_gateway.upstream", upstream);
+  // server.address / server.port from "host:port" ("[v6]:port").
+  const size_t colon = endpoint.rfind(':');
+  if (colon != std::string_view::npos) {
+    std::string_view host = endpoint.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    s.add("server.address", host);
+    int64_t port = 0;
+    for (const char c : endpoint.substr(colon + 1)) {
+      port = c >= '0' && c <= '9' ? port * 10 + (c - '0') : port;
+    }
+    s.add("server.port", port);
+  }
+  if (status > 0) {
+    s.add("http.response.status_code", int64_t{status});
+  }
+  if (!error.empty()) {
+    s.add("error.type", error);
+    s.status = trace::Status::kError;
+    s.status_message.assign(error);
+  }
+  return s;
+}
+
 void RequestTrace::attemptEnded(std::string_view name, std::string_view upstream,
                                 std::string_view endpoint, uint64_t duration_ns,
                                 std::string_view error, int status) {
@@ -94,40 +153,9 @@ void RequestTrace::attemptEnded(std::string_view name, std::string_view upstream
     return;
   }
   if (sampled_) {
-    trace::Span s;
-    s.trace_id = trace_id_;
-    s.span_id = client_id_;
-    s.parent_id = span_id_;
-    s.flags = flags_;
-    s.trace_state = trace_state_;
-    s.name.assign(name);
-    s.kind = trace::Kind::kClient;
-    s.end_ns = wallNanos();
-    s.start_ns = s.end_ns > duration_ns ? s.end_ns - duration_ns : s.end_ns;
-    s.add("mcp_gateway.upstream", upstream);
-    // server.address / server.port from "host:port" ("[v6]:port").
-    const size_t colon = endpoint.rfind(':');
-    if (colon != std::string_view::npos) {
-      std::string_view host = endpoint.substr(0, colon);
-      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);
-      }
-      s.add("server.address", host);
-      int64_t port = 0;
-      for (const char c : endpoint.substr(colon + 1)) {
-        port = c >= '0' && c <= '9' ? port * 10 + (c - '0') : port;
-      }
-      s.add("server.port", port);
-    }
-    if (status > 0) {
-      s.add("http.response.status_code", int64_t{status});
-    }
-    if (!error.empty()) {
-      s.add("error.type", error);
-      s.status = trace::Status::kError;
-      s.status_message.assign(error);
-    }
-    sink_->submit(std::move(s));
+    const uint64_t end = wallNanos();
+    sink_->submit(clientSpan(link(std::string(name)), client_id_, upstream, endpoint,
+                             end > duration_ns ? end - duration_ns : end, end, error, status));
   }
   nextClientSpan();
 }

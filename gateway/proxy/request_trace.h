@@ -53,6 +53,25 @@ class RequestTrace {
   trace::Span serverSpan() const;
   void finish(trace::Span&& span);
 
+  // What a fan-out needs to give each member request its own CLIENT span (a copy: the
+  // fan-out may outlive nothing of the request, but owns its own). sink null: off.
+  struct Link {
+    trace::SpanSink* sink = nullptr;
+    bool sampled = false;
+    uint8_t flags = 0;
+    trace::TraceId trace_id{};
+    trace::SpanId parent{};  // the request's SERVER span
+    std::string state;
+    std::string name;  // the spans' name
+  };
+  Link link(std::string name) const;
+  // A CLIENT span of `link` (an upstream attempt: `upstream` at `endpoint` "host:port").
+  static trace::Span clientSpan(const Link& link, const trace::SpanId& id,
+                                std::string_view upstream, std::string_view endpoint,
+                                uint64_t start_ns, uint64_t end_ns, std::string_view error,
+                                int status);
+  static uint64_t nowNanos() noexcept;
+
   // ,"trace_id":"…","span_id":"…" for the access log (nothing when off).
   void appendLogFields(std::string& line) const;
 

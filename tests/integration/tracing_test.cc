@@ -394,3 +394,65 @@ TEST_CASE("tracing: params._meta.traceparent of a body the gateway reads, the HT
     }
   }
 }
+
+TEST_CASE("tracing: each member of a federated fan-out is a CLIENT span of its own", "[tracing]") {
+  RawUpstream collector(RawUpstream::respond(200, "{}"));
+  auto listOf = [](const std::string& tool) {
+    return RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":")" +
+                                         tool + R"(","inputSchema":{"type":"object"}}]}})");
+  };
+  RawUpstream a(listOf("alpha"));
+  RawUpstream b(listOf("beta"));
+  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+workers: 1
+upstreams:
+  - name: a
+    endpoints: ["${A}"]
+  - name: b
+    endpoints: ["${B}"]
+routes:
+  - name: fed
+    upstreams: [a, b]
+tracing:
+  otlp_endpoint: http://${COLLECTOR}/v1/traces
+  flush_interval: 50ms
+  sample_ratio: 0
+)",
+             {{"A", a.address()}, {"B", b.address()}, {"COLLECTOR", collector.address()}});
+  const std::string body = R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{)"
+                           R"("io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})";
+  const std::string req =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+      "Mcp-Method: tools/list\r\ntraceparent: " +
+      traceparent("01") + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  Response r = fetch(gw.port(), req);
+  INFO(r.head << r.body);
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("alpha") != std::string::npos);
+  CHECK(r.body.find("beta") != std::string::npos);
+  REQUIRE(waitFor([&] { return spansOf(collector).size() >= 3; }, Ms(5000)));
+  std::string server_id;
+  std::map<std::string, std::string> client_ids;  // upstream → span id
+  for (const SpanSeen& s : spansOf(collector)) {
+    CHECK(s.trace_id == kTrace);
+    if (s.kind == 2) {
+      server_id = s.span_id;
+      CHECK(s.name == "tools/list");
+      CHECK(s.parent_id == kParent);
+    }
+  }
+  for (const SpanSeen& s : spansOf(collector)) {
+    if (s.kind == 3) {
+      CHECK(s.parent_id == server_id);
+      client_ids[s.attr("mcp_gateway.upstream")] = s.span_id;
+    }
+  }
+  REQUIRE(client_ids.size() == 2);
+  for (const auto& [up, name] : {std::pair<RawUpstream*, std::string>{&a, "a"}, {&b, "b"}}) {
+    REQUIRE(up->requestCount() >= 1);
+    const std::string tp = up->requests().front().header("traceparent").value_or("");
+    CHECK(tp.substr(0, 36) == "00-" + kTrace + "-");
+    CHECK(tp.substr(36, 16) == client_ids[name]);
+  }
+}
