@@ -47,6 +47,7 @@ void Exchange::onHeaders(const http::RequestHead& h, const downstream::EdgeReply
   w_->shared->requests.fetch_add(1, std::memory_order_relaxed);
   life_ = Life::kRunning;
   resetContext();
+  wait_began_ns_ = 0;
   // tracing: the request's context (refused requests have spans too). The exporter is made
   // at start; a reload that removes `tracing` stops the spans.
   const std::optional<settings::Tracing>& tracing = settings().tracing;
@@ -134,6 +135,9 @@ void Exchange::run() {
         step_ = static_cast<Step>(static_cast<uint8_t>(step_) + 1);
         break;
       case filters::FilterStatus::kStop:
+        if (trace_.on()) {
+          wait_began_ns_ = RequestTrace::nowNanos();  // tracing: the wait is an event
+        }
         return;  // resume() takes it up
       case filters::FilterStatus::kNeedBody:
         beginBodyRead();  // onBodyComplete() runs on
@@ -178,8 +182,28 @@ filters::FilterStatus Exchange::runStep() {
   return filters::FilterStatus::kStop;
 }
 
+// The wait a stopped stage makes (tracing: an event of the request's SERVER span).
+const char* Exchange::waitName() const noexcept {
+  switch (step_) {
+    case Step::kHead:
+      return "wait: identity (JWKS keys or token introspection)";
+    case Step::kLimits:
+      return "wait: rate limit (Redis)";
+    case Step::kOwner:
+      return "wait: federation refresh";
+    case Step::kCredentials:
+      return "wait: upstream credential (token endpoint)";
+    default:
+      return "wait";
+  }
+}
+
 void Exchange::resume(filters::FilterStatus verdict) {
   GW_ASSERT(step_ != Step::kDone && step_ != Step::kTarget);
+  if (wait_began_ns_ != 0) {
+    trace_.wait(waitName(), wait_began_ns_, RequestTrace::nowNanos());
+    wait_began_ns_ = 0;
+  }
   if (verdict == filters::FilterStatus::kLocalReply) {
     step_ = Step::kDone;
     local().answer();

@@ -225,9 +225,11 @@ class Exchange final : public downstream::StreamCallbacks, public StageRunner {
   std::vector<http::Field> resp_fields_;  // the response head for the client
   bool sse_counted_ = false;              // counted in the worker's active SSE streams
 
+  RequestTrace trace_;
+  uint64_t wait_began_ns_ = 0;  // tracing: a stopped stage's wait began (0: none)
+  const char* waitName() const noexcept;
   // The targets, last, so they end before the rest: one upstream (forward_target.h), and a
   // federated route's (federated_target.h).
-  RequestTrace trace_;
   ForwardTarget fwd_{*this};
   FederatedTarget fed_{*this};
 };

@@ -28,6 +28,7 @@ void RequestTrace::begin(trace::SpanSink* sink, double ratio, const http::Reques
   }
   start_ns_ = wallNanos();
   trace_state_.clear();
+  waits_.clear();
   // Exactly one traceparent field with a valid value is a parent; two, or a bad one, are
   // ignored (a new root), and so is the tracestate that came with them.
   const http::HeaderField* parent_field = nullptr;
@@ -160,6 +161,21 @@ void RequestTrace::attemptEnded(std::string_view name, std::string_view upstream
   nextClientSpan();
 }
 
+void RequestTrace::wait(std::string_view name, uint64_t start_ns, uint64_t end_ns) {
+  if (sink_ == nullptr || !sampled_ || waits_.size() >= 16) {
+    return;
+  }
+  trace::Event e;
+  e.name.assign(name);
+  e.time_ns = start_ns;
+  trace::Attribute d;
+  d.key = "duration_ms";
+  d.type = trace::Attribute::Type::kDouble;
+  d.real = static_cast<double>(end_ns - start_ns) / 1e6;
+  e.attributes.push_back(std::move(d));
+  waits_.push_back(std::move(e));
+}
+
 trace::Span RequestTrace::serverSpan() const {
   trace::Span s;
   s.trace_id = trace_id_;
@@ -170,6 +186,7 @@ trace::Span RequestTrace::serverSpan() const {
   s.kind = trace::Kind::kServer;
   s.start_ns = start_ns_;
   s.end_ns = wallNanos();
+  s.events = waits_;
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/http/message.h"
 #include "gateway/trace/trace.h"
@@ -48,6 +49,9 @@ class RequestTrace {
   // none).
   void attemptEnded(std::string_view name, std::string_view upstream, std::string_view endpoint,
                     uint64_t duration_ns, std::string_view error, int status);
+  // A wait of the request (a JWKS fetch, a token endpoint, a Redis limit, a federation
+  // refresh) as an event of its SERVER span: `name`, when it began, how long it took.
+  void wait(std::string_view name, uint64_t start_ns, uint64_t end_ns);
   // The SERVER span, filled by the caller, with this request's ids, times and sampling; sent
   // when sampled. Call once, at the end.
   trace::Span serverSpan() const;
@@ -90,6 +94,7 @@ class RequestTrace {
   trace::SpanId client_id_{};
   std::string trace_state_;
   uint64_t start_ns_ = 0;
+  std::vector<trace::Event> waits_;
   char traceparent_[trace::kTraceparentSize] = {};
 };
 

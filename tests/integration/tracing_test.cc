@@ -37,6 +37,7 @@ struct SpanSeen {
   int64_t kind = 0;
   int64_t status = 0;
   std::map<std::string, std::string> attrs;  // every value as text
+  std::vector<std::string> events;           // their names
   std::string attr(const std::string& key) const {
     auto it = attrs.find(key);
     return it != attrs.end() ? it->second : std::string();
@@ -79,6 +80,12 @@ std::vector<SpanSeen> spansOf(const RawUpstream& collector) {
               }
             }
             s.attrs[std::string(std::string_view(a["key"]))] = text;
+          }
+          simdjson::dom::array events;
+          if (sp["events"].get(events) == simdjson::SUCCESS) {
+            for (simdjson::dom::element e : events) {
+              s.events.emplace_back(std::string_view(e["name"]));
+            }
           }
           out.push_back(std::move(s));
         }
@@ -426,16 +433,43 @@ tracing:
       "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
       "Mcp-Method: tools/list\r\ntraceparent: " +
       traceparent("01") + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  // A call before any list: the gateway finds its owner with a refresh first, a wait that
+  // is an event of the call's SERVER span.
+  Response call_r = fetch(
+      gw.port(),
+      mcpPost(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"beta",)"
+              R"("arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":)"
+              R"("2026-07-28"}}})",
+              "traceparent: 00-" + std::string(31, '1') + "2-" + kParent + "-01\r\n", "beta"));
+  INFO(call_r.head << call_r.body);
+  REQUIRE(waitFor(
+      [&] {
+        for (const SpanSeen& s : spansOf(collector)) {
+          if (s.kind == 2 && s.name == "tools/call beta") {
+            return true;
+          }
+        }
+        return false;
+      },
+      Ms(5000)));
+  for (const SpanSeen& s : spansOf(collector)) {
+    if (s.kind == 2 && s.name == "tools/call beta") {
+      CHECK(s.events == std::vector<std::string>{"wait: federation refresh"});
+    }
+  }
+  const size_t before = spansOf(collector).size();
   Response r = fetch(gw.port(), req);
   INFO(r.head << r.body);
   REQUIRE(r.status == 200);
   CHECK(r.body.find("alpha") != std::string::npos);
   CHECK(r.body.find("beta") != std::string::npos);
-  REQUIRE(waitFor([&] { return spansOf(collector).size() >= 3; }, Ms(5000)));
+  REQUIRE(waitFor([&] { return spansOf(collector).size() >= before + 3; }, Ms(5000)));
   std::string server_id;
   std::map<std::string, std::string> client_ids;  // upstream → span id
   for (const SpanSeen& s : spansOf(collector)) {
-    CHECK(s.trace_id == kTrace);
+    if (s.trace_id != kTrace) {
+      continue;  // the call's trace
+    }
     if (s.kind == 2) {
       server_id = s.span_id;
       CHECK(s.name == "tools/list");
@@ -443,7 +477,7 @@ tracing:
     }
   }
   for (const SpanSeen& s : spansOf(collector)) {
-    if (s.kind == 3) {
+    if (s.kind == 3 && s.trace_id == kTrace) {
       CHECK(s.parent_id == server_id);
       client_ids[s.attr("mcp_gateway.upstream")] = s.span_id;
     }
@@ -451,7 +485,7 @@ tracing:
   REQUIRE(client_ids.size() == 2);
   for (const auto& [up, name] : {std::pair<RawUpstream*, std::string>{&a, "a"}, {&b, "b"}}) {
     REQUIRE(up->requestCount() >= 1);
-    const std::string tp = up->requests().front().header("traceparent").value_or("");
+    const std::string tp = up->requests().back().header("traceparent").value_or("");
     CHECK(tp.substr(0, 36) == "00-" + kTrace + "-");
     CHECK(tp.substr(36, 16) == client_ids[name]);
   }
