@@ -119,6 +119,7 @@ trace::Span RequestTrace::clientSpan(const Link& link, const trace::SpanId& id,
   s.trace_state = link.state;
   s.name = link.name;
   s.kind = trace::Kind::kClient;
+  s.attributes.reserve(6);
   s.start_ns = start_ns;
   s.end_ns = end_ns;
   s.add("mcp_gateway.upstream", upstream);
@@ -184,6 +185,7 @@ trace::Span RequestTrace::serverSpan() const {
   s.flags = flags_;
   s.trace_state = trace_state_;
   s.kind = trace::Kind::kServer;
+  s.attributes.reserve(24);
   s.start_ns = start_ns_;
   s.end_ns = wallNanos();
   s.events = waits_;

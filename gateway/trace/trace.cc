@@ -172,14 +172,14 @@ std::string hex(const SpanId& id) {
 
 void Span::add(std::string_view key, std::string_view value) {
   Attribute a;
-  a.key.assign(key);
+  a.key = key;
   a.text.assign(value);
   attributes.push_back(std::move(a));
 }
 
 void Span::add(std::string_view key, int64_t value) {
   Attribute a;
-  a.key.assign(key);
+  a.key = key;
   a.type = Attribute::Type::kInt;
   a.number = value;
   attributes.push_back(std::move(a));
@@ -187,7 +187,7 @@ void Span::add(std::string_view key, int64_t value) {
 
 void Span::addBool(std::string_view key, bool value) {
   Attribute a;
-  a.key.assign(key);
+  a.key = key;
   a.type = Attribute::Type::kBool;
   a.flag = value;
   attributes.push_back(std::move(a));

@@ -57,7 +57,9 @@ bool metaTraceContext(std::string_view padded_json, std::string& traceparent,
 
 struct Attribute {
   enum class Type : uint8_t { kString, kInt, kBool, kDouble };
-  std::string key;
+  // A name with static storage (the semantic conventions' names are literals): no copy per
+  // span.
+  std::string_view key;
   Type type = Type::kString;
   std::string text;
   int64_t number = 0;
