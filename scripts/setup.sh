@@ -21,6 +21,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libevent-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev catch2 node-llhttp
   libssl-dev openssl libhiredis-dev redis-server curl prometheus-cpp-dev ccache
+  prometheus
 )
 
 say() { printf 'setup: %s\n' "$*"; }
