@@ -72,7 +72,7 @@ void SeenAnswers::keep(const std::shared_ptr<mcp::SchemaCache>& cache, std::stri
   if (Entry* e = find(cache, upstream)) {
     drop(*e);
   }
-  if (text.size() > kMaxBytes) {
+  if (text.size() > kMaxAnswerBytes) {
     return;
   }
   while (!entries_.empty() &&

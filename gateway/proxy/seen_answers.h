@@ -3,7 +3,8 @@
 // (issue #30, learning without re-reading). The same answer again — its id aside
 // (mcp::sameApartFromId) — only extends what the cache learned instead of being parsed again.
 // Bounded: at most kMaxEntries upstreams and kMaxBytes of text per worker, the least recently
-// used dropped first; a text over kMaxBytes is not kept. Worker-local: no lock.
+// used dropped first; a text over kMaxAnswerBytes (real lists are 50-400 KB) is not kept, so a
+// burst of very large lists leaves nothing behind (as ListMemo). Worker-local: no lock.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +20,8 @@ namespace gw::proxy {
 class SeenAnswers {
  public:
   static constexpr size_t kMaxEntries = 32;
-  static constexpr size_t kMaxBytes = 16 * 1024 * 1024;
+  static constexpr size_t kMaxBytes = 8 * 1024 * 1024;
+  static constexpr size_t kMaxAnswerBytes = 2 * 1024 * 1024;
 
   // Whether `text` is the answer `cache` last learned for `upstream` on this worker (its id
   // aside) and the cache still holds it: then its lifetime is renewed (ttlMs as learned) and

@@ -73,14 +73,18 @@ TEST_CASE("seen answers: bounded in entries and bytes", "[proxy][seen_answers]")
   // The most recent are kept, the oldest went.
   CHECK(seen.renew(cache, "up" + std::to_string(SeenAnswers::kMaxEntries + 9), answer(2, "a"), t0));
   CHECK_FALSE(seen.renew(cache, "up0", answer(2, "a"), t0));
-  // A text over the byte bound is not kept; big ones push the others out.
-  const std::string huge(SeenAnswers::kMaxBytes + 1, ' ');
+  // A text over the per-answer bound is not kept; big ones push the others out.
+  const std::string huge(SeenAnswers::kMaxAnswerBytes + 1, ' ');
   seen.keep(cache, "huge", huge, cache->learn("huge", toolsOf("a"), 0, t0), 0);
+  CHECK_FALSE(seen.renew(cache, "huge", huge, t0));
   CHECK(seen.bytes() <= SeenAnswers::kMaxBytes);
-  const std::string half(SeenAnswers::kMaxBytes / 2 + 1, ' ');
-  seen.keep(cache, "h1", half, cache->learn("h1", toolsOf("a"), 0, t0), 0);
-  seen.keep(cache, "h2", half, cache->learn("h2", toolsOf("a"), 0, t0), 0);
+  const std::string big(SeenAnswers::kMaxAnswerBytes, ' ');
+  const size_t n = SeenAnswers::kMaxBytes / SeenAnswers::kMaxAnswerBytes + 1;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string up = "big" + std::to_string(i);
+    seen.keep(cache, up, big, cache->learn(up, toolsOf("a"), 0, t0), 0);
+  }
   CHECK(seen.bytes() <= SeenAnswers::kMaxBytes);
-  CHECK(seen.renew(cache, "h2", half, t0));
-  CHECK_FALSE(seen.renew(cache, "h1", half, t0));
+  CHECK(seen.renew(cache, "big" + std::to_string(n - 1), big, t0));
+  CHECK_FALSE(seen.renew(cache, "big0", big, t0));
 }
