@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -489,4 +490,67 @@ tracing:
     CHECK(tp.substr(0, 36) == "00-" + kTrace + "-");
     CHECK(tp.substr(36, 16) == client_ids[name]);
   }
+}
+
+TEST_CASE(
+    "tracing: one trace from the client through the gateway to an OpenTelemetry-instrumented "
+    "server",
+    "[tracing]") {
+  const std::string fixtures = std::string(GW_SOURCE_DIR) + "/tests/fixtures";
+  if (!std::filesystem::exists(fixtures + "/node_modules/@opentelemetry/sdk-trace-node")) {
+    FAIL("tests/fixtures/node_modules lacks @opentelemetry/sdk-trace-node: run scripts/setup.sh");
+  }
+  TempDir dir;
+  Process server({"node", fixtures + "/otel-server.mjs", "0"}, dir.path(), "otel-server");
+  uint16_t port = 0;
+  REQUIRE(waitFor(
+      [&] {
+        const std::string out = server.stdoutText();
+        const size_t at = out.find("LISTENING ");
+        if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
+          port = static_cast<uint16_t>(std::stoi(out.substr(at + 10)));
+        }
+        return port != 0 || !server.running();
+      },
+      Ms(15000)));
+  REQUIRE(port != 0);
+  RawUpstream collector(RawUpstream::respond(200, "{}"));
+  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
+  Gateway gw(traceYaml("  sample_ratio: 0\n"), {{"UP", "127.0.0.1:" + std::to_string(port)},
+                                                {"COLLECTOR", collector.address()},
+                                                {"POLICY", dir.file("policy.yaml")}});
+  Response r = fetch(gw.port(), call("lookup", "traceparent: " + traceparent("01") + "\r\n"));
+  INFO(r.head << r.body);
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find("traced") != std::string::npos);
+  // The server's span, as its SDK ended it.
+  std::string line;
+  REQUIRE(waitFor(
+      [&] {
+        const std::string out = server.stdoutText();
+        const size_t at = out.find("SPAN ");
+        if (at == std::string::npos || out.find('\n', at) == std::string::npos) {
+          return false;
+        }
+        line = out.substr(at + 5, out.find('\n', at) - at - 5);
+        return true;
+      },
+      Ms(5000)));
+  INFO(line);
+  REQUIRE(waitFor([&] { return spansOf(collector).size() >= 2; }, Ms(5000)));
+  std::string server_span;
+  std::string client_span;
+  for (const SpanSeen& s : spansOf(collector)) {
+    CHECK(s.trace_id == kTrace);
+    (s.kind == 2 ? server_span : client_span) = s.span_id;
+    if (s.kind == 2) {
+      CHECK(s.parent_id == kParent);  // the client's span
+    }
+  }
+  // client (kParent) -> gateway SERVER -> gateway CLIENT -> the MCP server's SERVER span.
+  CHECK(line.find("\"traceId\":\"" + kTrace + "\"") != std::string::npos);
+  CHECK(line.find("\"parentSpanId\":\"" + client_span + "\"") != std::string::npos);
+  CHECK(line.find("\"name\":\"tools/call lookup\"") != std::string::npos);
+  CHECK_FALSE(client_span.empty());
+  CHECK_FALSE(server_span.empty());
 }
