@@ -84,6 +84,9 @@ std::shared_ptr<spdlog::logger> makeAccessLog(const settings::AccessLog& cfg) {
     return nullptr;
   }
   log->set_pattern("%v");
+  // The access log is not the error log: every request's line is written whatever log_level
+  // says (log_level: warn quiets the error log only).
+  log->set_level(spdlog::level::info);
   log->flush_on(spdlog::level::info);
   return log;
 }

@@ -650,3 +650,13 @@ TEST_CASE("ops: a reload reopens the access log, applies log_level, reports rest
                 Ms(3000)));
   CHECK(countOf(gw.process().stderrText(), reloadedLine(gw)) == info_lines);
 }
+
+TEST_CASE("ops: log_level warn at start quiets the error log, never the access log", "[ops]") {
+  RawUpstream up(RawUpstream::respond(200, kBodyA));
+  OpsConfig cfg{.tag = "a", .upstream_addr = up.address()};
+  Gateway gw(opsYaml(cfg) + "log_level: warn\n");
+  REQUIRE(bodyOfNewRequest(gw.port()) == kBodyA);
+  REQUIRE(bodyOfNewRequest(gw.port()) == kBodyA);
+  CHECK(waitFor([&] { return countOf(readFile(gw.accessLogPath()), "\"status\":200") == 2; },
+                Ms(3000)));
+}
