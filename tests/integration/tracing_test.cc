@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -553,4 +554,25 @@ TEST_CASE(
   CHECK(line.find("\"name\":\"tools/call lookup\"") != std::string::npos);
   CHECK_FALSE(client_span.empty());
   CHECK_FALSE(server_span.empty());
+}
+
+TEST_CASE("tracing: a drain sends the spans still queued before the gateway exits", "[tracing]") {
+  RawUpstream collector(RawUpstream::respond(200, "{}"));
+  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
+  TempDir dir;
+  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
+  // Nothing leaves on its own: a batch of 512 is never reached, the interval is a minute.
+  std::string yaml = traceYaml("  sample_ratio: 1\n");
+  yaml.replace(yaml.find("flush_interval: 50ms"), 20, "flush_interval: 1m");
+  Gateway gw(yaml, {{"UP", up.address()},
+                    {"COLLECTOR", collector.address()},
+                    {"POLICY", dir.file("policy.yaml")}});
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(fetch(gw.port(), call("get_time", "")).status == 200);
+  }
+  CHECK(collector.requestCount() == 0);
+  REQUIRE(::kill(gw.pid(), SIGTERM) == 0);
+  REQUIRE(gw.process().wait(Ms(10000)).has_value());
+  REQUIRE(collector.requestCount() >= 1);
+  CHECK(spansOf(collector).size() == 6);  // three SERVER and three CLIENT spans
 }
