@@ -3,13 +3,10 @@
 #include "gateway/filters/explain.h"
 
 #include <cstdio>
-
-#include "gateway/core/ascii.h"
-#include "gateway/trace/trace.h"
-
 #include <optional>
 
 #include "gateway/federation/federation.h"
+#include "gateway/trace/trace.h"
 
 #include <simdjson.h>
 
@@ -287,16 +284,10 @@ std::string render(const Snapshot& snap, const RequestContext& ctx, bool forward
   // tracing: whether this request would be sampled (parent-based; roots at sample_ratio).
   j.key("trace");
   if (s.tracing) {
-    std::string_view field;
-    size_t fields = 0;
-    if (ctx.head != nullptr) {
-      for (const http::HeaderField& h : ctx.head->fields) {
-        if (core::iequals(h.name, "traceparent")) {
-          field = h.value;
-          ++fields;
-        }
-      }
-    }
+    const size_t fields =
+        ctx.head != nullptr ? http::countFields(ctx.head->fields, "traceparent") : 0;
+    const std::string_view field =
+        fields != 0 ? http::findField(ctx.head->fields, "traceparent")->value : std::string_view{};
     trace::TraceParent parent;
     const bool has_parent = fields == 1 && trace::parseTraceparent(field, parent);
     j.open('{').key("parent").strOrNull(has_parent, field);

@@ -417,20 +417,20 @@ void FanOut::pageDone(Slot& slot) {
   federation::Page page;
   std::string detail;
   federation::PageError pe = federation::PageError::kNone;
-  // A first page the upstream sent last time too (its id aside) is not parsed again: its
-  // items come from the worker's list memo (list_memo.h), as on a plain route.
-  const bool first =
-      slot.pages == 0 && slot.cursor.empty() && kind_ != federation::ListKind::kDiscover;
-  const std::string_view upstream = s_->upstreams[route_->upstream_indexes[slot.index]].name;
-  ListMemo::Match m;
-  if (first && w_->list_memo.find(upstream, kind_, slot.resp, m)) {
-    page = ListMemo::page(*m.entry);
+  if (slot.pages == 0 && slot.cursor.empty() && kind_ != federation::ListKind::kDiscover) {
+    // A first page the upstream sent last time too (its id aside) is not parsed again: its
+    // items come from the worker's list memo (list_memo.h), as on a plain route.
+    ListMemo::Match m;
+    ListMemo::Entry* e = nullptr;
+    federation::Page parsed;
+    const federation::Page* read = nullptr;
+    pe = w_->list_memo.read(s_->upstreams[route_->upstream_indexes[slot.index]].name, kind_,
+                            slot.resp, m, parsed, read, e, detail);
+    if (pe == federation::PageError::kNone) {
+      page = read == &parsed ? std::move(parsed) : *read;
+    }
   } else {
     pe = federation::parsePage(kind_, slot.resp, page, detail);
-    if (first && pe == federation::PageError::kNone) {
-      federation::Page kept = page;
-      w_->list_memo.keep(upstream, kind_, slot.resp, kept);
-    }
   }
   if (pe == federation::PageError::kRpcError && slot.pages == 0) {
     // A JSON-RPC error answer to the client's own request: kept for relaying as it came.

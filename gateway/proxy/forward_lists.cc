@@ -229,24 +229,20 @@ ForwardTarget::ListRead ForwardTarget::readListResponse(std::string_view json, s
                                                         std::string& why) {
   // The answer this upstream sent last, its id aside, is not parsed again (ListMemo).
   const std::string_view upstream = x_.settings().upstreams[up_index_].name;
-  ListMemo& memo = x_.worker().list_memo;
   ListMemo::Match m;
   ListMemo::Entry* e = nullptr;
   federation::Page parsed;
-  if (memo.find(upstream, filter_kind_, json, m)) {
-    e = m.entry;
-  } else {
-    const federation::PageError pe = federation::parsePage(filter_kind_, json, parsed, why);
-    if (pe == federation::PageError::kRpcError) {
-      why.clear();
-      return ListRead::kUnchanged;  // the server's error answer: nothing to filter
-    }
-    if (pe != federation::PageError::kNone) {
-      return ListRead::kUnreadable;
-    }
-    e = memo.keep(upstream, filter_kind_, json, parsed);
+  const federation::Page* read = nullptr;
+  const federation::PageError pe =
+      x_.worker().list_memo.read(upstream, filter_kind_, json, m, parsed, read, e, why);
+  if (pe == federation::PageError::kRpcError) {
+    why.clear();
+    return ListRead::kUnchanged;  // the server's error answer: nothing to filter
   }
-  const federation::Page& page = e != nullptr ? ListMemo::page(*e) : parsed;
+  if (pe != federation::PageError::kNone) {
+    return ListRead::kUnreadable;
+  }
+  const federation::Page& page = *read;
   if (x_.ctx().learn_tools) {
     learnTools(json);
   }

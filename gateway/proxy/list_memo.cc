@@ -166,6 +166,25 @@ const federation::Page& ListMemo::page(const Entry& e) noexcept {
   return e.page;
 }
 
+federation::PageError ListMemo::read(std::string_view source, federation::ListKind kind,
+                                     std::string_view text, Match& m, federation::Page& parsed,
+                                     const federation::Page*& page, Entry*& entry,
+                                     std::string& detail) {
+  if (find(source, kind, text, m)) {
+    entry = m.entry;
+    page = &entry->page;
+    return federation::PageError::kNone;
+  }
+  const federation::PageError pe = federation::parsePage(kind, text, parsed, detail);
+  if (pe != federation::PageError::kNone) {
+    entry = nullptr;
+    return pe;
+  }
+  entry = keep(source, kind, text, parsed);
+  page = entry != nullptr ? &entry->page : &parsed;
+  return pe;
+}
+
 void ListMemo::drop(size_t i) noexcept {
   bytes_ -= entries_[i]->bytes;
   if (i + 1 != entries_.size()) {

@@ -61,6 +61,13 @@ class ListMemo {
   Entry* keep(std::string_view source, federation::ListKind kind, std::string_view text,
               federation::Page& page);
   static const federation::Page& page(const Entry& e) noexcept;
+  // The page of `text`, a list answer of `source`: the kept one when `text` is what `source`
+  // sent last (`m` says where the ids differ), else parsed into `parsed` and kept (`m.entry`
+  // null; *page is then the kept copy, or `parsed` when too large to keep). Any error but
+  // kNone leaves *page unset (`detail` says why, as federation::parsePage).
+  federation::PageError read(std::string_view source, federation::ListKind kind,
+                             std::string_view text, Match& m, federation::Page& parsed,
+                             const federation::Page*& page, Entry*& entry, std::string& detail);
   static std::string_view text(const Entry& e) noexcept;
   // A federated route's merged list members (`shared`: immutable, cached, the same buffer for
   // every request while the list holds): the entry kept for them, found by the buffer; its

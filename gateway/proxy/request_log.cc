@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <ctime>
 
-#include "gateway/core/ascii.h"
 #include "gateway/mcp/jsonrpc.h"
 #include "gateway/proxy/exchange.h"
 #include "gateway/proxy/proxy_context.h"
@@ -105,13 +104,9 @@ void Exchange::endTrace(std::string_view error_type) {
     }
     s.add("jsonrpc.request.id", id);
   }
-  if (ctx_.legacy) {
-    for (const http::HeaderField& f : head.fields) {
-      if (core::iequals(f.name, "mcp-session-id")) {
-        s.add("mcp.session.id", f.value.substr(0, 256));
-        break;
-      }
-    }
+  if (const http::HeaderField* session = http::findField(head.fields, "mcp-session-id");
+      ctx_.legacy && session != nullptr) {
+    s.add("mcp.session.id", session->value.substr(0, 256));
   }
   s.add("http.request.method", head.method);
   s.add("http.response.status_code", int64_t{status});

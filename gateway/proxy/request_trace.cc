@@ -2,10 +2,11 @@
 
 #include "gateway/proxy/request_trace.h"
 
+#include <charconv>
 #include <chrono>
 
-#include "gateway/core/ascii.h"
 #include "gateway/core/clock.h"
+#include "gateway/http/host.h"
 
 namespace gw::proxy {
 
@@ -31,23 +32,14 @@ void RequestTrace::begin(trace::SpanSink* sink, double ratio, const http::Reques
   waits_.clear();
   // Exactly one traceparent field with a valid value is a parent; two, or a bad one, are
   // ignored (a new root), and so is the tracestate that came with them.
-  const http::HeaderField* parent_field = nullptr;
-  size_t parents = 0;
-  std::string_view state;
-  size_t states = 0;
-  for (const http::HeaderField& f : head.fields) {
-    if (core::iequals(f.name, "traceparent")) {
-      parent_field = &f;
-      ++parents;
-    } else if (core::iequals(f.name, "tracestate")) {
-      state = f.value;
-      ++states;
-    }
-  }
   trace::TraceParent parent;
-  const bool valid = parents == 1 && trace::parseTraceparent(parent_field->value, parent);
+  const bool valid =
+      http::countFields(head.fields, "traceparent") == 1 &&
+      trace::parseTraceparent(http::findField(head.fields, "traceparent")->value, parent);
+  const bool one_state = http::countFields(head.fields, "tracestate") == 1;
   ratio_ = ratio;
-  useParent(valid ? &parent : nullptr, states == 1 ? state : std::string_view{});
+  useParent(valid ? &parent : nullptr,
+            one_state ? http::findField(head.fields, "tracestate")->value : std::string_view{});
 }
 
 // The request's context from `parent` (null: a new root) and its tracestate.
@@ -123,18 +115,16 @@ trace::Span RequestTrace::clientSpan(const Link& link, const trace::SpanId& id,
   s.start_ns = start_ns;
   s.end_ns = end_ns;
   s.add("mcp_gateway.upstream", upstream);
-  // server.address / server.port from "host:port" ("[v6]:port").
-  const size_t colon = endpoint.rfind(':');
-  if (colon != std::string_view::npos) {
-    std::string_view host = endpoint.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+  // server.address / server.port from the endpoint's "host:port" ("[v6]:port").
+  http::HostPort hp;
+  if (http::parseHostPort(endpoint, hp) && !hp.port.empty()) {
+    std::string_view host = hp.host;
+    if (host.starts_with('[')) {
       host = host.substr(1, host.size() - 2);
     }
     s.add("server.address", host);
     int64_t port = 0;
-    for (const char c : endpoint.substr(colon + 1)) {
-      port = c >= '0' && c <= '9' ? port * 10 + (c - '0') : port;
-    }
+    std::from_chars(hp.port.data(), hp.port.data() + hp.port.size(), port);
     s.add("server.port", port);
   }
   if (status > 0) {

@@ -72,21 +72,13 @@ void Loader::walkTracing(const Entry& te, Settings& s) {
                 "'" + e.path + "': cannot read '" + t.ca + "' (the collector's CA bundle, PEM)");
         }
       }
-    } else if (e.key == "max_queue") {
+    } else if (e.key == "max_queue" || e.key == "batch") {
       uint64_t v = 0;
       if (readUint(e, kMaxQueue, v)) {
         if (v == 0) {
           error(valueMark(e), "'" + e.path + "' must be 1 to 1000000");
         }
-        t.max_queue = static_cast<uint32_t>(v);
-      }
-    } else if (e.key == "batch") {
-      uint64_t v = 0;
-      if (readUint(e, kMaxQueue, v)) {
-        if (v == 0) {
-          error(valueMark(e), "'" + e.path + "' must be 1 to 1000000");
-        }
-        t.batch = static_cast<uint32_t>(v);
+        (e.key == "batch" ? t.batch : t.max_queue) = static_cast<uint32_t>(v);
       }
     } else if (e.key == "flush_interval") {
       if (readDuration(e, t.flush_interval) && (t.flush_interval < std::chrono::milliseconds(10) ||

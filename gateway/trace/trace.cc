@@ -70,15 +70,13 @@ bool parseTraceparent(std::string_view v, TraceParent& out) noexcept {
     return false;
   }
   TraceParent p;
-  std::array<uint8_t, 1> flags{};
-  if (!readHex(v.substr(3, 32), p.trace_id) || !readHex(v.substr(36, 16), p.parent_id)) {
+  const int f0 = lowerHex(v[53]);
+  const int f1 = lowerHex(v[54]);
+  if (!readHex(v.substr(3, 32), p.trace_id) || !readHex(v.substr(36, 16), p.parent_id) || f0 < 0 ||
+      f1 < 0) {
     return false;
   }
-  readHex(v.substr(53, 2), flags);  // 00 is a valid flags value (readHex says "all zeros")
-  if (lowerHex(v[53]) < 0 || lowerHex(v[54]) < 0) {
-    return false;
-  }
-  p.flags = flags[0];
+  p.flags = static_cast<uint8_t>(f0 << 4 | f1);
   out = p;
   return true;
 }
