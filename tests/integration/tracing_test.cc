@@ -97,7 +97,7 @@ std::vector<SpanSeen> spansOf(const RawUpstream& collector) {
   return out;
 }
 
-std::string traceYaml(const std::string& extra_tracing) {
+std::string traceYaml(const std::string& extra_tracing, const std::string& flush = "50ms") {
   return R"(listen: "127.0.0.1:${PORT}"
 admin: "127.0.0.1:0"
 workers: 1
@@ -111,8 +111,8 @@ policies: [${POLICY}]
 access_log: { path: "${ACCESS_LOG}" }
 tracing:
   otlp_endpoint: http://${COLLECTOR}/v1/traces
-  flush_interval: 50ms
-)" + extra_tracing;
+  flush_interval: )" +
+         flush + "\n" + extra_tracing;
 }
 
 const std::string kPolicy =
@@ -123,16 +123,33 @@ std::string call(const std::string& tool, const std::string& extra) {
   return mcpPost(toolsCallBody(tool, 7), extra, tool);
 }
 
+std::string writePolicy(const TempDir& dir) {
+  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
+  return dir.file("policy.yaml");
+}
+
+// A traced gateway (traceYaml + `extra_tracing`) in front of an upstream that answers every
+// call, exporting to `collector` (by default one that accepts every export).
+struct Traced {
+  explicit Traced(const std::string& extra_tracing, const std::string& flush = "50ms",
+                  UpstreamScript collector_script = RawUpstream::respond(200, "{}"))
+      : collector(std::move(collector_script)),
+        gw(traceYaml(extra_tracing, flush), {{"UP", up.address()},
+                                             {"COLLECTOR", collector.address()},
+                                             {"POLICY", writePolicy(dir)}}) {}
+  RawUpstream collector;
+  RawUpstream up{RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})")};
+  TempDir dir;
+  Gateway gw;
+};
+
 }  // namespace
 
 TEST_CASE("tracing: the client's parent, the gateway's spans, the upstream's parent", "[tracing]") {
-  RawUpstream collector(RawUpstream::respond(200, "{}"));
-  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
-  TempDir dir;
-  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
-  Gateway gw(traceYaml("  sample_ratio: 0\n"), {{"UP", up.address()},
-                                                {"COLLECTOR", collector.address()},
-                                                {"POLICY", dir.file("policy.yaml")}});
+  Traced t("  sample_ratio: 0\n");
+  RawUpstream& collector = t.collector;
+  RawUpstream& up = t.up;
+  Gateway& gw = t.gw;
 
   // A sampled parent: the spans are exported, chained to it.
   Response r = fetch(gw.port(), call("get_weather", "traceparent: " + traceparent("01") +
@@ -270,14 +287,10 @@ TEST_CASE("tracing: the client's parent, the gateway's spans, the upstream's par
 }
 
 TEST_CASE("tracing: sample_ratio 1 samples every root", "[tracing]") {
-  RawUpstream collector(RawUpstream::respond(200, "{}"));
-  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
-  TempDir dir;
-  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
-  Gateway gw(traceYaml("  sample_ratio: 1\n  service_name: edge-gw\n"),
-             {{"UP", up.address()},
-              {"COLLECTOR", collector.address()},
-              {"POLICY", dir.file("policy.yaml")}});
+  Traced t("  sample_ratio: 1\n  service_name: edge-gw\n");
+  RawUpstream& collector = t.collector;
+  RawUpstream& up = t.up;
+  Gateway& gw = t.gw;
   for (int i = 0; i < 3; ++i) {
     REQUIRE(fetch(gw.port(), call("get_time", "")).status == 200);
   }
@@ -315,14 +328,10 @@ TEST_CASE("tracing: off, traceparent and tracestate pass untouched", "[tracing]"
 TEST_CASE("tracing: a collector that never answers costs requests nothing", "[tracing][slow]") {
   // The collector holds every connection without answering: exports stay in flight, the
   // queue fills, spans beyond max_queue are dropped and counted.
-  RawUpstream collector([](UpstreamConn& c) { c.stall(); });
-  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
-  TempDir dir;
-  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
-  Gateway gw(traceYaml("  sample_ratio: 1\n  max_queue: 4\n  batch: 2\n"),
-             {{"UP", up.address()},
-              {"COLLECTOR", collector.address()},
-              {"POLICY", dir.file("policy.yaml")}});
+  Traced t("  sample_ratio: 1\n  max_queue: 4\n  batch: 2\n", "50ms",
+           [](UpstreamConn& c) { c.stall(); });
+  RawUpstream& collector = t.collector;
+  Gateway& gw = t.gw;
   const auto t0 = Clock::now();
   for (int i = 0; i < 30; ++i) {
     REQUIRE(fetch(gw.port(), call("get_time", "")).status == 200);
@@ -338,14 +347,10 @@ TEST_CASE("tracing: a collector that never answers costs requests nothing", "[tr
 
 TEST_CASE("tracing: params._meta.traceparent of a body the gateway reads, the HTTP field wins",
           "[tracing]") {
-  RawUpstream collector(RawUpstream::respond(200, "{}"));
-  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
-  TempDir dir;
-  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
-  Gateway gw(traceYaml("  sample_ratio: 0\nmcp:\n  verify_body: true\n  legacy: passthrough\n"),
-             {{"UP", up.address()},
-              {"COLLECTOR", collector.address()},
-              {"POLICY", dir.file("policy.yaml")}});
+  Traced t("  sample_ratio: 0\nmcp:\n  verify_body: true\n  legacy: passthrough\n");
+  RawUpstream& collector = t.collector;
+  RawUpstream& up = t.up;
+  Gateway& gw = t.gw;
   const std::string meta_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
   const std::string meta_parent = "00f067aa0ba902b7";
   const std::string meta_tp = "00-" + meta_trace + "-" + meta_parent + "-01";
@@ -516,10 +521,9 @@ TEST_CASE(
       Ms(15000)));
   REQUIRE(port != 0);
   RawUpstream collector(RawUpstream::respond(200, "{}"));
-  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
   Gateway gw(traceYaml("  sample_ratio: 0\n"), {{"UP", "127.0.0.1:" + std::to_string(port)},
                                                 {"COLLECTOR", collector.address()},
-                                                {"POLICY", dir.file("policy.yaml")}});
+                                                {"POLICY", writePolicy(dir)}});
   Response r = fetch(gw.port(), call("lookup", "traceparent: " + traceparent("01") + "\r\n"));
   INFO(r.head << r.body);
   REQUIRE(r.status == 200);
@@ -557,16 +561,10 @@ TEST_CASE(
 }
 
 TEST_CASE("tracing: a drain sends the spans still queued before the gateway exits", "[tracing]") {
-  RawUpstream collector(RawUpstream::respond(200, "{}"));
-  RawUpstream up(RawUpstream::respond(200, R"({"jsonrpc":"2.0","id":7,"result":{"content":[]}})"));
-  TempDir dir;
-  REQUIRE(writeFile(dir.file("policy.yaml"), kPolicy));
   // Nothing leaves on its own: a batch of 512 is never reached, the interval is a minute.
-  std::string yaml = traceYaml("  sample_ratio: 1\n");
-  yaml.replace(yaml.find("flush_interval: 50ms"), 20, "flush_interval: 1m");
-  Gateway gw(yaml, {{"UP", up.address()},
-                    {"COLLECTOR", collector.address()},
-                    {"POLICY", dir.file("policy.yaml")}});
+  Traced t("  sample_ratio: 1\n", "1m");
+  RawUpstream& collector = t.collector;
+  Gateway& gw = t.gw;
   for (int i = 0; i < 3; ++i) {
     REQUIRE(fetch(gw.port(), call("get_time", "")).status == 200);
   }
