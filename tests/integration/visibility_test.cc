@@ -124,18 +124,19 @@ std::string policyYaml() {
          "    action: deny\n";
 }
 
-}  // namespace
+std::string writePolicy(const TempDir& dir) {
+  REQUIRE(writeFile(dir.file("policy.yaml"), policyYaml()));
+  return dir.file("policy.yaml");
+}
 
-TEST_CASE("visibility: each caller's tools/list is exactly what it may call", "[visibility]") {
-  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
-    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
-  }
-  TempDir dir;
-  Server ops(dir, "ops", "execute_sql,get_status,delete_user,admin_reset");
-  Server docs(dir, "docs", "read_doc,delete_doc");
-  const std::string policy = dir.file("policy.yaml");
-  REQUIRE(writeFile(policy, policyYaml()));
-  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
+// Two real SDK servers (ops: four tools, docs: two) behind one gateway: the plain route
+// (default, ops) and a federated one (X-Route: fed, names: prefix), under policyYaml().
+struct TwoServers {
+  TwoServers()
+      : gw(kYaml, {{"OPS", std::to_string(ops.port())},
+                   {"DOCS", std::to_string(docs.port())},
+                   {"POLICY", policy}}) {}
+  static constexpr const char* kYaml = R"(listen: "127.0.0.1:${PORT}"
 workers: 1
 upstreams:
   - name: ops
@@ -151,10 +152,22 @@ routes:
     upstream: ops
 policies: [${POLICY}]
 access_log: { path: "${ACCESS_LOG}" }
-)",
-             {{"OPS", std::to_string(ops.port())},
-              {"DOCS", std::to_string(docs.port())},
-              {"POLICY", policy}});
+)";
+  TempDir dir;
+  Server ops{dir, "ops", "execute_sql,get_status,delete_user,admin_reset"};
+  Server docs{dir, "docs", "read_doc,delete_doc"};
+  std::string policy = writePolicy(dir);
+  Gateway gw;
+};
+
+}  // namespace
+
+TEST_CASE("visibility: each caller's tools/list is exactly what it may call", "[visibility]") {
+  if (!std::filesystem::exists(kFixtures + "/node_modules")) {
+    FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
+  }
+  TwoServers servers;
+  Gateway& gw = servers.gw;
 
   struct Expect {
     const char* route;
@@ -238,30 +251,9 @@ TEST_CASE("visibility: a list made for one caller is reused for its set only, ne
   if (!std::filesystem::exists(kFixtures + "/node_modules")) {
     FAIL("tests/fixtures/node_modules is missing: run scripts/setup.sh");
   }
-  TempDir dir;
-  Server ops(dir, "ops", "execute_sql,get_status,delete_user,admin_reset");
-  Server docs(dir, "docs", "read_doc,delete_doc");
-  const std::string policy = dir.file("policy.yaml");
-  REQUIRE(writeFile(policy, policyYaml()));
-  Gateway gw(R"(listen: "127.0.0.1:${PORT}"
-workers: 1
-upstreams:
-  - name: ops
-    endpoints: ["127.0.0.1:${OPS}"]
-  - name: docs
-    endpoints: ["127.0.0.1:${DOCS}"]
-routes:
-  - name: fed
-    match: { headers: { X-Route: fed } }
-    upstreams: [ops, docs]
-    names: prefix
-  - name: default
-    upstream: ops
-policies: [${POLICY}]
-)",
-             {{"OPS", std::to_string(ops.port())},
-              {"DOCS", std::to_string(docs.port())},
-              {"POLICY", policy}});
+  TwoServers servers;
+  Gateway& gw = servers.gw;
+  const std::string& policy = servers.policy;
   const std::set<std::string> alice_plain{"execute_sql", "get_status", "ops_add_tool"};
   const std::set<std::string> bob_plain{"execute_sql", "get_status", "delete_user", "admin_reset",
                                         "ops_add_tool"};
