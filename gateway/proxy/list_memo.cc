@@ -72,36 +72,40 @@ bool withId(std::string_view out, std::string_view seen, size_t start, size_t se
 
 }  // namespace
 
+size_t ListMemo::indexOf(std::string_view source, federation::ListKind kind) const noexcept {
+  size_t i = 0;
+  while (i < entries_.size() && (entries_[i]->kind != kind || entries_[i]->source != source)) {
+    ++i;
+  }
+  return i;
+}
+
 bool ListMemo::find(std::string_view source, federation::ListKind kind, std::string_view text,
                     Match& m) {
   m = Match{};
-  for (const auto& e : entries_) {
-    if (e->kind != kind || e->source != source) {
-      continue;
-    }
-    mcp::SameAnswerMatcher matcher;
-    matcher.reset(e->text);
-    if (!matcher.feed(text) || !matcher.same()) {
-      return false;
-    }
-    std::string_view id;
-    if (matcher.idRun(m.start, m.seen_end, id)) {
-      m.id.assign(id);
-    }
-    m.entry = e.get();
-    e->used = ++tick_;
-    return true;
+  const size_t i = indexOf(source, kind);
+  if (i == entries_.size()) {
+    return false;
   }
-  return false;
+  Entry& e = *entries_[i];
+  mcp::SameAnswerMatcher matcher;
+  matcher.reset(e.text);
+  if (!matcher.feed(text) || !matcher.same()) {
+    return false;
+  }
+  std::string_view id;
+  if (matcher.idRun(m.start, m.seen_end, id)) {
+    m.id.assign(id);
+  }
+  m.entry = &e;
+  e.used = ++tick_;
+  return true;
 }
 
 ListMemo::Entry* ListMemo::add(std::string_view source, federation::ListKind kind,
                                std::string_view text, size_t extra) {
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i]->kind == kind && entries_[i]->source == source) {
-      drop(i);
-      break;
-    }
+  if (const size_t i = indexOf(source, kind); i != entries_.size()) {
+    drop(i);
   }
   const size_t need = text.size() + extra;
   if (need > kMaxAnswerBytes) {
@@ -135,17 +139,13 @@ ListMemo::Entry* ListMemo::keep(std::string_view source, federation::ListKind ki
 
 ListMemo::Entry* ListMemo::findShared(std::string_view source, federation::ListKind kind,
                                       const std::shared_ptr<const std::string>& shared) {
-  for (const auto& e : entries_) {
-    if (e->kind == kind && e->source == source) {
-      // The entry holds its buffer: while it is kept, no other buffer can have its address.
-      if (e->shared == nullptr || e->shared != shared) {
-        return nullptr;
-      }
-      e->used = ++tick_;
-      return e.get();
-    }
+  const size_t i = indexOf(source, kind);
+  // The entry holds its buffer: while it is kept, no other buffer can have its address.
+  if (i == entries_.size() || entries_[i]->shared == nullptr || entries_[i]->shared != shared) {
+    return nullptr;
   }
-  return nullptr;
+  entries_[i]->used = ++tick_;
+  return entries_[i].get();
 }
 
 ListMemo::Entry* ListMemo::keepShared(std::string_view source, federation::ListKind kind,

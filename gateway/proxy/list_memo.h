@@ -91,6 +91,8 @@ class ListMemo {
   size_t size() const noexcept { return entries_.size(); }
 
  private:
+  // The index of the entry kept for `source` and `kind`, or entries_.size().
+  size_t indexOf(std::string_view source, federation::ListKind kind) const noexcept;
   void drop(size_t i) noexcept;
   Entry* add(std::string_view source, federation::ListKind kind, std::string_view text,
              size_t extra);
